@@ -1,0 +1,156 @@
+//! Every policy outrider knows, and the registry that builds them from
+//! `NAME[:k=v,...]` strings.
+//!
+//! To add a policy: write its module (overview comment citing the paper
+//! section, a [`crate::params!`] struct with the paper's defaults, the
+//! [`crate::Policy`] impl) and add one [`Entry`] to [`REGISTRY`].
+
+pub mod none;
+pub mod obl;
+pub mod readahead;
+
+use crate::params::{render_help, ParamError, ParamSpec, Params};
+use crate::policy::BoxedPolicy;
+use std::fmt;
+
+/// Why a policy specification could not be built.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PolicyError {
+    /// No policy of that name.
+    UnknownPolicy {
+        /// The name given.
+        name: String,
+    },
+    /// A parameter was wrong.
+    Param(ParamError),
+    /// `NAME:help` was asked for: not an error, the help text to print.
+    Help(String),
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicyError::UnknownPolicy { name } => write!(
+                f,
+                "unknown policy '{name}'; known policies: {}",
+                POLICY_NAMES.join(", ")
+            ),
+            PolicyError::Param(e) => e.fmt(f),
+            PolicyError::Help(text) => f.write_str(text),
+        }
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+impl From<ParamError> for PolicyError {
+    fn from(e: ParamError) -> Self {
+        PolicyError::Param(e)
+    }
+}
+
+/// One registered policy.
+pub struct Entry {
+    /// Name on the command line.
+    pub name: &'static str,
+    /// One line: what it is and where it comes from.
+    pub summary: &'static str,
+    /// Its parameters.
+    pub specs: fn() -> Vec<ParamSpec>,
+    /// Build it from the `k=v,...` text.
+    pub build: fn(&str) -> Result<BoxedPolicy, ParamError>,
+}
+
+fn build_with<P: Params, T: crate::Policy + 'static>(
+    name: &str,
+    text: &str,
+    make: fn(P) -> T,
+) -> Result<BoxedPolicy, ParamError> {
+    Ok(Box::new(make(P::parse(name, text)?)))
+}
+
+/// The registry, in the order `compare` lists them.
+pub const REGISTRY: &[Entry] = &[
+    Entry {
+        name: none::NAME,
+        summary: none::SUMMARY,
+        specs: none::NoneParams::specs,
+        build: |t| build_with(none::NAME, t, none::NoPrefetch::new),
+    },
+    Entry {
+        name: obl::NAME,
+        summary: obl::SUMMARY,
+        specs: obl::OblParams::specs,
+        build: |t| build_with(obl::NAME, t, obl::Obl::new),
+    },
+    Entry {
+        name: readahead::NAME,
+        summary: readahead::SUMMARY,
+        specs: readahead::ReadaheadParams::specs,
+        build: |t| build_with(readahead::NAME, t, readahead::Readahead::new),
+    },
+];
+
+/// Names of every registered policy.
+pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME];
+
+fn entry(name: &str) -> Result<&'static Entry, PolicyError> {
+    REGISTRY
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| PolicyError::UnknownPolicy { name: name.into() })
+}
+
+/// The help text of one policy (what `--policy NAME:help` prints).
+pub fn policy_help(name: &str) -> Result<String, PolicyError> {
+    let e = entry(name)?;
+    Ok(render_help(e.name, e.summary, &(e.specs)()))
+}
+
+/// Build a policy from `NAME[:k=v,...]`. `NAME:help` returns
+/// [`PolicyError::Help`] with the parameter table.
+pub fn build_policy(spec: &str) -> Result<BoxedPolicy, PolicyError> {
+    let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
+    let name = name.trim();
+    let e = entry(name)?;
+    if params.trim() == "help" {
+        return Err(PolicyError::Help(policy_help(name)?));
+    }
+    Ok((e.build)(params)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_registered_name_builds_with_defaults() {
+        assert_eq!(REGISTRY.len(), POLICY_NAMES.len());
+        for name in POLICY_NAMES {
+            let p = build_policy(name).unwrap();
+            assert_eq!(p.name(), *name);
+        }
+    }
+
+    #[test]
+    fn help_lists_parameters_with_defaults() {
+        match build_policy("obl:help") {
+            Err(PolicyError::Help(t)) => assert!(t.contains("k=4"), "{t}"),
+            _ => panic!("obl:help must return the help text"),
+        }
+    }
+
+    #[test]
+    fn unknown_policy_and_key_are_clear_errors() {
+        let e = build_policy("nosuch").err().unwrap().to_string();
+        assert!(
+            e.contains("unknown policy 'nosuch'") && e.contains("readahead"),
+            "{e}"
+        );
+        let e = build_policy("obl:q=1").err().unwrap().to_string();
+        assert!(
+            e.contains("no parameter 'q'") && e.contains("k (default 4)"),
+            "{e}"
+        );
+    }
+}

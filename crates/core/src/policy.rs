@@ -1,0 +1,145 @@
+//! The [`Policy`] trait: the contract between a prefetching policy and the
+//! driver (simulator or live runtime) that feeds it.
+//!
+//! Hooks, in the order a driver calls them for one request:
+//! 1. [`Policy::on_access`] after the cache looked the request up (so the
+//!    policy knows hits, prefetched hits and misses);
+//! 2. [`Policy::on_prefetch_done`] whenever a prefetch the policy asked for
+//!    completes;
+//! 3. [`Policy::on_evict`] when a block leaves memory (used or unused);
+//! 4. [`Policy::on_tick`] every [`Policy::tick_interval_ns`] of driver time,
+//!    for time-driven policies (flashy's polling interval).
+//!
+//! Answers go into a [`Sink`]; the driver screens them (nothing already
+//! resident or in flight is fetched twice) and accounts them per window.
+
+use crate::event::{Access, Outcome, PrefetchDone, PrefetchRequest, Target, WindowId};
+
+/// Read-only view of what is in memory, answered by the driver.
+pub trait Residency {
+    /// Is block `lbn` of device `dev` resident or being read?
+    fn is_cached(&self, dev: u32, lbn: u64) -> bool;
+}
+
+/// A [`Residency`] that knows nothing (everything is absent).
+pub struct NoResidency;
+
+impl Residency for NoResidency {
+    fn is_cached(&self, _dev: u32, _lbn: u64) -> bool {
+        false
+    }
+}
+
+/// Where a policy puts its prefetch requests, plus what it may ask the
+/// driver while deciding.
+pub struct Sink<'a> {
+    out: &'a mut Vec<PrefetchRequest>,
+    next_window: &'a mut u64,
+    residency: &'a dyn Residency,
+}
+
+impl<'a> Sink<'a> {
+    /// A sink appending to `out`, allocating window ids from `next_window`.
+    pub fn new(
+        out: &'a mut Vec<PrefetchRequest>,
+        next_window: &'a mut u64,
+        residency: &'a dyn Residency,
+    ) -> Self {
+        Sink {
+            out,
+            next_window,
+            residency,
+        }
+    }
+
+    /// A fresh window id, unique within this driver.
+    pub fn new_window(&mut self) -> WindowId {
+        *self.next_window += 1;
+        WindowId(*self.next_window)
+    }
+
+    /// Ask for `blocks` blocks at `target`, accounted to `window`.
+    /// Zero-length requests are ignored.
+    pub fn prefetch(&mut self, target: Target, blocks: u32, window: WindowId) {
+        if blocks > 0 {
+            self.out.push(PrefetchRequest {
+                target,
+                blocks,
+                window,
+            });
+        }
+    }
+
+    /// Is this block resident or in flight?
+    pub fn is_cached(&self, dev: u32, lbn: u64) -> bool {
+        self.residency.is_cached(dev, lbn)
+    }
+
+    /// Requests pushed so far (for stacking operators that screen them).
+    pub fn requests(&self) -> &[PrefetchRequest] {
+        self.out
+    }
+}
+
+/// A block left memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Eviction {
+    /// Device number.
+    pub dev: u32,
+    /// Block number.
+    pub lbn: u64,
+    /// It had been brought in by a prefetch (ours).
+    pub prefetched: bool,
+    /// It was used by a demand access while resident.
+    pub used: bool,
+    /// Window of the prefetch that brought it, if any.
+    pub window: Option<WindowId>,
+}
+
+/// A prefetching policy. See the module documentation for the hook order.
+///
+/// Policies are `Send` and clonable (through [`Policy::box_clone`]) so that
+/// sweeps and comparisons can run copies side by side.
+pub trait Policy: Send {
+    /// Registered name, as on the command line (`readahead`, `obl`, ...).
+    fn name(&self) -> &str;
+
+    /// A demand access, after the cache lookup.
+    fn on_access(&mut self, access: &Access, outcome: &Outcome, sink: &mut Sink<'_>);
+
+    /// A prefetch this policy requested finished reading.
+    fn on_prefetch_done(&mut self, _done: &PrefetchDone, _sink: &mut Sink<'_>) {}
+
+    /// A block left memory.
+    fn on_evict(&mut self, _eviction: &Eviction) {}
+
+    /// Time tick, every [`Policy::tick_interval_ns`].
+    fn on_tick(&mut self, _now_ns: u64, _sink: &mut Sink<'_>) {}
+
+    /// Interval between [`Policy::on_tick`] calls, or `None` for
+    /// event-driven policies (the default).
+    fn tick_interval_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// A new run starts with an empty cache (`--runs N`); learned history is
+    /// kept, per-run state (windows, streams) should be dropped.
+    fn on_run_start(&mut self, _run: u32) {}
+
+    /// Bytes of policy state, for memory reports.
+    fn memory_bytes(&self) -> usize {
+        0
+    }
+
+    /// A boxed copy with the same state.
+    fn box_clone(&self) -> BoxedPolicy;
+}
+
+/// An owned, dynamically dispatched policy.
+pub type BoxedPolicy = Box<dyn Policy>;
+
+impl Clone for BoxedPolicy {
+    fn clone(&self) -> Self {
+        self.box_clone()
+    }
+}

@@ -1,0 +1,2 @@
+//! outrider-sim: placeholder.
+pub mod device;

@@ -1,0 +1,23 @@
+//! outrider-trace: trace readers and writers, and the built-in synthetic
+//! workloads.
+//!
+//! The one design decision a reader must know: **every input becomes one
+//! in-memory (or memory-mapped) slice of fixed-size [`Record`]s plus a small
+//! [`TraceMeta`]** (process names, file layouts). The simulator iterates the
+//! slice directly: no per-request allocation, no dynamic dispatch, which is
+//! what lets it replay more than ten million requests a second. Text formats
+//! are parsed once into that slice; the `native` format is the slice itself
+//! on disk, mapped without copying.
+//!
+//! Records keep byte offsets and sizes as the source gave them; conversion
+//! to 4 KiB blocks happens in [`Record::first_block`] / [`Record::block_count`].
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod formats;
+pub mod record;
+pub mod workloads;
+
+pub use error::TraceError;
+pub use formats::{detect_format, read_trace, Format, ReadOptions};
+pub use record::{Extent, FileInfo, Record, Records, Trace, TraceMeta};
