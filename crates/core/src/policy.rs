@@ -13,12 +13,15 @@
 //! Answers go into a [`Sink`]; the driver screens them (nothing already
 //! resident or in flight is fetched twice) and accounts them per window.
 
-use crate::event::{Access, Outcome, PrefetchDone, PrefetchRequest, Target, WindowId};
+use crate::event::{Access, FileId, Outcome, PrefetchDone, PrefetchRequest, Target, WindowId};
 
 /// Read-only view of what is in memory, answered by the driver.
 pub trait Residency {
     /// Is block `lbn` of device `dev` resident or being read?
     fn is_cached(&self, dev: u32, lbn: u64) -> bool;
+    /// Is page `page` of `file` resident or being read? ([`FileId::RAW`]
+    /// pages are device blocks.)
+    fn is_page_cached(&self, file: FileId, page: u64) -> bool;
 }
 
 /// A [`Residency`] that knows nothing (everything is absent).
@@ -26,6 +29,9 @@ pub struct NoResidency;
 
 impl Residency for NoResidency {
     fn is_cached(&self, _dev: u32, _lbn: u64) -> bool {
+        false
+    }
+    fn is_page_cached(&self, _file: FileId, _page: u64) -> bool {
         false
     }
 }
@@ -73,6 +79,11 @@ impl<'a> Sink<'a> {
     /// Is this block resident or in flight?
     pub fn is_cached(&self, dev: u32, lbn: u64) -> bool {
         self.residency.is_cached(dev, lbn)
+    }
+
+    /// Is this page of a file resident or in flight?
+    pub fn is_page_cached(&self, file: FileId, page: u64) -> bool {
+        self.residency.is_page_cached(file, page)
     }
 
     /// Requests pushed so far (for stacking operators that screen them).
