@@ -1,0 +1,79 @@
+//! Turning `--trace`/`--workload` arguments into traces.
+
+use crate::usage;
+use outrider_trace::{Format, ReadOptions, Trace};
+use std::path::PathBuf;
+
+/// The simulation input: a trace file or built-in workload(s).
+#[derive(clap::Args, Clone, Debug)]
+pub struct InputArgs {
+    /// Trace file to replay.
+    #[arg(long, conflicts_with = "workload", required_unless_present = "workload")]
+    pub trace: Option<PathBuf>,
+    /// Trace format: auto, native, lcs-csv, oracle, disksim, spc, msr, blkparse, lines.
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    /// Skip malformed trace records (reporting how many) instead of failing.
+    #[arg(long)]
+    pub lenient: bool,
+    /// Built-in workload NAME[:k=v,...] (see `outrider workloads`), or a suite
+    /// such as paper-suite.
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// Split every request into single 4 KiB-page requests (each page one
+    /// access, as libCacheSim counts block traces).
+    #[arg(long)]
+    pub split_pages: bool,
+}
+
+/// One named input ready to simulate.
+pub struct Named {
+    /// What to call it in reports.
+    pub name: String,
+    /// The trace.
+    pub trace: Trace,
+}
+
+/// Parse `--format`.
+pub fn parse_format(text: &str) -> anyhow::Result<Option<Format>> {
+    if text == "auto" {
+        return Ok(None);
+    }
+    Format::from_name(text).map(Some).map_err(|e| usage(e.to_string()))
+}
+
+/// Load the inputs named by the arguments (a suite expands to several).
+pub fn load(args: &InputArgs) -> anyhow::Result<Vec<Named>> {
+    let mut out = Vec::new();
+    if let Some(path) = &args.trace {
+        let opts = ReadOptions {
+            format: parse_format(&args.format)?,
+            lenient: args.lenient,
+        };
+        let (trace, report) =
+            outrider_trace::read_trace(path, &opts).map_err(|e| usage(e.to_string()))?;
+        if report.skipped > 0 {
+            eprintln!(
+                "outrider: {}: skipped {} malformed or unsupported records",
+                path.display(),
+                report.skipped
+            );
+        }
+        out.push(Named {
+            name: path.display().to_string(),
+            trace,
+        });
+    } else if let Some(spec) = &args.workload {
+        let specs = outrider_trace::workloads::suite(spec).unwrap_or_else(|| vec![spec.clone()]);
+        for s in specs {
+            let trace = outrider_trace::workloads::generate(&s).map_err(|e| usage(e.to_string()))?;
+            out.push(Named { name: s, trace });
+        }
+    }
+    if args.split_pages {
+        for n in &mut out {
+            n.trace = n.trace.split_pages();
+        }
+    }
+    Ok(out)
+}

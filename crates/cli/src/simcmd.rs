@@ -1,0 +1,247 @@
+//! `outrider sim` and `outrider compare`.
+
+use crate::input::{load, InputArgs, Named};
+use crate::output::{print_table, write_html, JsonLine};
+use crate::usage;
+use outrider_core::{build_policy, PolicyError, BLOCK_SIZE};
+use outrider_sim::{simulate, CacheModel, SimConfig, Timing};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// Options shared by `sim` and `compare`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct SimOpts {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Page-cache size: bytes with a unit (64KiB, 256MiB, 2GiB) or a
+    /// percentage of the input's distinct 4 KiB blocks (e.g. 10%).
+    #[arg(long, default_value = "256MiB")]
+    pub cache: String,
+    /// Cache model: lru (one LRU list, prefetched blocks at MRU) or split
+    /// (DiskSeen's prefetching area + caching area).
+    #[arg(long, default_value = "lru")]
+    pub cache_model: String,
+    /// Device model: hdd, ssd, nvme or raid0:N.
+    #[arg(long, default_value = "hdd")]
+    pub device: String,
+    /// Replay the input N times, emptying the cache but keeping each
+    /// policy's history between runs.
+    #[arg(long, default_value_t = 1)]
+    pub runs: u32,
+    /// think: next request = previous completion + recorded gap;
+    /// replay: next request = max(previous completion, recorded time).
+    #[arg(long, default_value = "think")]
+    pub timing: String,
+    /// Constant think time between a process's requests (e.g. 0, 20us, 1ms),
+    /// replacing the trace's gaps.
+    #[arg(long)]
+    pub think: Option<String>,
+    /// One JSON object per (policy, run) line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `outrider sim`.
+#[derive(clap::Args, Debug)]
+pub struct SimArgs {
+    /// Policy NAME[:k=v,...]; NAME:help lists its parameters.
+    #[arg(long)]
+    pub policy: String,
+    #[command(flatten)]
+    pub opts: SimOpts,
+}
+
+/// `outrider compare`.
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// Comma-separated policies, each NAME[:k=v,...] (parameters of one
+    /// policy are separated by commas too: use ';' between policies when a
+    /// specification has parameters). Default: every registered policy.
+    #[arg(long)]
+    pub policies: Option<String>,
+    #[command(flatten)]
+    pub opts: SimOpts,
+    /// Also write the comparison as an HTML page.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+}
+
+/// Parse a duration such as `0`, `250ns`, `20us`, `1.5ms`, `2s`.
+pub fn parse_duration_ns(text: &str) -> anyhow::Result<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| usage(format!("'{text}' is not a duration: expected e.g. 0, 20us, 1.5ms, 2s")))?;
+    let mult = match unit {
+        "" | "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(usage(format!("'{text}': unknown time unit '{unit}', expected ns, us, ms or s"))),
+    };
+    Ok((v * mult).round() as u64)
+}
+
+fn distinct_blocks(n: &Named) -> u64 {
+    let mut keys: Vec<u64> = Vec::with_capacity(n.trace.records.len());
+    for r in n.trace.records.iter() {
+        let first = r.first_block();
+        for b in first..first + u64::from(r.block_count()) {
+            keys.push((u64::from(r.dev) << 48) | b);
+        }
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    keys.len() as u64
+}
+
+fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
+    let cache_blocks = if let Some(pct) = o.cache.strip_suffix('%') {
+        let f: f64 = pct
+            .trim()
+            .parse()
+            .ok()
+            .filter(|f: &f64| *f > 0.0 && *f <= 100.0)
+            .ok_or_else(|| usage(format!("--cache '{}': expected a percentage in (0, 100]", o.cache)))?;
+        ((distinct_blocks(input) as f64 * f / 100.0) as u64).max(1)
+    } else {
+        let bytes = outrider_core::size::parse_size(&o.cache)
+            .map_err(|e| usage(format!("--cache: {e}")))?;
+        if bytes < BLOCK_SIZE {
+            return Err(usage(format!("--cache '{}': must hold at least one 4 KiB block", o.cache)));
+        }
+        bytes / BLOCK_SIZE
+    };
+    let cache_model = CacheModel::parse(&o.cache_model).map_err(|e| usage(format!("--cache-model: {e}")))?;
+    let timing = Timing::parse(&o.timing).map_err(|e| usage(format!("--timing: {e}")))?;
+    let think_ns = o.think.as_deref().map(parse_duration_ns).transpose()?;
+    if o.runs == 0 {
+        return Err(usage("--runs must be at least 1"));
+    }
+    outrider_sim::device::build_device(&o.device).map_err(|e| usage(format!("--device: {e}")))?;
+    Ok(SimConfig {
+        cache_blocks,
+        cache_model,
+        device: o.device.clone(),
+        runs: o.runs,
+        timing,
+        think_ns,
+    })
+}
+
+fn check_policy(spec: &str) -> anyhow::Result<Option<String>> {
+    match build_policy(spec) {
+        Ok(_) => Ok(None),
+        Err(PolicyError::Help(text)) => Ok(Some(text)),
+        Err(e) => Err(usage(format!("--policy {spec}: {e}"))),
+    }
+}
+
+/// Split `--policies`: commas separate policies unless a `;` is present.
+fn split_policies(text: &str) -> Vec<String> {
+    let sep = if text.contains(';') { ';' } else { ',' };
+    text.split(sep)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn run_all(policies: &[String], o: &SimOpts, html: Option<&PathBuf>) -> anyhow::Result<()> {
+    for p in policies {
+        if let Some(help) = check_policy(p)? {
+            print!("{help}");
+            return Ok(());
+        }
+    }
+    let inputs = load(&o.input)?;
+    let show_progress = std::io::stderr().is_terminal() && !o.json;
+    let mut sections = Vec::new();
+    for input in &inputs {
+        let cfg = config(o, input)?;
+        let total = input.trace.records.len() as u64 * u64::from(cfg.runs) * policies.len() as u64;
+        let bar = if show_progress && total >= 1 << 22 {
+            let b = indicatif::ProgressBar::new(total);
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} requests ({per_sec})")
+                    .expect("valid template"),
+            );
+            b.set_message(input.name.clone());
+            Some(b)
+        } else {
+            None
+        };
+        let mut rows = Vec::new();
+        let mut base = 0u64;
+        for spec in policies {
+            let mut policy = build_policy(spec).map_err(|e| usage(e.to_string()))?;
+            let res = simulate(&input.trace, &mut policy, spec, &cfg, &mut |n| {
+                if let Some(b) = &bar {
+                    b.set_position(base + n);
+                }
+            })
+            .map_err(|e| usage(e))?;
+            base += input.trace.records.len() as u64 * u64::from(cfg.runs);
+            for r in res.reports {
+                if o.json {
+                    println!("{}", serde_json::to_string(&JsonLine::new(&input.name, &cfg, &r))?);
+                }
+                rows.push(r);
+            }
+        }
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        if !o.json {
+            print_table(&input.name, &cfg, &rows);
+        }
+        sections.push((input.name.clone(), cfg, rows));
+    }
+    if let Some(path) = html {
+        write_html(path, &sections)?;
+        if !o.json {
+            println!("wrote {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+/// `outrider sim`.
+pub fn sim(a: SimArgs) -> anyhow::Result<()> {
+    run_all(&[a.policy], &a.opts, None)
+}
+
+/// `outrider compare`.
+pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
+    let policies = match &a.policies {
+        Some(t) => split_policies(t),
+        None => outrider_core::POLICY_NAMES.iter().map(|s| s.to_string()).collect(),
+    };
+    if policies.is_empty() {
+        return Err(usage("--policies: expected at least one policy"));
+    }
+    run_all(&policies, &a.opts, a.html.as_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ns("0").unwrap(), 0);
+        assert_eq!(parse_duration_ns("20us").unwrap(), 20_000);
+        assert_eq!(parse_duration_ns("1.5ms").unwrap(), 1_500_000);
+        assert!(parse_duration_ns("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn policy_lists_split_on_semicolons_when_parameters_need_commas() {
+        assert_eq!(split_policies("none,obl"), vec!["none", "obl"]);
+        assert_eq!(split_policies("obl:k=2;readahead:ra_pages=64"), vec!["obl:k=2", "readahead:ra_pages=64"]);
+    }
+}

@@ -1,0 +1,111 @@
+//! `outrider trace info|convert`.
+
+use crate::input::parse_format;
+use crate::usage;
+use outrider_trace::{ReadOptions, TraceStats};
+use std::path::PathBuf;
+
+/// Trace subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum TraceCmd {
+    /// Requests, reads, writes, distinct 4 KiB blocks, footprint, duration.
+    Info {
+        /// Trace files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Format (auto detects).
+        #[arg(long, default_value = "auto")]
+        format: String,
+        /// Skip malformed records, reporting how many.
+        #[arg(long)]
+        lenient: bool,
+        /// One JSON object per file.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Convert a trace to another format (native by default).
+    Convert {
+        /// Input trace.
+        input: PathBuf,
+        /// Output file.
+        output: PathBuf,
+        /// Input format (auto detects).
+        #[arg(long, default_value = "auto")]
+        from: String,
+        /// Output format: native or lcs-csv.
+        #[arg(long, default_value = "native")]
+        to: String,
+        /// Compress the native record section with zstd.
+        #[arg(long)]
+        zstd: bool,
+        /// Skip malformed records, reporting how many.
+        #[arg(long)]
+        lenient: bool,
+    },
+}
+
+/// Run a trace subcommand.
+pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
+    match cmd {
+        TraceCmd::Info {
+            files,
+            format,
+            lenient,
+            json,
+        } => {
+            let format = parse_format(&format)?;
+            for f in files {
+                let (trace, rep) = outrider_trace::read_trace(&f, &ReadOptions { format, lenient })
+                    .map_err(|e| usage(e.to_string()))?;
+                let stats = TraceStats::of(&trace);
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({
+                            "file": f.display().to_string(),
+                            "format": rep.format.name(),
+                            "requests": stats.requests,
+                            "reads": stats.reads,
+                            "writes": stats.writes,
+                            "distinct_blocks": stats.distinct_blocks,
+                            "footprint_bytes": stats.footprint_bytes,
+                            "duration_s": stats.duration_ns as f64 * 1e-9,
+                            "skipped": rep.skipped,
+                        })
+                    );
+                } else {
+                    println!("{} ({})", f.display(), rep.format.name());
+                    println!("{stats}");
+                    if rep.skipped > 0 {
+                        println!("  skipped records: {}", rep.skipped);
+                    }
+                }
+            }
+            Ok(())
+        }
+        TraceCmd::Convert {
+            input,
+            output,
+            from,
+            to,
+            zstd,
+            lenient,
+        } => {
+            let format = parse_format(&from)?;
+            let to = parse_format(&to)?.ok_or_else(|| usage("--to: expected a format name, not auto"))?;
+            let (trace, rep) = outrider_trace::read_trace(&input, &ReadOptions { format, lenient })
+                .map_err(|e| usage(e.to_string()))?;
+            outrider_trace::write_trace(&output, &trace, to, zstd).map_err(|e| usage(e.to_string()))?;
+            println!(
+                "{} ({}) -> {} ({}): {} requests{}",
+                input.display(),
+                rep.format.name(),
+                output.display(),
+                to.name(),
+                trace.records.len(),
+                if rep.skipped > 0 { format!(", {} skipped", rep.skipped) } else { String::new() }
+            );
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,658 @@
+//! The simulation loop.
+//!
+//! Discrete events in modelled time, earliest first (ties: device
+//! completions, then policy ticks, then process requests, so data that
+//! arrives at an instant is visible to an access at that instant):
+//!
+//! * **process request** — the process's next record is looked up block by
+//!   block. Resident blocks are hits; blocks whose prefetch is in flight
+//!   make the process wait for that completion only (EPCM's partial hit);
+//!   missing blocks are read on demand, one device request per contiguous
+//!   run, and the process blocks until all complete. Writes allocate their
+//!   blocks without a device read (write-back is not charged). The policy
+//!   then sees the access and its outcome and may ask for prefetches, which
+//!   are issued asynchronously.
+//! * **device completion** — blocks become resident; waiting processes
+//!   resume; the policy hears of completed prefetches.
+//! * **tick** — for time-driven policies, every `tick_interval_ns`.
+//!
+//! Think time: with [`Timing::Think`] (default) a process issues its next
+//! request the trace's inter-request gap after its previous request
+//! completed; with [`Timing::Replay`] it issues at the recorded time or when
+//! the previous request completes, whichever is later. `think_ns` replaces
+//! the trace's gaps with a constant.
+
+use crate::cache::{Cache, CacheModel, Fill, Node};
+use crate::device::{build_device, DevRequest, Device};
+use crate::layout::{block_key, split_key, Layout};
+use outrider_core::metrics::{Counters, Report};
+use outrider_core::{
+    Access, BoxedPolicy, Eviction, FileId, Op, Origin, Outcome, PrefetchDone, PrefetchRequest,
+    Residency, Sink, Target, WindowId,
+};
+use outrider_trace::{Record, Trace};
+use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Instant;
+
+/// How a process's request times follow the trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Timing {
+    /// Next request = previous completion + the recorded gap.
+    #[default]
+    Think,
+    /// Next request = max(previous completion, recorded time).
+    Replay,
+}
+
+impl Timing {
+    /// Parse `think` or `replay`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "think" => Ok(Timing::Think),
+            "replay" => Ok(Timing::Replay),
+            _ => Err(format!("unknown timing '{text}'; expected think or replay")),
+        }
+    }
+}
+
+/// What to simulate.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Cache capacity in 4 KiB blocks. Default: 256 MiB.
+    pub cache_blocks: u64,
+    /// Replacement model. Default: `lru`.
+    pub cache_model: CacheModel,
+    /// Device model spec (`hdd`, `ssd`, `nvme`, `raid0:N`). Default: `hdd`.
+    pub device: String,
+    /// Replays, emptying the cache but keeping policy history. Default 1.
+    pub runs: u32,
+    /// Request timing. Default: think.
+    pub timing: Timing,
+    /// Constant think time replacing the trace's gaps. Default: none.
+    pub think_ns: Option<u64>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            cache_blocks: (256 << 20) / outrider_core::BLOCK_SIZE,
+            cache_model: CacheModel::Lru,
+            device: "hdd".into(),
+            runs: 1,
+            timing: Timing::Think,
+            think_ns: None,
+        }
+    }
+}
+
+/// The outcome of simulating one policy over all runs.
+#[derive(Clone, Debug, Default)]
+pub struct SimResult {
+    /// One report per run.
+    pub reports: Vec<Report>,
+    /// Raw counters per run.
+    pub counters: Vec<Counters>,
+    /// Peak blocks held by the cache model.
+    pub peak_cache_blocks: usize,
+    /// Bytes of cache-model state per cached block.
+    pub cache_bytes_per_block: f64,
+    /// Bytes of policy state at the end.
+    pub policy_bytes: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Demand,
+    Prefetch,
+}
+
+struct Inflight {
+    kind: Kind,
+    window: u64,
+    key: u64,
+    blocks: u32,
+    issue_ns: u64,
+    waiters: Vec<u32>,
+}
+
+struct Proc {
+    /// Indices into the trace's records (None: all records, one process).
+    indices: Option<Vec<u32>>,
+    pos: usize,
+    len: usize,
+    outstanding: u32,
+    wait_start_ns: u64,
+    finish_ns: u64,
+}
+
+#[derive(Default, Clone, Copy)]
+struct WindowStat {
+    outstanding: u32,
+    used: bool,
+}
+
+struct View<'a> {
+    cache: &'a Cache,
+    layout: &'a Layout,
+}
+
+impl Residency for View<'_> {
+    fn is_cached(&self, dev: u32, lbn: u64) -> bool {
+        self.cache.contains(block_key(dev, lbn))
+    }
+    fn is_page_cached(&self, file: FileId, page: u64) -> bool {
+        match self.layout.block_of(file, page) {
+            Some((d, l)) => self.cache.contains(block_key(d, l)),
+            None => false,
+        }
+    }
+}
+
+struct Engine<'t> {
+    records: &'t [Record],
+    layout: Layout,
+    cfg: SimConfig,
+    cache: Cache,
+    device: Box<dyn Device>,
+    inflight: Vec<Inflight>,
+    free_inflight: Vec<u32>,
+    procs: Vec<Proc>,
+    ready: BinaryHeap<Reverse<(u64, u32)>>,
+    windows: FxHashMap<u64, WindowStat>,
+    c: Counters,
+    out: Vec<PrefetchRequest>,
+    evicted: Vec<Node>,
+    next_window: u64,
+    seq: u64,
+    t0_ns: u64,
+    live: usize,
+    end_ns: u64,
+}
+
+/// Simulate `policy` over `trace` for `cfg.runs` runs. `progress` is called
+/// with the number of requests done so far, every 2^20 requests.
+pub fn simulate(
+    trace: &Trace,
+    policy: &mut BoxedPolicy,
+    policy_spec: &str,
+    cfg: &SimConfig,
+    progress: &mut dyn FnMut(u64),
+) -> Result<SimResult, String> {
+    let device = build_device(&cfg.device)?;
+    let records: &[Record] = &trace.records;
+    let mut e = Engine {
+        records,
+        layout: Layout::from_meta(&trace.meta),
+        cfg: cfg.clone(),
+        cache: Cache::new(cfg.cache_model, cfg.cache_blocks),
+        device,
+        inflight: Vec::new(),
+        free_inflight: Vec::new(),
+        procs: Vec::new(),
+        ready: BinaryHeap::new(),
+        windows: FxHashMap::default(),
+        c: Counters::default(),
+        out: Vec::new(),
+        evicted: Vec::new(),
+        next_window: 0,
+        seq: 0,
+        live: 0,
+        end_ns: 0,
+        t0_ns: records.first().map_or(0, |r| r.time_ns),
+    };
+    let mut result = SimResult::default();
+    let mut done_total = 0u64;
+    for run in 1..=cfg.runs.max(1) {
+        let started = Instant::now();
+        e.reset();
+        policy.on_run_start(run);
+        e.run(policy.as_mut(), &mut |n| progress(done_total + n));
+        done_total += e.c.requests;
+        let secs = started.elapsed().as_secs_f64();
+        result.reports.push(e.c.report(policy_spec, run, secs));
+        result.counters.push(e.c.clone());
+        result.peak_cache_blocks = result.peak_cache_blocks.max(e.cache.peak_blocks());
+    }
+    result.cache_bytes_per_block = e.cache.bytes_per_block();
+    result.policy_bytes = policy.memory_bytes();
+    Ok(result)
+}
+
+impl Engine<'_> {
+    fn reset(&mut self) {
+        self.cache.clear();
+        self.device.reset();
+        self.inflight.clear();
+        self.free_inflight.clear();
+        self.windows.clear();
+        self.ready.clear();
+        self.c = Counters::default();
+        self.procs.clear();
+        // One process per pid, in order of first appearance.
+        let mut pid_index: FxHashMap<u32, usize> = FxHashMap::default();
+        let mut lists: Vec<Vec<u32>> = Vec::new();
+        for (i, r) in self.records.iter().enumerate() {
+            let k = *pid_index.entry(r.pid).or_insert_with(|| {
+                lists.push(Vec::new());
+                lists.len() - 1
+            });
+            lists[k].push(i as u32);
+        }
+        if lists.len() <= 1 {
+            self.procs.push(Proc {
+                indices: None,
+                pos: 0,
+                len: self.records.len(),
+                outstanding: 0,
+                wait_start_ns: 0,
+                finish_ns: 0,
+            });
+        } else {
+            for l in lists {
+                self.procs.push(Proc {
+                    len: l.len(),
+                    indices: Some(l),
+                    pos: 0,
+                    outstanding: 0,
+                    wait_start_ns: 0,
+                    finish_ns: 0,
+                });
+            }
+        }
+        for p in 0..self.procs.len() {
+            if self.procs[p].len > 0 {
+                let t = self.first_issue_ns(p);
+                self.ready.push(Reverse((t, p as u32)));
+            }
+        }
+    }
+
+    fn record_of(&self, p: usize, pos: usize) -> &Record {
+        let proc = &self.procs[p];
+        let i = match &proc.indices {
+            None => pos,
+            Some(v) => v[pos] as usize,
+        };
+        &self.records[i]
+    }
+
+    fn first_issue_ns(&self, p: usize) -> u64 {
+        match (self.cfg.timing, self.cfg.think_ns) {
+            (Timing::Replay, _) | (Timing::Think, None) => {
+                self.record_of(p, 0).time_ns.saturating_sub(self.t0_ns)
+            }
+            (Timing::Think, Some(_)) => 0,
+        }
+    }
+
+    /// When process `p` issues its next record, given that its previous
+    /// request completed at `done_ns`.
+    fn next_issue_ns(&self, p: usize, done_ns: u64) -> u64 {
+        let pos = self.procs[p].pos;
+        let cur = self.record_of(p, pos).time_ns;
+        let prev = self.record_of(p, pos - 1).time_ns;
+        match (self.cfg.timing, self.cfg.think_ns) {
+            (_, Some(t)) => done_ns + t,
+            (Timing::Think, None) => done_ns + cur.saturating_sub(prev),
+            (Timing::Replay, None) => done_ns.max(cur.saturating_sub(self.t0_ns)),
+        }
+    }
+
+    fn run(&mut self, policy: &mut dyn outrider_core::Policy, progress: &mut dyn FnMut(u64)) {
+        let tick_iv = policy.tick_interval_ns().filter(|&t| t > 0);
+        let mut next_tick = tick_iv.unwrap_or(u64::MAX);
+        self.live = self.procs.iter().filter(|p| p.len > 0).count();
+        self.end_ns = 0;
+        while self.live > 0 {
+            let t_dev = self.device.next_completion_ns().unwrap_or(u64::MAX);
+            let t_proc = self.ready.peek().map_or(u64::MAX, |r| r.0 .0);
+            assert!(
+                t_dev != u64::MAX || t_proc != u64::MAX,
+                "a live process is neither ready nor waiting on the device"
+            );
+            if t_dev <= t_proc && t_dev <= next_tick {
+                let (now, req) = self.device.complete_next().expect("device promised a completion");
+                debug_assert_eq!(now, t_dev);
+                self.complete(policy, req.id as u32, now);
+            } else if next_tick <= t_proc {
+                let now = next_tick;
+                next_tick += tick_iv.expect("ticking");
+                let view = View { cache: &self.cache, layout: &self.layout };
+                let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
+                policy.on_tick(now, &mut sink);
+                self.issue_prefetches(policy, now);
+            } else {
+                let Reverse((now, p)) = self.ready.pop().expect("peeked");
+                let p = p as usize;
+                self.request(policy, p, now);
+                if self.c.requests & ((1 << 20) - 1) == 0 {
+                    progress(self.c.requests);
+                }
+                if self.procs[p].outstanding == 0 {
+                    self.advance(p, now);
+                }
+            }
+        }
+        self.c.elapsed_ns = self.end_ns;
+        self.c.device_busy_ns = self.device.busy_ns();
+        self.finish_run();
+    }
+
+    /// Move process `p` past the request it just completed at `now`;
+    /// returns true if it has no more requests.
+    fn advance(&mut self, p: usize, now: u64) -> bool {
+        let proc = &mut self.procs[p];
+        proc.pos += 1;
+        if proc.pos >= proc.len {
+            proc.finish_ns = now;
+            self.live -= 1;
+            self.end_ns = self.end_ns.max(now);
+            return true;
+        }
+        let t = self.next_issue_ns(p, now);
+        self.ready.push(Reverse((t, p as u32)));
+        false
+    }
+
+    fn request(&mut self, policy: &mut dyn outrider_core::Policy, p: usize, now: u64) {
+        let r = *self.record_of(p, self.procs[p].pos);
+        self.seq += 1;
+        self.c.requests += 1;
+        let blocks = r.block_count();
+        let access = Access {
+            seq: self.seq,
+            time_ns: now,
+            pid: r.pid,
+            dev: u32::from(r.dev),
+            lbn: r.first_block(),
+            file: FileId(u64::from(r.file)),
+            page: r.first_page(),
+            blocks,
+            op: if r.is_write() { Op::Write } else { Op::Read },
+            origin: Origin::Demand,
+        };
+        let key0 = block_key(access.dev, access.lbn);
+        let mut o = Outcome::default();
+        let mut run_start = 0u64;
+        let mut run_len = 0u32;
+        self.c.demand_blocks += u64::from(blocks);
+        for i in 0..u64::from(blocks) {
+            let key = key0 + i;
+            if let Some(idx) = self.cache.get(key) {
+                let n = *self.cache.node(idx);
+                if let Some(req) = n.inflight {
+                    if n.prefetched {
+                        o.inflight_blocks += 1;
+                        self.use_prefetched(idx, now);
+                    } else {
+                        o.miss_blocks += 1;
+                    }
+                    self.wait_on(p, req);
+                } else {
+                    o.hit_blocks += 1;
+                    self.c.hit_blocks += 1;
+                    if n.prefetched {
+                        o.prefetched_hit_blocks += 1;
+                        self.use_prefetched(idx, now);
+                    }
+                }
+                self.cache.touch(idx);
+                self.cache.note_demand(key, false);
+                if run_len > 0 {
+                    self.demand_read(p, run_start, run_len, now);
+                    run_len = 0;
+                }
+            } else {
+                o.miss_blocks += 1;
+                self.cache.note_demand(key, true);
+                if access.op == Op::Write {
+                    self.cache.insert(key, Fill::Demand, &mut self.evicted);
+                    self.settle_evictions(policy);
+                } else {
+                    if run_len == 0 {
+                        run_start = key;
+                    }
+                    run_len += 1;
+                }
+            }
+        }
+        if run_len > 0 {
+            self.demand_read(p, run_start, run_len, now);
+        }
+        self.settle_evictions(policy);
+        self.c.miss_blocks += u64::from(o.miss_blocks);
+        let view = View { cache: &self.cache, layout: &self.layout };
+        let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
+        policy.on_access(&access, &o, &mut sink);
+        self.issue_prefetches(policy, now);
+        if self.procs[p].outstanding > 0 {
+            self.procs[p].wait_start_ns = now;
+        }
+    }
+
+    fn use_prefetched(&mut self, idx: u32, now: u64) {
+        let n = self.cache.node_mut(idx);
+        n.prefetched = false;
+        let (window, issue) = (n.window, n.issue_ns);
+        self.c.prefetched_used_blocks += 1;
+        self.c.prefetch_served_blocks += 1;
+        self.c.lead_time_sum_ns += u128::from(now.saturating_sub(issue));
+        self.resolve_window(window, true);
+    }
+
+    fn resolve_window(&mut self, window: u64, used: bool) {
+        if let Some(w) = self.windows.get_mut(&window) {
+            w.used |= used;
+            w.outstanding -= 1;
+            if w.outstanding == 0 {
+                if !w.used {
+                    self.c.mis_prefetched_windows += 1;
+                }
+                self.windows.remove(&window);
+            }
+        }
+    }
+
+    fn wait_on(&mut self, p: usize, req: u32) {
+        let w = &mut self.inflight[req as usize].waiters;
+        if !w.contains(&(p as u32)) {
+            w.push(p as u32);
+            self.procs[p].outstanding += 1;
+        }
+    }
+
+    fn alloc_inflight(&mut self, f: Inflight) -> u32 {
+        if let Some(i) = self.free_inflight.pop() {
+            self.inflight[i as usize] = f;
+            i
+        } else {
+            self.inflight.push(f);
+            (self.inflight.len() - 1) as u32
+        }
+    }
+
+    fn demand_read(&mut self, p: usize, key: u64, blocks: u32, now: u64) {
+        let id = self.alloc_inflight(Inflight {
+            kind: Kind::Demand,
+            window: 0,
+            key,
+            blocks,
+            issue_ns: now,
+            waiters: Vec::new(),
+        });
+        for i in 0..u64::from(blocks) {
+            let idx = self.cache.insert(key + i, Fill::Demand, &mut self.evicted);
+            self.cache.node_mut(idx).inflight = Some(id);
+        }
+        self.wait_on(p, id);
+        self.submit(id, key, blocks, now);
+    }
+
+    fn submit(&mut self, id: u32, key: u64, blocks: u32, now: u64) {
+        let (dev, lbn) = split_key(key);
+        self.c.device_requests += 1;
+        self.device.submit(
+            now,
+            DevRequest {
+                id: u64::from(id),
+                dev,
+                lbn,
+                blocks,
+                write: false,
+            },
+        );
+    }
+
+    fn issue_prefetches(&mut self, policy: &mut dyn outrider_core::Policy, now: u64) {
+        if self.out.is_empty() {
+            return;
+        }
+        let reqs = std::mem::take(&mut self.out);
+        let mut pieces: Vec<(u32, u64, u32)> = Vec::new();
+        for r in &reqs {
+            pieces.clear();
+            match r.target {
+                Target::Block { dev, lbn } => pieces.push((dev, lbn, r.blocks)),
+                Target::File { file, page } => {
+                    self.layout.map_range(file, page, r.blocks, |d, l, n| pieces.push((d, l, n)))
+                }
+            }
+            for &(dev, lbn, n) in &pieces {
+                let key0 = block_key(dev, lbn);
+                let mut start = 0u64;
+                let mut len = 0u32;
+                for i in 0..u64::from(n) {
+                    let key = key0 + i;
+                    if self.cache.contains(key) {
+                        if len > 0 {
+                            self.prefetch_read(r.window, start, len, now);
+                            len = 0;
+                        }
+                    } else {
+                        if len == 0 {
+                            start = key;
+                        }
+                        len += 1;
+                    }
+                }
+                if len > 0 {
+                    self.prefetch_read(r.window, start, len, now);
+                }
+            }
+        }
+        self.out = reqs;
+        self.out.clear();
+        self.settle_evictions(policy);
+    }
+
+    fn prefetch_read(&mut self, window: WindowId, key: u64, blocks: u32, now: u64) {
+        let id = self.alloc_inflight(Inflight {
+            kind: Kind::Prefetch,
+            window: window.0,
+            key,
+            blocks,
+            issue_ns: now,
+            waiters: Vec::new(),
+        });
+        for i in 0..u64::from(blocks) {
+            let idx = self.cache.insert(key + i, Fill::Prefetch, &mut self.evicted);
+            let n = self.cache.node_mut(idx);
+            n.inflight = Some(id);
+            n.window = window.0;
+            n.issue_ns = now;
+        }
+        let w = self.windows.entry(window.0).or_default();
+        if w.outstanding == 0 && !w.used {
+            self.c.windows += 1;
+        }
+        w.outstanding += blocks;
+        self.c.prefetched_blocks += u64::from(blocks);
+        self.submit(id, key, blocks, now);
+    }
+
+    /// Account evicted blocks and tell the policy.
+    fn settle_evictions(&mut self, policy: &mut dyn outrider_core::Policy) {
+        if self.evicted.is_empty() {
+            return;
+        }
+        let evicted = std::mem::take(&mut self.evicted);
+        for n in &evicted {
+            if n.prefetched {
+                self.c.prefetched_unused_blocks += 1;
+                self.resolve_window(n.window, false);
+            }
+            let (dev, lbn) = split_key(n.key);
+            policy.on_evict(&Eviction {
+                dev,
+                lbn,
+                prefetched: n.window != 0,
+                used: !n.prefetched,
+                window: (n.window != 0).then_some(WindowId(n.window)),
+            });
+        }
+        self.evicted = evicted;
+        self.evicted.clear();
+    }
+
+    fn complete(&mut self, policy: &mut dyn outrider_core::Policy, id: u32, now: u64) {
+        let (kind, window, key, blocks, issue_ns) = {
+            let f = &self.inflight[id as usize];
+            (f.kind, f.window, f.key, f.blocks, f.issue_ns)
+        };
+        for i in 0..u64::from(blocks) {
+            if let Some(idx) = self.cache.get(key + i) {
+                let n = self.cache.node_mut(idx);
+                if n.inflight == Some(id) {
+                    n.inflight = None;
+                }
+            }
+        }
+        let waiters = std::mem::take(&mut self.inflight[id as usize].waiters);
+        self.free_inflight.push(id);
+        for &p in &waiters {
+            let p = p as usize;
+            self.procs[p].outstanding -= 1;
+            if self.procs[p].outstanding == 0 {
+                self.c.io_wait_ns += now - self.procs[p].wait_start_ns;
+                self.advance(p, now);
+            }
+        }
+        if kind == Kind::Prefetch {
+            let (dev, lbn) = split_key(key);
+            let done = PrefetchDone {
+                window: WindowId(window),
+                dev,
+                lbn,
+                blocks,
+                issue_ns,
+                done_ns: now,
+            };
+            let view = View { cache: &self.cache, layout: &self.layout };
+            let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
+            policy.on_prefetch_done(&done, &mut sink);
+            self.issue_prefetches(policy, now);
+        }
+    }
+
+    /// End of run: prefetched blocks still unused count as unused.
+    fn finish_run(&mut self) {
+        let mut left = Vec::new();
+        self.cache.drain(&mut left);
+        for n in &left {
+            if n.prefetched {
+                self.c.prefetched_unused_blocks += 1;
+                self.resolve_window(n.window, false);
+            }
+        }
+        // Windows whose blocks were evicted while in flight and re-read are
+        // already resolved; anything left never saw a use.
+        self.c.mis_prefetched_windows += self.windows.values().filter(|w| !w.used).count() as u64;
+        self.windows.clear();
+        debug_assert_eq!(
+            self.c.prefetched_used_blocks + self.c.prefetched_unused_blocks,
+            self.c.prefetched_blocks
+        );
+    }
+}
