@@ -8,7 +8,11 @@ use std::path::PathBuf;
 #[derive(clap::Args, Clone, Debug)]
 pub struct InputArgs {
     /// Trace file to replay.
-    #[arg(long, conflicts_with = "workload", required_unless_present = "workload")]
+    #[arg(
+        long,
+        conflicts_with = "workload",
+        required_unless_present = "workload"
+    )]
     pub trace: Option<PathBuf>,
     /// Trace format: auto, native, lcs-csv, oracle, disksim, spc, msr, blkparse, lines.
     #[arg(long, default_value = "auto")]
@@ -39,7 +43,9 @@ pub fn parse_format(text: &str) -> anyhow::Result<Option<Format>> {
     if text == "auto" {
         return Ok(None);
     }
-    Format::from_name(text).map(Some).map_err(|e| usage(e.to_string()))
+    Format::from_name(text)
+        .map(Some)
+        .map_err(|e| usage(e.to_string()))
 }
 
 /// Load the inputs named by the arguments (a suite expands to several).
@@ -66,7 +72,8 @@ pub fn load(args: &InputArgs) -> anyhow::Result<Vec<Named>> {
     } else if let Some(spec) = &args.workload {
         let specs = outrider_trace::workloads::suite(spec).unwrap_or_else(|| vec![spec.clone()]);
         for s in specs {
-            let trace = outrider_trace::workloads::generate(&s).map_err(|e| usage(e.to_string()))?;
+            let trace =
+                outrider_trace::workloads::generate(&s).map_err(|e| usage(e.to_string()))?;
             out.push(Named { name: s, trace });
         }
     }

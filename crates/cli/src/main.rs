@@ -66,7 +66,10 @@ fn main() -> ExitCode {
         Cmd::Trace { cmd } => tracecmd::run(cmd),
         Cmd::Policies => {
             for e in outrider_core::policies::REGISTRY {
-                print!("{}", outrider_core::policy_help(e.name).expect("registered"));
+                print!(
+                    "{}",
+                    outrider_core::policy_help(e.name).expect("registered")
+                );
                 println!();
             }
             Ok(())

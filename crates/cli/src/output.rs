@@ -42,8 +42,18 @@ fn header(input: &str, cfg: &SimConfig) -> String {
 }
 
 const COLS: [&str; 12] = [
-    "policy", "run", "hit_ratio", "accuracy", "coverage", "cost", "io_wait_s", "elapsed_s",
-    "lead_ms", "mis_windows", "prefetched", "Mreq/s",
+    "policy",
+    "run",
+    "hit_ratio",
+    "accuracy",
+    "coverage",
+    "cost",
+    "io_wait_s",
+    "elapsed_s",
+    "lead_ms",
+    "mis_windows",
+    "prefetched",
+    "Mreq/s",
 ];
 
 fn cells(r: &Report) -> [String; 12] {
@@ -77,7 +87,13 @@ pub fn print_table(input: &str, cfg: &SimConfig, rows: &[Report]) {
         let parts: Vec<String> = cols
             .iter()
             .enumerate()
-            .map(|(i, c)| if i == 0 { format!("{c:<width$}", width = w[i]) } else { format!("{c:>width$}", width = w[i]) })
+            .map(|(i, c)| {
+                if i == 0 {
+                    format!("{c:<width$}", width = w[i])
+                } else {
+                    format!("{c:>width$}", width = w[i])
+                }
+            })
             .collect();
         println!("  {}", parts.join("  "));
     };
@@ -89,11 +105,16 @@ pub fn print_table(input: &str, cfg: &SimConfig, rows: &[Report]) {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Write the comparison as a self-contained HTML page.
-pub fn write_html(path: &Path, sections: &[(String, SimConfig, Vec<Report>)]) -> anyhow::Result<()> {
+pub fn write_html(
+    path: &Path,
+    sections: &[(String, SimConfig, Vec<Report>)],
+) -> anyhow::Result<()> {
     let mut h = String::from(
         "<!doctype html><meta charset=utf-8><title>outrider compare</title>\
          <style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}\
@@ -106,7 +127,11 @@ pub fn write_html(path: &Path, sections: &[(String, SimConfig, Vec<Report>)]) ->
             h.push_str(&format!("<th>{c}</th>"));
         }
         h.push_str("<th>elapsed</th></tr>");
-        let max_elapsed = rows.iter().map(|r| r.elapsed_s).fold(0.0, f64::max).max(1e-12);
+        let max_elapsed = rows
+            .iter()
+            .map(|r| r.elapsed_s)
+            .fold(0.0, f64::max)
+            .max(1e-12);
         for r in rows {
             h.push_str("<tr>");
             for c in cells(r) {

@@ -73,15 +73,21 @@ pub fn parse_duration_ns(text: &str) -> anyhow::Result<u64> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| usage(format!("'{text}' is not a duration: expected e.g. 0, 20us, 1.5ms, 2s")))?;
+    let v: f64 = num.parse().map_err(|_| {
+        usage(format!(
+            "'{text}' is not a duration: expected e.g. 0, 20us, 1.5ms, 2s"
+        ))
+    })?;
     let mult = match unit {
         "" | "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
-        _ => return Err(usage(format!("'{text}': unknown time unit '{unit}', expected ns, us, ms or s"))),
+        _ => {
+            return Err(usage(format!(
+                "'{text}': unknown time unit '{unit}', expected ns, us, ms or s"
+            )))
+        }
     };
     Ok((v * mult).round() as u64)
 }
@@ -106,17 +112,26 @@ fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
             .parse()
             .ok()
             .filter(|f: &f64| *f > 0.0 && *f <= 100.0)
-            .ok_or_else(|| usage(format!("--cache '{}': expected a percentage in (0, 100]", o.cache)))?;
+            .ok_or_else(|| {
+                usage(format!(
+                    "--cache '{}': expected a percentage in (0, 100]",
+                    o.cache
+                ))
+            })?;
         ((distinct_blocks(input) as f64 * f / 100.0) as u64).max(1)
     } else {
         let bytes = outrider_core::size::parse_size(&o.cache)
             .map_err(|e| usage(format!("--cache: {e}")))?;
         if bytes < BLOCK_SIZE {
-            return Err(usage(format!("--cache '{}': must hold at least one 4 KiB block", o.cache)));
+            return Err(usage(format!(
+                "--cache '{}': must hold at least one 4 KiB block",
+                o.cache
+            )));
         }
         bytes / BLOCK_SIZE
     };
-    let cache_model = CacheModel::parse(&o.cache_model).map_err(|e| usage(format!("--cache-model: {e}")))?;
+    let cache_model =
+        CacheModel::parse(&o.cache_model).map_err(|e| usage(format!("--cache-model: {e}")))?;
     let timing = Timing::parse(&o.timing).map_err(|e| usage(format!("--timing: {e}")))?;
     let think_ns = o.think.as_deref().map(parse_duration_ns).transpose()?;
     if o.runs == 0 {
@@ -167,8 +182,10 @@ fn run_all(policies: &[String], o: &SimOpts, html: Option<&PathBuf>) -> anyhow::
         let bar = if show_progress && total >= 1 << 22 {
             let b = indicatif::ProgressBar::new(total);
             b.set_style(
-                indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} requests ({per_sec})")
-                    .expect("valid template"),
+                indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:40}] {pos}/{len} requests ({per_sec})",
+                )
+                .expect("valid template"),
             );
             b.set_message(input.name.clone());
             Some(b)
@@ -188,7 +205,10 @@ fn run_all(policies: &[String], o: &SimOpts, html: Option<&PathBuf>) -> anyhow::
             base += input.trace.records.len() as u64 * u64::from(cfg.runs);
             for r in res.reports {
                 if o.json {
-                    println!("{}", serde_json::to_string(&JsonLine::new(&input.name, &cfg, &r))?);
+                    println!(
+                        "{}",
+                        serde_json::to_string(&JsonLine::new(&input.name, &cfg, &r))?
+                    );
                 }
                 rows.push(r);
             }
@@ -219,7 +239,10 @@ pub fn sim(a: SimArgs) -> anyhow::Result<()> {
 pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
     let policies = match &a.policies {
         Some(t) => split_policies(t),
-        None => outrider_core::POLICY_NAMES.iter().map(|s| s.to_string()).collect(),
+        None => outrider_core::POLICY_NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
     };
     if policies.is_empty() {
         return Err(usage("--policies: expected at least one policy"));
@@ -242,6 +265,9 @@ mod tests {
     #[test]
     fn policy_lists_split_on_semicolons_when_parameters_need_commas() {
         assert_eq!(split_policies("none,obl"), vec!["none", "obl"]);
-        assert_eq!(split_policies("obl:k=2;readahead:ra_pages=64"), vec!["obl:k=2", "readahead:ra_pages=64"]);
+        assert_eq!(
+            split_policies("obl:k=2;readahead:ra_pages=64"),
+            vec!["obl:k=2", "readahead:ra_pages=64"]
+        );
     }
 }

@@ -92,10 +92,12 @@ pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
             lenient,
         } => {
             let format = parse_format(&from)?;
-            let to = parse_format(&to)?.ok_or_else(|| usage("--to: expected a format name, not auto"))?;
+            let to = parse_format(&to)?
+                .ok_or_else(|| usage("--to: expected a format name, not auto"))?;
             let (trace, rep) = outrider_trace::read_trace(&input, &ReadOptions { format, lenient })
                 .map_err(|e| usage(e.to_string()))?;
-            outrider_trace::write_trace(&output, &trace, to, zstd).map_err(|e| usage(e.to_string()))?;
+            outrider_trace::write_trace(&output, &trace, to, zstd)
+                .map_err(|e| usage(e.to_string()))?;
             println!(
                 "{} ({}) -> {} ({}): {} requests{}",
                 input.display(),
@@ -103,7 +105,11 @@ pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
                 output.display(),
                 to.name(),
                 trace.records.len(),
-                if rep.skipped > 0 { format!(", {} skipped", rep.skipped) } else { String::new() }
+                if rep.skipped > 0 {
+                    format!(", {} skipped", rep.skipped)
+                } else {
+                    String::new()
+                }
             );
             Ok(())
         }

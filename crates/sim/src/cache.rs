@@ -54,7 +54,9 @@ impl CacheModel {
         match text {
             "lru" => Ok(CacheModel::Lru),
             "split" => Ok(CacheModel::Split),
-            _ => Err(format!("unknown cache model '{text}'; expected lru or split")),
+            _ => Err(format!(
+                "unknown cache model '{text}'; expected lru or split"
+            )),
         }
     }
 }
@@ -278,11 +280,16 @@ impl Cache {
         let n = self.epoch_len.max(1);
         let (hp, hc) = (self.hits_prefetch_ghost, self.hits_cache_ghost);
         if (hp.abs_diff(hc) as f64) / n as f64 > MOVE_THRESHOLD {
-            let max_target = self.capacity_blocks.saturating_sub(self.min_prefetch_blocks).max(self.min_prefetch_blocks);
+            let max_target = self
+                .capacity_blocks
+                .saturating_sub(self.min_prefetch_blocks)
+                .max(self.min_prefetch_blocks);
             self.prefetch_target_blocks = if hp > hc {
                 (self.prefetch_target_blocks + MOVE_BLOCKS).min(max_target)
             } else {
-                self.prefetch_target_blocks.saturating_sub(MOVE_BLOCKS).max(self.min_prefetch_blocks)
+                self.prefetch_target_blocks
+                    .saturating_sub(MOVE_BLOCKS)
+                    .max(self.min_prefetch_blocks)
             };
         }
         self.hits_prefetch_ghost = 0;
@@ -492,7 +499,15 @@ mod tests {
     fn capacity_is_never_exceeded_and_slab_reuses_nodes() {
         let mut c = Cache::new(CacheModel::Lru, 10);
         for k in 0..1000 {
-            ins(&mut c, k, if k % 3 == 0 { Fill::Prefetch } else { Fill::Demand });
+            ins(
+                &mut c,
+                k,
+                if k % 3 == 0 {
+                    Fill::Prefetch
+                } else {
+                    Fill::Demand
+                },
+            );
             assert!(c.len() <= 10);
         }
         assert_eq!(c.nodes.len(), 10);

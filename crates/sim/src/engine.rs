@@ -181,6 +181,26 @@ pub fn simulate(
     progress: &mut dyn FnMut(u64),
 ) -> Result<SimResult, String> {
     let device = build_device(&cfg.device)?;
+    Ok(simulate_on(
+        trace,
+        policy,
+        policy_spec,
+        cfg,
+        device,
+        progress,
+    ))
+}
+
+/// [`simulate`] on a device model built by the caller (`cfg.device` is
+/// ignored).
+pub fn simulate_on(
+    trace: &Trace,
+    policy: &mut BoxedPolicy,
+    policy_spec: &str,
+    cfg: &SimConfig,
+    device: Box<dyn Device>,
+    progress: &mut dyn FnMut(u64),
+) -> SimResult {
     let records: &[Record] = &trace.records;
     let mut e = Engine {
         records,
@@ -217,7 +237,7 @@ pub fn simulate(
     }
     result.cache_bytes_per_block = e.cache.bytes_per_block();
     result.policy_bytes = policy.memory_bytes();
-    Ok(result)
+    result
 }
 
 impl Engine<'_> {
@@ -313,13 +333,19 @@ impl Engine<'_> {
                 "a live process is neither ready nor waiting on the device"
             );
             if t_dev <= t_proc && t_dev <= next_tick {
-                let (now, req) = self.device.complete_next().expect("device promised a completion");
+                let (now, req) = self
+                    .device
+                    .complete_next()
+                    .expect("device promised a completion");
                 debug_assert_eq!(now, t_dev);
                 self.complete(policy, req.id as u32, now);
             } else if next_tick <= t_proc {
                 let now = next_tick;
                 next_tick += tick_iv.expect("ticking");
-                let view = View { cache: &self.cache, layout: &self.layout };
+                let view = View {
+                    cache: &self.cache,
+                    layout: &self.layout,
+                };
                 let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
                 policy.on_tick(now, &mut sink);
                 self.issue_prefetches(policy, now);
@@ -423,7 +449,10 @@ impl Engine<'_> {
         }
         self.settle_evictions(policy);
         self.c.miss_blocks += u64::from(o.miss_blocks);
-        let view = View { cache: &self.cache, layout: &self.layout };
+        let view = View {
+            cache: &self.cache,
+            layout: &self.layout,
+        };
         let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
         policy.on_access(&access, &o, &mut sink);
         self.issue_prefetches(policy, now);
@@ -516,7 +545,8 @@ impl Engine<'_> {
             match r.target {
                 Target::Block { dev, lbn } => pieces.push((dev, lbn, r.blocks)),
                 Target::File { file, page } => {
-                    self.layout.map_range(file, page, r.blocks, |d, l, n| pieces.push((d, l, n)))
+                    self.layout
+                        .map_range(file, page, r.blocks, |d, l, n| pieces.push((d, l, n)))
                 }
             }
             for &(dev, lbn, n) in &pieces {
@@ -557,7 +587,9 @@ impl Engine<'_> {
             waiters: Vec::new(),
         });
         for i in 0..u64::from(blocks) {
-            let idx = self.cache.insert(key + i, Fill::Prefetch, &mut self.evicted);
+            let idx = self
+                .cache
+                .insert(key + i, Fill::Prefetch, &mut self.evicted);
             let n = self.cache.node_mut(idx);
             n.inflight = Some(id);
             n.window = window.0;
@@ -629,7 +661,10 @@ impl Engine<'_> {
                 issue_ns,
                 done_ns: now,
             };
-            let view = View { cache: &self.cache, layout: &self.layout };
+            let view = View {
+                cache: &self.cache,
+                layout: &self.layout,
+            };
             let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
             policy.on_prefetch_done(&done, &mut sink);
             self.issue_prefetches(policy, now);

@@ -59,7 +59,9 @@ impl Layout {
             };
             // Extend while the next page is physically adjacent.
             let mut n = 1u64;
-            while p + n < end_page && info.physical((p + n) * BLOCK_SIZE) == Some(phys + n * BLOCK_SIZE) {
+            while p + n < end_page
+                && info.physical((p + n) * BLOCK_SIZE) == Some(phys + n * BLOCK_SIZE)
+            {
                 n += 1;
             }
             f(u32::from(info.dev), phys / BLOCK_SIZE, n as u32);

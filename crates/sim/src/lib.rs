@@ -16,4 +16,4 @@ pub mod engine;
 pub mod layout;
 
 pub use cache::{Cache, CacheModel};
-pub use engine::{simulate, SimConfig, SimResult, Timing};
+pub use engine::{simulate, simulate_on, SimConfig, SimResult, Timing};

@@ -17,13 +17,22 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 
 fn sample(name: &str) -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces").join(name);
-    assert!(p.exists(), "sample trace {} is missing: the repository must sit beside shared/", p.display());
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces")
+        .join(name);
+    assert!(
+        p.exists(),
+        "sample trace {} is missing: the repository must sit beside shared/",
+        p.display()
+    );
     p
 }
 
 fn miss_ratio(policy: &str, fraction: f64) -> f64 {
-    let opts = ReadOptions { format: Some(Format::LcsCsv), lenient: false };
+    let opts = ReadOptions {
+        format: Some(Format::LcsCsv),
+        lenient: false,
+    };
     let (trace, _) = read_trace(&sample("cloudPhysicsIO.csv"), &opts).expect("sample reads");
     let pages = trace.split_pages();
     let distinct: HashSet<u64> = pages.records.iter().map(|r| r.first_block()).collect();
@@ -43,13 +52,25 @@ fn miss_ratio(policy: &str, fraction: f64) -> f64 {
 #[test]
 fn lru_matches_libcachesim_at_1_and_10_percent() {
     let (m1, m10) = (miss_ratio("none", 0.01), miss_ratio("none", 0.10));
-    assert!((m1 - 0.897).abs() <= 0.005, "LRU at 1%: outrider {m1:.4}, libCacheSim 0.897");
-    assert!((m10 - 0.874).abs() <= 0.005, "LRU at 10%: outrider {m10:.4}, libCacheSim 0.874");
+    assert!(
+        (m1 - 0.897).abs() <= 0.005,
+        "LRU at 1%: outrider {m1:.4}, libCacheSim 0.897"
+    );
+    assert!(
+        (m10 - 0.874).abs() <= 0.005,
+        "LRU at 10%: outrider {m10:.4}, libCacheSim 0.874"
+    );
 }
 
 #[test]
 fn lru_obl_matches_libcachesim_at_1_and_10_percent() {
     let (m1, m10) = (miss_ratio("obl", 0.01), miss_ratio("obl", 0.10));
-    assert!((m1 - 0.236).abs() <= 0.005, "LRU+OBL at 1%: outrider {m1:.4}, libCacheSim 0.236");
-    assert!((m10 - 0.225).abs() <= 0.005, "LRU+OBL at 10%: outrider {m10:.4}, libCacheSim 0.225");
+    assert!(
+        (m1 - 0.236).abs() <= 0.005,
+        "LRU+OBL at 1%: outrider {m1:.4}, libCacheSim 0.236"
+    );
+    assert!(
+        (m10 - 0.225).abs() <= 0.005,
+        "LRU+OBL at 10%: outrider {m10:.4}, libCacheSim 0.225"
+    );
 }
