@@ -6,7 +6,7 @@
 //!
 //! Reads only, per file. The kernel walks a read page by page
 //! (`filemap_read` → `filemap_get_pages`) and calls into readahead at two
-//! points, which this model reproduces in [`Readahead::on_read`]:
+//! points, which this model reproduces in `Readahead::on_read`:
 //!
 //! - **a missing page** → `page_cache_sync_ra(index, req_count)` with
 //!   `req_count` = pages from that page to the end of the read. It opens a
@@ -39,10 +39,14 @@
 //! one read I/O of `[start, start + size)` with `start = index`. Here the
 //! driver reads the demand-missed pages itself, so the model issues only the
 //! part of each window beyond the access: `[max(start, end), start + size)`,
-//! one [`crate::WindowId`] per window that has such a part. Windows that
-//! lie inside the access (an oversized read chained by its own tags) issue
-//! nothing but still move the state and plant tags, exactly as in the
-//! kernel.
+//! one [`crate::WindowId`] per window that has such a part. The demand
+//! part `[start, min(end, start + size))` is the driver's demand read and
+//! is counted as missed blocks, not as prefetched ones; the kernel submits
+//! both parts as one I/O, which a driver may merge back. Windows that lie
+//! wholly inside the access (an oversized read chained by its own tags)
+//! issue nothing but still move the state and plant tags, as in the kernel.
+//! A random miss (`do_page_cache_ra(req_count, 0)`) issues nothing: the
+//! kernel reads exactly the demand pages.
 //!
 //! # What is approximate
 //!
@@ -64,8 +68,9 @@
 //!   context readahead, like threads sharing one descriptor do.
 //! - **No folio orders.** Windows are read as order-0 pages. Linux 6.16+
 //!   also ramps a folio order in `page_cache_async_ra` and trims each async
-//!   window to end on an order-aligned page (its 4 KiB ramp becomes
-//!   4, 8, 4, 8, 8, 16, 16, 32); that is not modelled.
+//!   window to end on an order-aligned page (by our reading of its source
+//!   the 4 KiB ramp becomes 4, 8, 4, 8, 8, 16, 16, 32 pages); that is not
+//!   modelled: this is the 6.11–6.15 ramp 4, 8, 16, 32.
 //! - **No mmap read-around** (`mmap_miss`, `do_sync_mmap_readahead`), no
 //!   `FMODE_RANDOM`/`POSIX_FADV_SEQUENTIAL`, no `i_size` clipping (the
 //!   driver may drop pages past the end of a file), no cgroup congestion.
