@@ -16,10 +16,12 @@
 //! process keeps its own request order and its own gaps between requests.
 //!
 //! Default: `seq+reversed+strided+random+tree-scan` with 16 MiB files,
-//! regions 4 GiB apart → about 20700 records.
+//! regions 4 GiB apart → 20536 records.
 
 use super::rng::SplitMix64;
-use super::{align_up, bad_value, entry, Entry, Nanos, WorkloadError, WORKLOAD_NAMES};
+use super::{
+    align_up, bad_value, check_blocks, entry, Entry, Nanos, WorkloadError, WORKLOAD_NAMES,
+};
 use crate::{Record, Trace, TraceMeta};
 use outrider_core::size::ByteSize;
 use outrider_core::Params;
@@ -59,14 +61,7 @@ struct Stream {
 fn generate(text: &str) -> Result<Trace, WorkloadError> {
     const NAME: &str = "mixed";
     let p = MixedParams::parse(NAME, text)?;
-    if p.spacing.0 == 0 || p.spacing.0 % outrider_core::BLOCK_SIZE != 0 {
-        return Err(bad_value(
-            NAME,
-            "spacing",
-            p.spacing,
-            "a positive multiple of 4KiB",
-        ));
-    }
+    check_blocks(NAME, "spacing", p.spacing.0)?;
     let parts: Vec<&str> = p.parts.split('+').map(str::trim).collect();
     for part in &parts {
         if *part == NAME || !WORKLOAD_NAMES.contains(part) {

@@ -12,8 +12,8 @@
 //! | `strided` | reads `req` every `stride` bytes (every other block) | DiskSeen §4.3 *strided* (1 GB, 4 KB every 8 KB, small compute) | `size=64MiB req=4KiB stride=8KiB fragment=0 start=0 think=10us seed=1` | 8192 |
 //! | `random` | uniform random aligned reads over a file | DiskSeen TPC-H Q17 / flashy LFS random phase; worst case | `size=256MiB req=4KiB count=4096 start=0 think=0 seed=1` | 4096 |
 //! | `interleaved` | two processes, each reading its own tree of files sequentially, alternating | DiskSeen §4.3 *CVS*/*diff* (two datasets 50 GB apart) | `size=32MiB files=16 distance=50GiB burst=1 req=4KiB start=0 think=5us seed=1` | 16384 |
-//! | `tree-scan` | a source tree of small files in ext3-like block groups, inode reads before files, visited in name order | DiskSeen §4.3 *grep*/*diff* over a Linux tree; EPCM's many-small-files workloads | `files=2000 dirs=100 dirs_per_group=8 median=6KiB spread=0.8 group=128MiB order=name fragment=0 req=4KiB start=0 think=5us seed=1` | ≈ 6300 |
-//! | `mixed` | several of the above at once, separate processes in distinct regions, randomly interleaved | DiskSeen §4.5 concurrent *grep*/*diff*; flashy multi-application runs | `parts=seq+reversed+strided+random+tree-scan size=16MiB spacing=4GiB start=0 think=0 seed=1` | ≈ 20700 |
+//! | `tree-scan` | a source tree of small files in ext3-like block groups, inode reads before files, visited in name order | DiskSeen §4.3 *grep*/*diff* over a Linux tree; EPCM's many-small-files workloads | `files=2000 dirs=100 dirs_per_group=8 median=5KiB spread=1.2 group=128MiB order=name fragment=0 req=4KiB start=0 think=5us seed=1` | 6192 (175 metadata) |
+//! | `mixed` | several of the above at once, separate processes in distinct regions, randomly interleaved | DiskSeen §4.5 concurrent *grep*/*diff*; flashy multi-application runs | `parts=seq+reversed+strided+random+tree-scan size=16MiB spacing=4GiB start=0 think=0 seed=1` | 20536 |
 //!
 //! Suites ([`suite`], [`SUITE_NAMES`]): `paper-suite` (every workload at its
 //! default size, plus fragmented `seq` and grep-ordered `tree-scan`) and
@@ -343,8 +343,8 @@ pub fn suite(name: &str) -> Option<Vec<String>> {
             "strided:size=1GiB",
             "random:size=1GiB,count=65536",
             "interleaved:size=256MiB,files=256",
-            "tree-scan:files=17000,dirs=1000",
-            "tree-scan:files=17000,dirs=1000,order=layout",
+            "tree-scan:files=17000,dirs=1000,dirs_per_group=64",
+            "tree-scan:files=17000,dirs=1000,dirs_per_group=64,order=layout",
             "mixed:size=256MiB",
         ],
         _ => return None,

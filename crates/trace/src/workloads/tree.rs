@@ -39,7 +39,7 @@
 //! per directory, Orlov's group spreading reduced to "fill groups in order".
 //!
 //! Defaults: 2000 files in 100 directories (8 per group, 13 groups),
-//! median 5 KiB → about 6300 records.
+//! median 5 KiB → 6192 records (175 of them metadata), spanning 1.6 GB.
 
 use super::rng::SplitMix64;
 use super::{bad_value, check_blocks, Allocator, Emitter, Entry, Nanos, WorkloadError};
