@@ -318,6 +318,8 @@ fn errors_name_the_valid_choices() {
     );
     let msg = generate("seq:req=1000").err().unwrap().to_string();
     assert!(msg.contains("multiple of 4KiB"), "{msg}");
+    let msg = generate("seq:req=2GiB").err().unwrap().to_string();
+    assert!(msg.contains("at most 1GiB"), "{msg}");
     let msg = generate("seq:size").err().unwrap().to_string();
     assert!(msg.contains("expected key=value"), "{msg}");
     let msg = generate("interleaved:size=2GiB,distance=1GiB")
@@ -373,3 +375,45 @@ fn large_suite_members_generate() {
         assert!(t.records.len() >= 16384, "{m}: {}", t.records.len());
     }
 }
+
+/// FNV-1a over every record's fields.
+fn fingerprint(t: &Trace) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for r in t.records.iter() {
+        for x in [
+            r.time_ns,
+            r.offset,
+            r.file_offset,
+            u64::from(r.file),
+            u64::from(r.size),
+            u64::from(r.pid),
+        ] {
+            for b in x.to_le_bytes() {
+                h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+            }
+        }
+    }
+    h
+}
+
+#[test]
+fn default_traces_never_change_silently() {
+    // Results files compare runs across versions: a given spec must keep
+    // producing the same trace. If a change here is intended, say so in
+    // the commit and update the pinned values.
+    let got: Vec<(&str, usize, u64)> = ["random", "tree-scan", "mixed", "seq:fragment=64KiB"]
+        .iter()
+        .map(|s| {
+            let t = gen(s);
+            (*s, t.records.len(), fingerprint(&t))
+        })
+        .collect();
+    assert_eq!(got, PINNED);
+}
+
+const PINNED: &[(&str, usize, u64)] = &[
+    ("random", 4096, 0x02bd_659f_f790_02c5),
+    ("tree-scan", 6192, 0x804c_cee4_1c0f_f5dc),
+    ("mixed", 20536, 0x15fe_d14a_e1c1_d89a),
+    ("seq:fragment=64KiB", 16384, 0xeee1_ad70_5d46_aaeb),
+];

@@ -158,6 +158,21 @@ pub(crate) fn check_blocks(workload: &str, key: &str, bytes: u64) -> Result<(), 
     Ok(())
 }
 
+/// Check a request size: a positive multiple of 4 KiB, at most 1 GiB
+/// (a record's size is 32 bits).
+pub(crate) fn check_req(workload: &str, bytes: u64) -> Result<(), WorkloadError> {
+    check_blocks(workload, "req", bytes)?;
+    if bytes > 1 << 30 {
+        return Err(bad_value(
+            workload,
+            "req",
+            outrider_core::size::ByteSize(bytes),
+            "at most 1GiB",
+        ));
+    }
+    Ok(())
+}
+
 /// A duration in nanoseconds, written `0`, `500ns`, `5us` (or `5µs`),
 /// `2ms`, `1s`; a bare number is nanoseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]

@@ -19,7 +19,7 @@
 //! Sizes default to 64 MiB (the papers use 1 GB: `size=1GiB`); the file is
 //! allocated at `start`, fragmented into `fragment`-sized extents if set.
 
-use super::{bad_value, check_blocks, Emitter, Entry, Nanos, WorkloadError};
+use super::{bad_value, check_blocks, check_req, Emitter, Entry, Nanos, WorkloadError};
 use crate::{Trace, TraceMeta};
 use outrider_core::size::ByteSize;
 use outrider_core::{Params, BLOCK_SIZE};
@@ -127,7 +127,7 @@ fn check_size(name: &str, size: u64) -> Result<u64, WorkloadError> {
 
 fn scan(name: &str, text: &str) -> Result<Trace, WorkloadError> {
     let p = ScanParams::parse(name, text)?;
-    check_blocks(name, "req", p.req.0)?;
+    check_req(name, p.req.0)?;
     let owned = check_size(name, p.size.0)?;
     let meta = one_file(name, p.size.0, p.fragment.0, p.start.0, p.seed);
     let mut em = Emitter::new(p.think.0);
@@ -150,7 +150,7 @@ fn scan(name: &str, text: &str) -> Result<Trace, WorkloadError> {
 fn strided(text: &str) -> Result<Trace, WorkloadError> {
     const NAME: &str = "strided";
     let p = StridedParams::parse(NAME, text)?;
-    check_blocks(NAME, "req", p.req.0)?;
+    check_req(NAME, p.req.0)?;
     check_blocks(NAME, "stride", p.stride.0)?;
     if p.stride.0 < p.req.0 {
         return Err(bad_value(NAME, "stride", p.stride, "at least req"));
@@ -167,7 +167,7 @@ fn strided(text: &str) -> Result<Trace, WorkloadError> {
 fn random(text: &str) -> Result<Trace, WorkloadError> {
     const NAME: &str = "random";
     let p = RandomParams::parse(NAME, text)?;
-    check_blocks(NAME, "req", p.req.0)?;
+    check_req(NAME, p.req.0)?;
     let owned = check_size(NAME, p.size.0)?;
     if p.req.0 > owned {
         return Err(bad_value(NAME, "req", p.req, "at most size"));

@@ -42,7 +42,7 @@
 //! median 5 KiB → 6192 records (175 of them metadata), spanning 1.6 GB.
 
 use super::rng::SplitMix64;
-use super::{bad_value, check_blocks, Allocator, Emitter, Entry, Nanos, WorkloadError};
+use super::{bad_value, check_blocks, check_req, Allocator, Emitter, Entry, Nanos, WorkloadError};
 use crate::{FileInfo, Trace, TraceMeta};
 use outrider_core::size::ByteSize;
 use outrider_core::{Params, BLOCK_SIZE};
@@ -112,7 +112,8 @@ fn file_size(rng: &mut SplitMix64, median: u64, spread: f64) -> u64 {
 fn generate(text: &str) -> Result<Trace, WorkloadError> {
     const NAME: &str = "tree-scan";
     let p = TreeParams::parse(NAME, text)?;
-    check_blocks(NAME, "req", p.req.0)?;
+    check_req(NAME, p.req.0)?;
+    check_blocks(NAME, "group", p.group.0)?;
     if p.dirs == 0 || p.files < p.dirs {
         return Err(bad_value(
             NAME,

@@ -16,7 +16,7 @@
 //! paper's gap), 4 KiB requests, 5 µs think (diff's compare work) →
 //! 16384 records.
 
-use super::{bad_value, check_blocks, Allocator, Emitter, Entry, Nanos, WorkloadError};
+use super::{bad_value, check_req, Allocator, Emitter, Entry, Nanos, WorkloadError};
 use crate::{Trace, TraceMeta};
 use outrider_core::size::ByteSize;
 use outrider_core::{Params, BLOCK_SIZE};
@@ -54,7 +54,7 @@ pub(super) const ENTRY: Entry = Entry {
 fn generate(text: &str) -> Result<Trace, WorkloadError> {
     const NAME: &str = "interleaved";
     let p = InterleavedParams::parse(NAME, text)?;
-    check_blocks(NAME, "req", p.req.0)?;
+    check_req(NAME, p.req.0)?;
     let blocks = p.size.0.div_ceil(BLOCK_SIZE);
     if p.files == 0 || p.files > blocks {
         return Err(bad_value(NAME, "files", p.files, "between 1 and size/4KiB"));
