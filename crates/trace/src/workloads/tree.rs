@@ -16,7 +16,9 @@
 //!   over them (`dNNN/fNNNN.c`). Sizes are lognormal, median `median`,
 //!   shape `spread` (σ of ln size; 1.2 gives mean ≈ 2× median, like a Linux
 //!   tree: 236 MB / 17000 files ≈ 14 KiB mean, ~5 KiB median), clamped to
-//!   [64 B, 2 MiB].
+//!   [64 B, 2 MiB]. (The one transcendental call, `f64::exp`, comes from
+//!   the platform's libm; a last-ulp difference there could move a size by
+//!   a byte on another platform, never on the same one.)
 //! - **Creation order** (tar's): directories in a seeded shuffled order,
 //!   and each directory's files in a seeded shuffled order — not name order.
 //! - **Layout**: directories, in creation order, fill block groups of
