@@ -24,7 +24,8 @@
 //! indices; a hash map finds a block's node. Nothing allocates in steady
 //! state once the slab has grown to the capacity.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use crate::blockmap::BlockMap;
+use rustc_hash::FxHashSet;
 use std::collections::VecDeque;
 
 /// Capacity of each ghost segment in blocks (DiskSeen §3.6: 2048).
@@ -137,7 +138,7 @@ impl Ghost {
 pub struct Cache {
     model: CacheModel,
     capacity_blocks: u64,
-    map: FxHashMap<u64, u32>,
+    map: BlockMap,
     nodes: Vec<Node>,
     free: u32,
     lru: List,
@@ -163,7 +164,7 @@ impl Cache {
         Cache {
             model,
             capacity_blocks,
-            map: FxHashMap::default(),
+            map: BlockMap::with_capacity(capacity_blocks.min(1 << 24) as usize),
             nodes: Vec::new(),
             free: NIL,
             lru: List::new(),
@@ -182,7 +183,10 @@ impl Cache {
 
     /// Empty the cache (between runs), keeping the capacity.
     pub fn clear(&mut self) {
-        *self = Cache::new(self.model, self.capacity_blocks);
+        let mut map = std::mem::take(&mut self.map);
+        map.clear();
+        *self = Cache::new(self.model, 0.max(self.capacity_blocks));
+        self.map = map;
     }
 
     /// Capacity in blocks.
@@ -213,9 +217,7 @@ impl Cache {
     /// Bytes of model state per cached block at the peak, for memory reports.
     pub fn bytes_per_block(&self) -> f64 {
         let node = std::mem::size_of::<Node>() as f64;
-        // hashbrown: key + value + 1 control byte per bucket, load ≤ 7/8.
-        let map = (8 + 4 + 1) as f64 * 8.0 / 7.0;
-        node + map
+        node + BlockMap::bytes_per_key_max() as f64
     }
 
     /// Peak nodes held.
@@ -226,13 +228,13 @@ impl Cache {
     /// Find a block.
     #[inline]
     pub fn get(&self, key: u64) -> Option<u32> {
-        self.map.get(&key).copied()
+        self.map.get(key)
     }
 
     /// Does the cache hold the block (resident or in flight)?
     #[inline]
     pub fn contains(&self, key: u64) -> bool {
-        self.map.contains_key(&key)
+        self.map.contains_key(key)
     }
 
     /// The node at `idx`.
@@ -302,7 +304,7 @@ impl Cache {
     /// are appended to `evicted` for the caller's accounting. Returns the
     /// new node's index.
     pub fn insert(&mut self, key: u64, fill: Fill, evicted: &mut Vec<Node>) -> u32 {
-        debug_assert!(!self.map.contains_key(&key));
+        debug_assert!(!self.map.contains_key(key));
         while self.len() >= self.capacity_blocks {
             let victim = self.victim();
             let node = self.remove(victim);
@@ -369,7 +371,7 @@ impl Cache {
             }
         }
         self.unlink(idx);
-        self.map.remove(&node.key);
+        self.map.remove(node.key);
         let n = &mut self.nodes[idx as usize];
         n.list = LIST_FREE;
         n.next = self.free;
@@ -488,10 +490,13 @@ mod tests {
         assert_eq!(*c.lru_order().last().unwrap(), 1000);
         // FIFO at/below target: demand insert evicts the LRU tail (block 0).
         assert_eq!(ins(&mut c, 2000, Fill::Demand), vec![0]);
-        // Two more prefetches push the FIFO above its target of 2: the
-        // FIFO head goes first.
-        ins(&mut c, 1002, Fill::Prefetch);
-        assert_eq!(ins(&mut c, 1003, Fill::Prefetch), vec![1001]);
+        // While the FIFO is at or below its target of 2 blocks, the caching
+        // area gives up blocks; once it exceeds the target, the FIFO head
+        // (the oldest prefetched block) goes first.
+        assert_eq!(ins(&mut c, 1002, Fill::Prefetch), vec![1]);
+        assert_eq!(ins(&mut c, 1003, Fill::Prefetch), vec![2]);
+        assert_eq!(c.fifo_order(), vec![1001, 1002, 1003]);
+        assert_eq!(ins(&mut c, 1004, Fill::Prefetch), vec![1001]);
         assert_eq!(c.len(), 128);
     }
 

@@ -181,6 +181,7 @@ pub fn simulate(
     progress: &mut dyn FnMut(u64),
 ) -> Result<SimResult, String> {
     let device = build_device(&cfg.device)?;
+    check_records(trace)?;
     Ok(simulate_on(
         trace,
         policy,
@@ -189,6 +190,27 @@ pub fn simulate(
         device,
         progress,
     ))
+}
+
+/// Largest block address the models accept: 2^40 blocks (4 PiB), the
+/// per-device region of the device models.
+pub const MAX_LBN: u64 = 1 << crate::device::DEV_REGION_SHIFT;
+
+/// Reject records the models cannot place (beyond [`MAX_LBN`]).
+pub fn check_records(trace: &Trace) -> Result<(), String> {
+    for (i, r) in trace.records.iter().enumerate() {
+        let end = r.first_block() + u64::from(r.block_count());
+        if end > MAX_LBN {
+            return Err(format!(
+                "{}: record {}: byte offset {} + size {} lies beyond the 4 PiB a device model holds",
+                trace.meta.source,
+                i + 1,
+                r.offset,
+                r.size
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// [`simulate`] on a device model built by the caller (`cfg.device` is

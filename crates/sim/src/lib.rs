@@ -10,6 +10,7 @@
 //! `events_per_s` measurement.
 #![deny(missing_docs)]
 
+pub mod blockmap;
 pub mod cache;
 pub mod device;
 pub mod engine;

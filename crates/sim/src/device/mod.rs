@@ -44,10 +44,12 @@
 mod clook;
 mod flash;
 mod hdd;
+mod instant;
 mod raid;
 mod spec;
 
 pub use clook::CLookQueue;
+pub use instant::Instantaneous;
 pub use flash::{Flash, FlashParams, NVME_PARAMS, SSD_PARAMS};
 pub use hdd::{
     Hdd, HDD_CAPACITY_BYTES, HDD_FORWARD_MERGE_BYTES, HDD_FULL_STROKE_SEEK_NS,
@@ -126,6 +128,9 @@ pub trait Device: Send {
 /// Build a device model from `hdd`, `ssd`, `nvme`, `raid0:N` or
 /// `raid0:N:MEMBER` (MEMBER one of `hdd`, `ssd`, `nvme`; default `hdd`).
 pub fn build_device(spec: &str) -> Result<Box<dyn Device>, String> {
+    if spec == "none" {
+        return Ok(Box::new(Instantaneous::default()));
+    }
     spec.parse::<DeviceSpec>()
         .map(|s| s.build())
         .map_err(|e| e.to_string())

@@ -153,7 +153,7 @@ pub enum DeviceSpecError {
     },
 }
 
-const VALID_FORMS: &str = "hdd, ssd, nvme, raid0:N or raid0:N:MEMBER (N = 1..=64 members, \
+const VALID_FORMS: &str = "hdd, ssd, nvme, none, raid0:N or raid0:N:MEMBER (N = 1..=64 members, \
                            MEMBER = hdd, ssd or nvme, default hdd)";
 
 impl fmt::Display for DeviceSpecError {
