@@ -80,7 +80,7 @@ pub(crate) fn parse_line<'a>(
             show(line)
         ));
     };
-    let mut next = |what: &str| {
+    let next = |tok: &mut std::str::SplitWhitespace<'a>, what: &str| {
         tok.next().ok_or_else(|| {
             format!(
                 "expected {what} in `{LAYOUT}`, found the end of the line: {}",
@@ -88,18 +88,18 @@ pub(crate) fn parse_line<'a>(
             )
         })
     };
-    uint(next("cpu")?, "cpu")?;
-    uint(next("seq")?, "seq")?;
-    let time = next("seconds")?;
-    let pid = next("pid")?;
-    let act = next("action")?;
+    uint(next(&mut tok, "cpu")?, "cpu")?;
+    uint(next(&mut tok, "seq")?, "seq")?;
+    let time = next(&mut tok, "seconds")?;
+    let pid = next(&mut tok, "pid")?;
+    let act = next(&mut tok, "action")?;
     if act != action {
         return Ok(None);
     }
     let time_ns = decimal_ns(time, unit_ns, "seconds")?;
     let pid = u32::try_from(uint(pid, "pid")?)
         .map_err(|_| format!("expected pid below 2^32, found {pid}"))?;
-    let rwbs = next("RWBS")?;
+    let rwbs = next(&mut tok, "RWBS")?;
     if !rwbs.chars().all(|c| "RWDEFNASMBU".contains(c)) {
         return Err(format!(
             "expected RWBS flags (R, W, D, F, N, A, S, M…), found {}",
@@ -126,15 +126,34 @@ pub(crate) fn parse_line<'a>(
             process,
         }));
     };
-    let sector = uint(next("sector")?, "sector")?;
-    let plus = next("`+`")?;
+    let sector = match tok.next() {
+        // A flush carries no sector range (`Q FWS [kworker]`).
+        None => None,
+        Some(t) if t.starts_with('[') => None,
+        Some(t) => Some(t),
+    };
+    let Some(sector) = sector else {
+        if rwbs.contains('F') {
+            return Ok(Some(Event {
+                dev,
+                record: None,
+                process,
+            }));
+        }
+        return Err(format!(
+            "expected `sector + count` after RWBS {rwbs}, found none: {}",
+            show(line)
+        ));
+    };
+    let sector = uint(sector, "sector")?;
+    let plus = next(&mut tok, "`+`")?;
     if plus != "+" {
         return Err(format!(
             "expected `+` between sector and count, found {}",
             show(plus)
         ));
     }
-    let count = uint(next("count (sectors)")?, "count (sectors)")?;
+    let count = uint(next(&mut tok, "count (sectors)")?, "count (sectors)")?;
     if count == 0 {
         return Ok(Some(Event {
             dev,

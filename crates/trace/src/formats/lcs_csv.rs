@@ -83,14 +83,21 @@ pub(crate) fn parse_row(line: &str, unit_ns: u64) -> Result<Line, String> {
             show(op)
         )
     })?;
-    let size = size32(uint(size, "size")?, "size")?;
-    let offset = mul(uint(lbn, "lbn (512-byte sectors)")?, SECTOR_BYTES, "lbn")?;
+    let size = uint(size, "size")?;
+    let lbn = uint(lbn, "lbn (512-byte sectors)")?;
+    let write = match scsi_op(code) {
+        ScsiOp::Read => false,
+        ScsiOp::Write => true,
+        // Commands that move no data may carry size 0: only the fields'
+        // syntax is checked.
+        ScsiOp::Other => return Ok(Line::Ignored),
+    };
+    let size = size32(size, "size")?;
+    let offset = mul(lbn, SECTOR_BYTES, "lbn")?;
     let time_ns = mul(time, unit_ns, "time")?;
-    Ok(match scsi_op(code) {
-        ScsiOp::Read => Line::Record(Record::block(time_ns, 0, offset, size, false, 0)),
-        ScsiOp::Write => Line::Record(Record::block(time_ns, 0, offset, size, true, 0)),
-        ScsiOp::Other => Line::Ignored,
-    })
+    Ok(Line::Record(Record::block(
+        time_ns, 0, offset, size, write, 0,
+    )))
 }
 
 /// Read a whole lcs-csv file.
