@@ -34,4 +34,32 @@ pub enum TraceError {
         /// Known format names.
         known: String,
     },
+    /// A format name (`--format NAME`) that outrider does not know.
+    #[error("unknown trace format '{name}'; valid formats: {known}")]
+    UnknownFormatName {
+        /// The name given.
+        name: String,
+        /// Known format names, comma-separated.
+        known: String,
+    },
+    /// The trace cannot be expressed in the requested output format.
+    #[error("{path}: cannot write as {format}: {why}")]
+    Unsupported {
+        /// The output file.
+        path: PathBuf,
+        /// The output format's name.
+        format: &'static str,
+        /// Why not.
+        why: String,
+    },
+}
+
+impl TraceError {
+    /// An [`TraceError::Io`] for `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        TraceError::Io {
+            path: path.into(),
+            source,
+        }
+    }
 }

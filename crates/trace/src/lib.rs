@@ -16,8 +16,13 @@
 pub mod error;
 pub mod formats;
 pub mod record;
+pub mod stats;
 pub mod workloads;
 
 pub use error::TraceError;
-pub use formats::{detect_format, read_trace, Format, ReadOptions};
+pub use formats::{
+    detect_format, read_trace, write_native, write_trace, Format, ReadOptions, ReadReport,
+    NATIVE_MAGIC, NATIVE_VERSION,
+};
 pub use record::{Extent, FileInfo, Record, Records, Trace, TraceMeta};
+pub use stats::TraceStats;
