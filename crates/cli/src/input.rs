@@ -55,6 +55,7 @@ pub fn load(args: &InputArgs) -> anyhow::Result<Vec<Named>> {
         let opts = ReadOptions {
             format: parse_format(&args.format)?,
             lenient: args.lenient,
+            ..ReadOptions::default()
         };
         let (trace, report) =
             outrider_trace::read_trace(path, &opts).map_err(|e| usage(e.to_string()))?;

@@ -55,8 +55,15 @@ pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
         } => {
             let format = parse_format(&format)?;
             for f in files {
-                let (trace, rep) = outrider_trace::read_trace(&f, &ReadOptions { format, lenient })
-                    .map_err(|e| usage(e.to_string()))?;
+                let (trace, rep) = outrider_trace::read_trace(
+                    &f,
+                    &ReadOptions {
+                        format,
+                        lenient,
+                        ..ReadOptions::default()
+                    },
+                )
+                .map_err(|e| usage(e.to_string()))?;
                 let stats = TraceStats::of(&trace);
                 if json {
                     println!(
@@ -94,8 +101,15 @@ pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
             let format = parse_format(&from)?;
             let to = parse_format(&to)?
                 .ok_or_else(|| usage("--to: expected a format name, not auto"))?;
-            let (trace, rep) = outrider_trace::read_trace(&input, &ReadOptions { format, lenient })
-                .map_err(|e| usage(e.to_string()))?;
+            let (trace, rep) = outrider_trace::read_trace(
+                &input,
+                &ReadOptions {
+                    format,
+                    lenient,
+                    ..ReadOptions::default()
+                },
+            )
+            .map_err(|e| usage(e.to_string()))?;
             outrider_trace::write_trace(&output, &trace, to, zstd)
                 .map_err(|e| usage(e.to_string()))?;
             println!(

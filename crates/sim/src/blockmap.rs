@@ -121,7 +121,11 @@ impl BlockMap {
             }
             let home = hash(k) & self.mask;
             // Move k into the hole at i unless its home lies cyclically in (i, j].
-            let stays = if i <= j { i < home && home <= j } else { i < home || home <= j };
+            let stays = if i <= j {
+                i < home && home <= j
+            } else {
+                i < home || home <= j
+            };
             if !stays {
                 self.keys[i] = k;
                 self.vals[i] = self.vals[j];

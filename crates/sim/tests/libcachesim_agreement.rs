@@ -31,7 +31,7 @@ fn sample(name: &str) -> PathBuf {
 fn miss_ratio(policy: &str, fraction: f64) -> f64 {
     let opts = ReadOptions {
         format: Some(Format::LcsCsv),
-        lenient: false,
+        ..ReadOptions::default()
     };
     let (trace, _) = read_trace(&sample("cloudPhysicsIO.csv"), &opts).expect("sample reads");
     let pages = trace.split_pages();

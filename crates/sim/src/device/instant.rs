@@ -14,7 +14,10 @@ pub struct Instantaneous {
 
 impl Device for Instantaneous {
     fn submit(&mut self, now_ns: u64, req: DevRequest) {
-        assert!(self.queue.len() < MAX_PENDING_REQUESTS, "device queue bound exceeded");
+        assert!(
+            self.queue.len() < MAX_PENDING_REQUESTS,
+            "device queue bound exceeded"
+        );
         self.queue.push_back((now_ns, req));
     }
     fn next_completion_ns(&mut self) -> Option<u64> {
