@@ -164,6 +164,7 @@ struct Engine<'t> {
     c: Counters,
     out: Vec<PrefetchRequest>,
     evicted: Vec<Node>,
+    pieces: Vec<(u32, u64, u32)>,
     next_window: u64,
     seq: u64,
     t0_ns: u64,
@@ -238,6 +239,7 @@ pub fn simulate_on(
         c: Counters::default(),
         out: Vec::new(),
         evicted: Vec::new(),
+        pieces: Vec::new(),
         next_window: 0,
         seq: 0,
         live: 0,
@@ -516,7 +518,11 @@ impl Engine<'_> {
 
     fn alloc_inflight(&mut self, f: Inflight) -> u32 {
         if let Some(i) = self.free_inflight.pop() {
-            self.inflight[i as usize] = f;
+            // Keep the old waiter list's allocation.
+            let slot = &mut self.inflight[i as usize];
+            let waiters = std::mem::take(&mut slot.waiters);
+            *slot = f;
+            slot.waiters = waiters;
             i
         } else {
             self.inflight.push(f);
@@ -561,7 +567,7 @@ impl Engine<'_> {
             return;
         }
         let reqs = std::mem::take(&mut self.out);
-        let mut pieces: Vec<(u32, u64, u32)> = Vec::new();
+        let mut pieces = std::mem::take(&mut self.pieces);
         for r in &reqs {
             pieces.clear();
             match r.target {
@@ -596,6 +602,7 @@ impl Engine<'_> {
         }
         self.out = reqs;
         self.out.clear();
+        self.pieces = pieces;
         self.settle_evictions(policy);
     }
 
@@ -663,16 +670,17 @@ impl Engine<'_> {
                 }
             }
         }
-        let waiters = std::mem::take(&mut self.inflight[id as usize].waiters);
-        self.free_inflight.push(id);
-        for &p in &waiters {
-            let p = p as usize;
+        let nwaiters = self.inflight[id as usize].waiters.len();
+        for k in 0..nwaiters {
+            let p = self.inflight[id as usize].waiters[k] as usize;
             self.procs[p].outstanding -= 1;
             if self.procs[p].outstanding == 0 {
                 self.c.io_wait_ns += now - self.procs[p].wait_start_ns;
                 self.advance(p, now);
             }
         }
+        self.inflight[id as usize].waiters.clear();
+        self.free_inflight.push(id);
         if kind == Kind::Prefetch {
             let (dev, lbn) = split_key(key);
             let done = PrefetchDone {
