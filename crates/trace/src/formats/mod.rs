@@ -250,8 +250,12 @@ pub(crate) fn write_atomic(
 ) -> Result<(), TraceError> {
     use std::io::Write;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    // Unique per process and per call, so concurrent writers never share
+    // a temporary file.
+    static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = path.with_file_name(format!(
-        ".{}.tmp{}",
+        ".{}.tmp{}.{serial}",
         name.unwrap_or_else(|| "trace".into()),
         std::process::id()
     ));
