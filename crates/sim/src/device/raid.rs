@@ -218,8 +218,12 @@ impl<D: Device> Device for Raid0<D> {
     }
 
     fn describe(&self) -> String {
+        let member = match self.kind() {
+            Some(DeviceKind::Hdd) | None => String::new(),
+            Some(k) => format!(":{k}"),
+        };
         format!(
-            "raid0:{}: {} KiB stripe unit over {} × [{}]",
+            "raid0:{}{member}: {} KiB stripe unit over {} × [{}]",
             self.members.len(),
             RAID0_STRIPE_BYTES / 1024,
             self.members.len(),
