@@ -349,3 +349,13 @@ fn busy_time_and_reset() {
         );
     }
 }
+
+/// Every model describes itself with its constants.
+#[test]
+fn describe_every_model() {
+    for spec in ["hdd", "ssd", "nvme", "raid0:4", "raid0:2:nvme"] {
+        let d = build_device(spec).unwrap();
+        println!("{}", d.describe());
+        assert!(d.describe().len() > 40);
+    }
+}

@@ -10,47 +10,36 @@
 //! The head only moves up while `sweep` drains (it is always served lowest
 //! first), so a request behind the head stays behind it until the wrap, when
 //! the heaps swap. Push and pop are O(log n); neither allocates once the
-//! heaps have grown to the queue's depth.
+//! heaps and the request slab have grown to the queue's depth.
 //!
 //! Known approximation: a request that arrived at or past the head but
 //! overlaps the previously served one (start < that request's end) is still
 //! served in this sweep, a tiny backward seek, rather than deferred to the
 //! next; exact C-LOOK with an ordered map would defer it.
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::DevRequest;
+use super::{DevRequest, MAX_PENDING_REQUESTS};
 
-#[derive(Clone, Copy, Debug)]
-struct Entry {
-    pos: u64,
-    seq: u64,
-    req: DevRequest,
-}
+/// Bits of a heap key's tie-breaker that hold the slot index.
+const SLOT_BITS: u32 = MAX_PENDING_REQUESTS.trailing_zeros();
+/// Arrival sequence numbers must fit above the slot bits.
+const MAX_SEQ: u64 = 1 << (64 - SLOT_BITS);
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        (self.pos, self.seq) == (other.pos, other.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.pos, self.seq).cmp(&(other.pos, other.seq))
-    }
-}
+const _: () = assert!(MAX_PENDING_REQUESTS.is_power_of_two());
 
 /// Requests waiting for one arm, served in C-LOOK order.
+///
+/// Heap entries are 16 bytes, `(position, sequence << 24 | slot)`: the
+/// requests themselves sit in a slab indexed by slot, so sifting moves
+/// small keys and ties on position break by arrival order.
 #[derive(Clone, Debug, Default)]
 pub struct CLookQueue {
-    sweep: BinaryHeap<Reverse<Entry>>,
-    next: BinaryHeap<Reverse<Entry>>,
+    sweep: BinaryHeap<Reverse<(u64, u64)>>,
+    next: BinaryHeap<Reverse<(u64, u64)>>,
+    slots: Vec<DevRequest>,
+    free_slots: Vec<u32>,
     seq: u64,
 }
 
@@ -59,11 +48,25 @@ impl CLookQueue {
     /// `head` (the block after the last request started).
     #[inline]
     pub fn push(&mut self, head: u64, pos: u64, req: DevRequest) {
-        let e = Reverse(Entry {
-            pos,
-            seq: self.seq,
-            req,
-        });
+        let slot = match self.free_slots.pop() {
+            Some(i) => {
+                self.slots[i as usize] = req;
+                i
+            }
+            None => {
+                assert!(
+                    self.slots.len() < MAX_PENDING_REQUESTS,
+                    "C-LOOK queue overflow"
+                );
+                self.slots.push(req);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        assert!(
+            self.seq < MAX_SEQ,
+            "C-LOOK sequence overflow; reset between runs"
+        );
+        let e = Reverse((pos, self.seq << SLOT_BITS | slot as u64));
         self.seq += 1;
         if pos >= head {
             self.sweep.push(e);
@@ -79,7 +82,10 @@ impl CLookQueue {
         if self.sweep.is_empty() {
             std::mem::swap(&mut self.sweep, &mut self.next);
         }
-        self.sweep.pop().map(|Reverse(e)| (e.pos, e.req))
+        let Reverse((pos, key)) = self.sweep.pop()?;
+        let slot = (key & ((1 << SLOT_BITS) - 1)) as u32;
+        self.free_slots.push(slot);
+        Some((pos, self.slots[slot as usize]))
     }
 
     /// Requests queued.
@@ -96,6 +102,8 @@ impl CLookQueue {
     pub fn clear(&mut self) {
         self.sweep.clear();
         self.next.clear();
+        self.slots.clear();
+        self.free_slots.clear();
         self.seq = 0;
     }
 }

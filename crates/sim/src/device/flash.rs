@@ -22,7 +22,7 @@
 //! Device numbers do not change the channel mapping: partitions of one
 //! drive share its channels.
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::{block_ns, DevRequest, Device, DeviceKind, MAX_PENDING_REQUESTS};
@@ -73,29 +73,13 @@ pub const NVME_PARAMS: FlashParams = FlashParams {
     link_bytes_per_s: 3_200_000_000,
 };
 
-#[derive(Clone, Copy, Debug)]
-struct Done {
-    end_ns: u64,
-    seq: u64,
-    busy_ns: u64,
-    req: DevRequest,
-}
+/// Bits of a completion key's tie-breaker that hold the slot index.
+const SLOT_BITS: u32 = MAX_PENDING_REQUESTS.trailing_zeros();
 
-impl PartialEq for Done {
-    fn eq(&self, other: &Self) -> bool {
-        (self.end_ns, self.seq) == (other.end_ns, other.seq)
-    }
-}
-impl Eq for Done {}
-impl PartialOrd for Done {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Done {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.end_ns, self.seq).cmp(&(other.end_ns, other.seq))
-    }
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    req: DevRequest,
+    busy_ns: u64,
 }
 
 /// A flash device (see the module documentation for the cost model).
@@ -108,8 +92,11 @@ pub struct Flash {
     channel_free_ns: Vec<u64>,
     link_free_ns: u64,
     last_submit_ns: u64,
-    /// Submitted requests by completion time.
-    done: BinaryHeap<Reverse<Done>>,
+    /// Submitted requests by completion time: `(end, seq << 24 | slot)`,
+    /// ties broken by submission order.
+    done: BinaryHeap<Reverse<(u64, u64)>>,
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
     seq: u64,
     busy_ns: u64,
 }
@@ -127,6 +114,8 @@ impl Flash {
             link_free_ns: 0,
             last_submit_ns: 0,
             done: BinaryHeap::new(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
             seq: 0,
             busy_ns: 0,
         }
@@ -180,7 +169,8 @@ impl Device for Flash {
 
         // Channels: stripes s0..=s1; the j-th stripe of the request goes to
         // channel (s0 + j) % C, so channel slot j (< C) gets stripes
-        // j, j + C, j + 2C, ... of the request.
+        // j, j + C, j + 2C, ...: q + (j < r) of them, with q, r = stripes
+        // divided by C.
         let c = self.params.channels as u64;
         let unit = self.params.stripe_blocks;
         let start = req.lbn;
@@ -190,38 +180,57 @@ impl Device for Flash {
         let stripes = s1 - s0 + 1;
         let head_trim = start - s0 * unit;
         let tail_trim = (s1 + 1) * unit - end;
-        let (mut end_ns, mut busy) = (ready_ns, link_ns);
+        let (q, r) = (stripes / c, stripes % c);
+        let last_j = if r == 0 { c - 1 } else { r - 1 };
+        let mut channel = (s0 % c) as usize;
+        let (mut end_ns, mut busy) = (ready_ns, 0);
         for j in 0..stripes.min(c) {
-            let count = (stripes - j).div_ceil(c);
-            let mut part = count * unit;
+            let mut part = (q + (j < r) as u64) * unit;
             if j == 0 {
                 part -= head_trim;
             }
-            if j == (stripes - 1) % c {
+            if j == last_j {
                 part -= tail_trim;
             }
-            let channel = ((s0 + j) % c) as usize;
             let (e, s) = self.channel_part(channel, ready_ns, part);
             end_ns = end_ns.max(e);
             busy += s;
+            channel += 1;
+            if channel == self.params.channels {
+                channel = 0;
+            }
         }
-        self.done.push(Reverse(Done {
-            end_ns,
-            seq: self.seq,
-            busy_ns: busy - link_ns,
-            req,
-        }));
+        assert!(
+            self.seq < 1 << (64 - SLOT_BITS),
+            "sequence overflow; reset between runs"
+        );
+        let slot = Slot { req, busy_ns: busy };
+        let slot_ix = match self.free_slots.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.done
+            .push(Reverse((end_ns, self.seq << SLOT_BITS | slot_ix as u64)));
         self.seq += 1;
     }
 
     fn next_completion_ns(&mut self) -> Option<u64> {
-        self.done.peek().map(|Reverse(d)| d.end_ns)
+        self.done.peek().map(|Reverse((end_ns, _))| *end_ns)
     }
 
     fn complete_next(&mut self) -> Option<(u64, DevRequest)> {
-        let Reverse(d) = self.done.pop()?;
-        self.busy_ns += d.busy_ns;
-        Some((d.end_ns, d.req))
+        let Reverse((end_ns, key)) = self.done.pop()?;
+        let slot_ix = (key & ((1 << SLOT_BITS) - 1)) as u32;
+        self.free_slots.push(slot_ix);
+        let slot = self.slots[slot_ix as usize];
+        self.busy_ns += slot.busy_ns;
+        Some((end_ns, slot.req))
     }
 
     fn pending(&self) -> usize {
@@ -238,6 +247,8 @@ impl Device for Flash {
         self.link_free_ns = 0;
         self.last_submit_ns = 0;
         self.done.clear();
+        self.slots.clear();
+        self.free_slots.clear();
         self.seq = 0;
         self.busy_ns = 0;
     }

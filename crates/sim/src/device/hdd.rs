@@ -38,6 +38,12 @@
 //!   datasheet's 8.5 ms average seek is higher; we follow the measured
 //!   curve and the ~10 ms full stroke.)
 //!
+//! Timing: an idle arm starts its next request (chosen in C-LOOK order
+//! from everything queued) at the latest time it has seen — the last
+//! submission or completion — when [`Device::next_completion_ns`] or
+//! [`Device::complete_next`] is called; the head is then taken to be at the
+//! end of that request, so later arrivals are classified against it.
+//!
 //! Simplifications: one zone (no outer/inner rate difference, libprefetch
 //! §3.4 / Fig. 4), no per-command overhead on sequential requests (the
 //! simulator issues requests after block-layer merging, and a drive's

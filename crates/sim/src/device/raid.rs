@@ -44,6 +44,12 @@ struct Slot {
 #[derive(Clone, Debug)]
 pub struct Raid0<D> {
     members: Vec<D>,
+    /// Each member's next part completion (`u64::MAX`: none), valid unless
+    /// the member is flagged in `stale`.
+    member_next_ns: Vec<u64>,
+    /// Members touched (submitted to, completed) since their entry in
+    /// `member_next_ns` was computed.
+    stale: Vec<bool>,
     regions: DevRegions,
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
@@ -60,8 +66,11 @@ impl<D: Device> Raid0<D> {
             (1..=RAID0_MAX_MEMBERS).contains(&members.len()),
             "raid0 needs 1..={RAID0_MAX_MEMBERS} members"
         );
+        let n = members.len();
         Self {
             members,
+            member_next_ns: vec![u64::MAX; n],
+            stale: vec![false; n],
             regions: DevRegions::default(),
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -81,11 +90,15 @@ impl<D: Device> Raid0<D> {
     fn advance(&mut self) -> Option<u64> {
         loop {
             let mut best: Option<(u64, usize)> = None;
-            for (i, m) in self.members.iter_mut().enumerate() {
-                if let Some(t) = m.next_completion_ns() {
-                    if best.is_none_or(|(bt, _)| t < bt) {
-                        best = Some((t, i));
-                    }
+            for i in 0..self.members.len() {
+                if self.stale[i] {
+                    self.stale[i] = false;
+                    self.member_next_ns[i] =
+                        self.members[i].next_completion_ns().unwrap_or(u64::MAX);
+                }
+                let t = self.member_next_ns[i];
+                if t != u64::MAX && best.is_none_or(|(bt, _)| t < bt) {
+                    best = Some((t, i));
                 }
             }
             let ready = self.ready.peek().map(|Reverse((t, _, _))| *t);
@@ -97,6 +110,7 @@ impl<D: Device> Raid0<D> {
                     let (t, part) = self.members[i]
                         .complete_next()
                         .expect("member had a completion");
+                    self.stale[i] = true;
                     let slot_ix = part.id as u32;
                     let slot = &mut self.slots[slot_ix as usize];
                     slot.remaining -= 1;
@@ -157,6 +171,7 @@ impl<D: Device> Device for Raid0<D> {
                 };
             debug_assert!(end > start);
             let member = (first % n) as usize;
+            self.stale[member] = true;
             let mask = (1u64 << DEV_REGION_SHIFT) - 1;
             self.members[member].submit(
                 now_ns,
@@ -192,6 +207,8 @@ impl<D: Device> Device for Raid0<D> {
 
     fn reset(&mut self) {
         self.members.iter_mut().for_each(|m| m.reset());
+        self.member_next_ns.fill(u64::MAX);
+        self.stale.fill(false);
         self.regions.clear();
         self.slots.clear();
         self.free_slots.clear();
@@ -201,8 +218,12 @@ impl<D: Device> Device for Raid0<D> {
     }
 
     fn describe(&self) -> String {
+        let member = match self.kind() {
+            Some(DeviceKind::Hdd) | None => String::new(),
+            Some(k) => format!(":{k}"),
+        };
         format!(
-            "raid0:{}: {} KiB stripe unit over {} × [{}]",
+            "raid0:{}{member}: {} KiB stripe unit over {} × [{}]",
             self.members.len(),
             RAID0_STRIPE_BYTES / 1024,
             self.members.len(),

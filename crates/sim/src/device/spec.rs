@@ -252,7 +252,7 @@ mod tests {
             assert_eq!(d.kind(), Some(kind), "{s}");
             assert_eq!(d.max_throughput_bytes_per_s(), Some(tput), "{s}");
             assert!(
-                d.describe().starts_with(s.split(':').next().unwrap()),
+                d.describe().starts_with(&format!("{s}:")),
                 "{}",
                 d.describe()
             );
