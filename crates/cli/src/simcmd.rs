@@ -201,7 +201,7 @@ fn run_all(policies: &[String], o: &SimOpts, html: Option<&PathBuf>) -> anyhow::
                     b.set_position(base + n);
                 }
             })
-            .map_err(|e| usage(e))?;
+            .map_err(usage)?;
             base += input.trace.records.len() as u64 * u64::from(cfg.runs);
             for r in res.reports {
                 if o.json {

@@ -41,6 +41,13 @@ pub enum TraceCmd {
         /// Skip malformed records, reporting how many.
         #[arg(long)]
         lenient: bool,
+        /// Split every request into single 4 KiB-page requests first.
+        #[arg(long)]
+        split_pages: bool,
+        /// Write N copies of the trace back to back (each starting 1 s after
+        /// the previous one ends), e.g. to build a long benchmark input.
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
     },
 }
 
@@ -97,11 +104,16 @@ pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
             to,
             zstd,
             lenient,
+            split_pages,
+            repeat,
         } => {
             let format = parse_format(&from)?;
             let to = parse_format(&to)?
                 .ok_or_else(|| usage("--to: expected a format name, not auto"))?;
-            let (trace, rep) = outrider_trace::read_trace(
+            if repeat == 0 {
+                return Err(usage("--repeat must be at least 1"));
+            }
+            let (mut trace, rep) = outrider_trace::read_trace(
                 &input,
                 &ReadOptions {
                     format,
@@ -110,6 +122,12 @@ pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
                 },
             )
             .map_err(|e| usage(e.to_string()))?;
+            if split_pages {
+                trace = trace.split_pages();
+            }
+            if repeat > 1 {
+                trace = repeated(&trace, repeat);
+            }
             outrider_trace::write_trace(&output, &trace, to, zstd)
                 .map_err(|e| usage(e.to_string()))?;
             println!(
@@ -128,4 +146,25 @@ pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `n` copies of `trace` back to back in time.
+fn repeated(trace: &outrider_trace::Trace, n: u32) -> outrider_trace::Trace {
+    let recs: &[outrider_trace::Record] = &trace.records;
+    let first = recs.first().map_or(0, |r| r.time_ns);
+    let span = recs
+        .iter()
+        .map(|r| r.time_ns)
+        .max()
+        .unwrap_or(0)
+        .saturating_sub(first)
+        + 1_000_000_000;
+    let mut out = Vec::with_capacity(recs.len() * n as usize);
+    for i in 0..u64::from(n) {
+        out.extend(recs.iter().map(|r| outrider_trace::Record {
+            time_ns: r.time_ns.saturating_sub(first) + i * span,
+            ..*r
+        }));
+    }
+    outrider_trace::Trace::new(trace.meta.clone(), out)
 }

@@ -159,12 +159,17 @@ pub struct Cache {
 impl Cache {
     /// An empty cache of `capacity_blocks` 4 KiB blocks (at least 1).
     pub fn new(model: CacheModel, capacity_blocks: u64) -> Self {
+        let map = BlockMap::with_capacity(capacity_blocks.clamp(1, 1 << 24) as usize);
+        Self::with_map(model, capacity_blocks, map)
+    }
+
+    fn with_map(model: CacheModel, capacity_blocks: u64, map: BlockMap) -> Self {
         let capacity_blocks = capacity_blocks.max(1);
         let min_prefetch_blocks = (capacity_blocks / MIN_PREFETCH_AREA_DIVISOR).max(1);
         Cache {
             model,
             capacity_blocks,
-            map: BlockMap::with_capacity(capacity_blocks.min(1 << 24) as usize),
+            map,
             nodes: Vec::new(),
             free: NIL,
             lru: List::new(),
@@ -185,8 +190,7 @@ impl Cache {
     pub fn clear(&mut self) {
         let mut map = std::mem::take(&mut self.map);
         map.clear();
-        *self = Cache::new(self.model, 0.max(self.capacity_blocks));
-        self.map = map;
+        *self = Cache::with_map(self.model, self.capacity_blocks, map);
     }
 
     /// Capacity in blocks.
@@ -247,6 +251,26 @@ impl Cache {
     #[inline]
     pub fn node_mut(&mut self, idx: u32) -> &mut Node {
         &mut self.nodes[idx as usize]
+    }
+
+    /// Hint that `key` will be looked up soon.
+    #[inline]
+    pub fn prefetch_key(&self, key: u64) {
+        self.map.prefetch(key);
+    }
+
+    /// Warm the next LRU victims: the head's hash slot and the node after
+    /// it, so the next evictions do not stall on memory.
+    #[inline]
+    fn prefetch_victims(&self) {
+        let h = self.lru.head;
+        if h != NIL {
+            let n = &self.nodes[h as usize];
+            self.map.prefetch(n.key);
+            if n.next != NIL {
+                crate::blockmap::prefetch_read(&self.nodes[n.next as usize]);
+            }
+        }
     }
 
     /// A demand access found the block: move it to the MRU end of the
@@ -341,6 +365,7 @@ impl Cache {
         self.push_tail(idx, list);
         self.map.insert(key, idx);
         self.peak_nodes = self.peak_nodes.max(self.map.len());
+        self.prefetch_victims();
         debug_assert!(self.len() <= self.capacity_blocks);
         idx
     }

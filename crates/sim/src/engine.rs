@@ -22,6 +22,7 @@
 //! the previous request completes, whichever is later. `think_ns` replaces
 //! the trace's gaps with a constant.
 
+use crate::blockmap::BlockMap;
 use crate::cache::{Cache, CacheModel, Fill, Node};
 use crate::device::{build_device, DevRequest, Device};
 use crate::layout::{block_key, split_key, Layout};
@@ -35,6 +36,9 @@ use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::Instant;
+
+/// How many requests ahead the loop warms hash slots.
+const LOOKAHEAD: usize = 8;
 
 /// How a process's request times follow the trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -127,11 +131,11 @@ struct Proc {
     finish_ns: u64,
 }
 
-#[derive(Default, Clone, Copy)]
-struct WindowStat {
-    outstanding: u32,
-    used: bool,
-}
+/// A window's accounting packed in the [`BlockMap`] value: blocks still
+/// unresolved (neither used nor evicted) in the low 31 bits, "some block was
+/// used" in the top bit. (A `HashMap` here suffered the tombstone slowdown
+/// described in `blockmap.rs`: windows are opened and closed constantly.)
+const WINDOW_USED: u32 = 1 << 31;
 
 struct View<'a> {
     cache: &'a Cache,
@@ -160,7 +164,7 @@ struct Engine<'t> {
     free_inflight: Vec<u32>,
     procs: Vec<Proc>,
     ready: BinaryHeap<Reverse<(u64, u32)>>,
-    windows: FxHashMap<u64, WindowStat>,
+    windows: BlockMap,
     c: Counters,
     out: Vec<PrefetchRequest>,
     evicted: Vec<Node>,
@@ -235,7 +239,7 @@ pub fn simulate_on(
         free_inflight: Vec::new(),
         procs: Vec::new(),
         ready: BinaryHeap::new(),
-        windows: FxHashMap::default(),
+        windows: BlockMap::default(),
         c: Counters::default(),
         out: Vec::new(),
         evicted: Vec::new(),
@@ -407,7 +411,14 @@ impl Engine<'_> {
     }
 
     fn request(&mut self, policy: &mut dyn outrider_core::Policy, p: usize, now: u64) {
-        let r = *self.record_of(p, self.procs[p].pos);
+        let pos = self.procs[p].pos;
+        let r = *self.record_of(p, pos);
+        // Warm the hash slot of a request a few ahead (memory-latency bound).
+        if pos + LOOKAHEAD < self.procs[p].len {
+            let ahead = self.record_of(p, pos + LOOKAHEAD);
+            self.cache
+                .prefetch_key(block_key(u32::from(ahead.dev), ahead.first_block()));
+        }
         self.seq += 1;
         self.c.requests += 1;
         let blocks = r.block_count();
@@ -496,14 +507,15 @@ impl Engine<'_> {
     }
 
     fn resolve_window(&mut self, window: u64, used: bool) {
-        if let Some(w) = self.windows.get_mut(&window) {
-            w.used |= used;
-            w.outstanding -= 1;
-            if w.outstanding == 0 {
-                if !w.used {
+        if let Some(w) = self.windows.get(window) {
+            let w = (w - 1) | if used { WINDOW_USED } else { 0 };
+            if w & !WINDOW_USED == 0 {
+                if w & WINDOW_USED == 0 {
                     self.c.mis_prefetched_windows += 1;
                 }
-                self.windows.remove(&window);
+                self.windows.remove(window);
+            } else {
+                self.windows.insert(window, w);
             }
         }
     }
@@ -624,11 +636,14 @@ impl Engine<'_> {
             n.window = window.0;
             n.issue_ns = now;
         }
-        let w = self.windows.entry(window.0).or_default();
-        if w.outstanding == 0 && !w.used {
-            self.c.windows += 1;
-        }
-        w.outstanding += blocks;
+        let w = match self.windows.get(window.0) {
+            Some(w) => w,
+            None => {
+                self.c.windows += 1;
+                0
+            }
+        };
+        self.windows.insert(window.0, w + blocks);
         self.c.prefetched_blocks += u64::from(blocks);
         self.submit(id, key, blocks, now);
     }
@@ -713,7 +728,10 @@ impl Engine<'_> {
         }
         // Windows whose blocks were evicted while in flight and re-read are
         // already resolved; anything left never saw a use.
-        self.c.mis_prefetched_windows += self.windows.values().filter(|w| !w.used).count() as u64;
+        debug_assert!(
+            self.windows.is_empty(),
+            "every prefetched block was resolved"
+        );
         self.windows.clear();
         debug_assert_eq!(
             self.c.prefetched_used_blocks + self.c.prefetched_unused_blocks,

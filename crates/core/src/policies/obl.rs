@@ -55,11 +55,25 @@ impl Obl {
     /// Records b either way.
     fn observe(&mut self, b: u64) -> bool {
         let k = self.k;
-        let sequential = (0..k).all(|i| {
-            let want = b.wrapping_sub((k - i) as u64);
-            b >= (k - i) as u64 && self.prev[(self.newest + 1 + i) % k] == want
-        });
-        self.newest = (self.newest + 1) % k;
+        // Oldest entry first: slot newest+1 (wrapping) holds b-k if the run
+        // is sequential, ..., slot newest holds b-1. No division per access.
+        let mut slot = self.newest + 1;
+        let mut sequential = b >= k as u64;
+        for i in 0..k {
+            if slot == k {
+                slot = 0;
+            }
+            if !sequential || self.prev[slot] != b - (k - i) as u64 {
+                sequential = false;
+                break;
+            }
+            slot += 1;
+        }
+        self.newest = if self.newest + 1 == k {
+            0
+        } else {
+            self.newest + 1
+        };
         self.prev[self.newest] = b;
         sequential
     }
