@@ -14,6 +14,10 @@ pub struct JsonLine<'a> {
     pub cache_bytes: u64,
     /// Device model.
     pub device: &'a str,
+    /// Bytes of cache-model state per cached block (node + hash slots).
+    pub cache_model_bytes_per_block: f64,
+    /// Most blocks the cache model held at once.
+    pub peak_cache_blocks: usize,
     /// The metrics (flattened).
     #[serde(flatten)]
     pub report: &'a Report,
@@ -21,8 +25,15 @@ pub struct JsonLine<'a> {
 
 impl<'a> JsonLine<'a> {
     /// Wrap a report.
-    pub fn new(input: &'a str, cfg: &'a SimConfig, report: &'a Report) -> Self {
+    pub fn new(
+        input: &'a str,
+        cfg: &'a SimConfig,
+        res: &outrider_sim::SimResult,
+        report: &'a Report,
+    ) -> Self {
         JsonLine {
+            cache_model_bytes_per_block: res.cache_bytes_per_block,
+            peak_cache_blocks: res.peak_cache_blocks,
             input,
             cache_bytes: cfg.cache_blocks * outrider_core::BLOCK_SIZE,
             device: &cfg.device,

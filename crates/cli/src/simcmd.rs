@@ -203,14 +203,12 @@ fn run_all(policies: &[String], o: &SimOpts, html: Option<&PathBuf>) -> anyhow::
             })
             .map_err(usage)?;
             base += input.trace.records.len() as u64 * u64::from(cfg.runs);
-            for r in res.reports {
+            for r in &res.reports {
                 if o.json {
-                    println!(
-                        "{}",
-                        serde_json::to_string(&JsonLine::new(&input.name, &cfg, &r))?
-                    );
+                    let line = JsonLine::new(&input.name, &cfg, &res, r);
+                    println!("{}", serde_json::to_string(&line)?);
                 }
-                rows.push(r);
+                rows.push(r.clone());
             }
         }
         if let Some(b) = bar {

@@ -190,7 +190,9 @@ impl Cache {
     pub fn clear(&mut self) {
         let mut map = std::mem::take(&mut self.map);
         map.clear();
+        let peak = self.peak_nodes;
         *self = Cache::with_map(self.model, self.capacity_blocks, map);
+        self.peak_nodes = peak;
     }
 
     /// Capacity in blocks.
@@ -224,7 +226,7 @@ impl Cache {
         node + BlockMap::bytes_per_key_max() as f64
     }
 
-    /// Peak nodes held.
+    /// Peak nodes held since the cache was created (kept across clears).
     pub fn peak_blocks(&self) -> usize {
         self.peak_nodes
     }

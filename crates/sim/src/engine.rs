@@ -278,10 +278,13 @@ impl Engine<'_> {
         self.ready.clear();
         self.c = Counters::default();
         self.procs.clear();
-        // One process per pid, in order of first appearance.
+        // One process per pid, in order of first appearance. A single-pid
+        // trace (most block traces) needs no index lists at all.
         let mut pid_index: FxHashMap<u32, usize> = FxHashMap::default();
         let mut lists: Vec<Vec<u32>> = Vec::new();
-        for (i, r) in self.records.iter().enumerate() {
+        let first_pid = self.records.first().map_or(0, |r| r.pid);
+        let single = self.records.iter().all(|r| r.pid == first_pid);
+        for (i, r) in self.records.iter().enumerate().filter(|_| !single) {
             let k = *pid_index.entry(r.pid).or_insert_with(|| {
                 lists.push(Vec::new());
                 lists.len() - 1
