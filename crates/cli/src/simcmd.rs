@@ -92,19 +92,6 @@ pub fn parse_duration_ns(text: &str) -> anyhow::Result<u64> {
     Ok((v * mult).round() as u64)
 }
 
-fn distinct_blocks(n: &Named) -> u64 {
-    let mut keys: Vec<u64> = Vec::with_capacity(n.trace.records.len());
-    for r in n.trace.records.iter() {
-        let first = r.first_block();
-        for b in first..first + u64::from(r.block_count()) {
-            keys.push((u64::from(r.dev) << 48) | b);
-        }
-    }
-    keys.sort_unstable();
-    keys.dedup();
-    keys.len() as u64
-}
-
 fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
     let cache_blocks = if let Some(pct) = o.cache.strip_suffix('%') {
         let f: f64 = pct
@@ -118,7 +105,8 @@ fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
                     o.cache
                 ))
             })?;
-        ((distinct_blocks(input) as f64 * f / 100.0) as u64).max(1)
+        ((outrider_trace::TraceStats::of(&input.trace).distinct_blocks as f64 * f / 100.0) as u64)
+            .max(1)
     } else {
         let bytes = outrider_core::size::parse_size(&o.cache)
             .map_err(|e| usage(format!("--cache: {e}")))?;

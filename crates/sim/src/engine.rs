@@ -128,7 +128,6 @@ struct Proc {
     len: usize,
     outstanding: u32,
     wait_start_ns: u64,
-    finish_ns: u64,
 }
 
 /// A window's accounting packed in the [`BlockMap`] value: blocks still
@@ -298,7 +297,6 @@ impl Engine<'_> {
                 len: self.records.len(),
                 outstanding: 0,
                 wait_start_ns: 0,
-                finish_ns: 0,
             });
         } else {
             for l in lists {
@@ -308,7 +306,6 @@ impl Engine<'_> {
                     pos: 0,
                     outstanding: 0,
                     wait_start_ns: 0,
-                    finish_ns: 0,
                 });
             }
         }
@@ -403,7 +400,6 @@ impl Engine<'_> {
         let proc = &mut self.procs[p];
         proc.pos += 1;
         if proc.pos >= proc.len {
-            proc.finish_ns = now;
             self.live -= 1;
             self.end_ns = self.end_ns.max(now);
             return true;
