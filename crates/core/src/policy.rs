@@ -4,10 +4,11 @@
 //! Hooks, in the order a driver calls them for one request:
 //! 1. [`Policy::on_access`] after the cache looked the request up (so the
 //!    policy knows hits, prefetched hits and misses);
-//! 2. [`Policy::on_prefetch_done`] whenever a prefetch the policy asked for
+//! 2. [`Policy::on_access_done`] when that request has completed;
+//! 3. [`Policy::on_prefetch_done`] whenever a prefetch the policy asked for
 //!    completes;
-//! 3. [`Policy::on_evict`] when a block leaves memory (used or unused);
-//! 4. [`Policy::on_tick`] every [`Policy::tick_interval_ns`] of driver time,
+//! 4. [`Policy::on_evict`] when a block leaves memory (used or unused);
+//! 5. [`Policy::on_tick`] every [`Policy::tick_interval_ns`] of driver time,
 //!    for time-driven policies (flashy's polling interval).
 //!
 //! Answers go into a [`Sink`]; the driver screens them (nothing already
@@ -139,6 +140,11 @@ pub trait Policy: Send {
 
     /// A demand access, after the cache lookup.
     fn on_access(&mut self, access: &Access, outcome: &Outcome, sink: &mut Sink<'_>);
+
+    /// A demand access completed: every block of it is in memory (for a
+    /// hit, right after [`Policy::on_access`]; for a miss, when its last
+    /// device read finished). DiskSeen §3.1 records access times here.
+    fn on_access_done(&mut self, _access: &Access, _sink: &mut Sink<'_>) {}
 
     /// A request from the policy stacked above this one (`upper+this`, see
     /// [`crate::policies::stack`]): the lower policy decides what of it to

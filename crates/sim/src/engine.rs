@@ -129,6 +129,8 @@ struct Proc {
     len: usize,
     outstanding: u32,
     wait_start_ns: u64,
+    /// The request in progress, for [`outrider_core::Policy::on_access_done`].
+    access: Access,
 }
 
 struct View<'a> {
@@ -314,6 +316,7 @@ impl Engine<'_> {
                 len: self.records.len(),
                 outstanding: 0,
                 wait_start_ns: 0,
+                access: Access::default(),
             });
         } else {
             for (k, l) in self.lists.iter().enumerate() {
@@ -323,6 +326,7 @@ impl Engine<'_> {
                     len: l.len(),
                     outstanding: 0,
                     wait_start_ns: 0,
+                    access: Access::default(),
                 });
             }
         }
@@ -517,7 +521,21 @@ impl Engine<'_> {
         self.issue_prefetches(policy, now);
         if self.procs[p].outstanding > 0 {
             self.procs[p].wait_start_ns = now;
+            self.procs[p].access = access;
+        } else {
+            self.access_done(policy, &access, now);
         }
+    }
+
+    /// The demand request `access` completed at `now`: tell the policy.
+    fn access_done(&mut self, policy: &mut dyn outrider_core::Policy, access: &Access, now: u64) {
+        let view = View {
+            cache: &self.cache,
+            layout: &self.layout,
+        };
+        let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
+        policy.on_access_done(access, &mut sink);
+        self.issue_prefetches(policy, now);
     }
 
     fn use_prefetched(&mut self, idx: u32, now: u64) {
@@ -744,6 +762,8 @@ impl Engine<'_> {
             self.procs[p].outstanding -= 1;
             if self.procs[p].outstanding == 0 {
                 self.c.io_wait_ns += now - self.procs[p].wait_start_ns;
+                let access = self.procs[p].access;
+                self.access_done(policy, &access, now);
                 self.advance(p, now);
             }
         }

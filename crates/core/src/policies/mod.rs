@@ -5,6 +5,7 @@
 //! section, a [`crate::params!`] struct with the paper's defaults, the
 //! [`crate::Policy`] impl) and add one [`Entry`] to [`REGISTRY`].
 
+pub mod diskseen;
 pub mod none;
 pub mod obl;
 pub mod readahead;
@@ -90,10 +91,16 @@ pub const REGISTRY: &[Entry] = &[
         specs: readahead::ReadaheadParams::specs,
         build: |t| build_with(readahead::NAME, t, readahead::Readahead::new),
     },
+    Entry {
+        name: diskseen::NAME,
+        summary: diskseen::SUMMARY,
+        specs: diskseen::DiskSeenParams::specs,
+        build: |t| build_with(diskseen::NAME, t, diskseen::DiskSeen::new),
+    },
 ];
 
 /// Names of every registered policy.
-pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME];
+pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME, diskseen::NAME];
 
 fn entry(name: &str) -> Result<&'static Entry, PolicyError> {
     REGISTRY
