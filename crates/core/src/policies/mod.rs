@@ -5,6 +5,7 @@
 //! section, a [`crate::params!`] struct with the paper's defaults, the
 //! [`crate::Policy`] impl) and add one [`Entry`] to [`REGISTRY`].
 
+pub mod filepred;
 pub mod none;
 pub mod obl;
 pub mod readahead;
@@ -89,10 +90,44 @@ pub const REGISTRY: &[Entry] = &[
         specs: readahead::ReadaheadParams::specs,
         build: |t| build_with(readahead::NAME, t, readahead::Readahead::new),
     },
+    Entry {
+        name: filepred::LS_NAME,
+        summary: filepred::LS_SUMMARY,
+        specs: filepred::LastSuccessorParams::specs,
+        build: |t| {
+            let p = filepred::LastSuccessorParams::parse(filepred::LS_NAME, t)?;
+            Ok(Box::new(filepred::FilePred::last_successor(p)?))
+        },
+    },
+    Entry {
+        name: filepred::PCM_NAME,
+        summary: filepred::PCM_SUMMARY,
+        specs: filepred::PcmParams::specs,
+        build: |t| {
+            let p = filepred::PcmParams::parse(filepred::PCM_NAME, t)?;
+            Ok(Box::new(filepred::FilePred::pcm(p)?))
+        },
+    },
+    Entry {
+        name: filepred::EPCM_NAME,
+        summary: filepred::EPCM_SUMMARY,
+        specs: filepred::EpcmParams::specs,
+        build: |t| {
+            let p = filepred::EpcmParams::parse(filepred::EPCM_NAME, t)?;
+            Ok(Box::new(filepred::FilePred::epcm(p)?))
+        },
+    },
 ];
 
 /// Names of every registered policy.
-pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME];
+pub const POLICY_NAMES: &[&str] = &[
+    none::NAME,
+    obl::NAME,
+    readahead::NAME,
+    filepred::LS_NAME,
+    filepred::PCM_NAME,
+    filepred::EPCM_NAME,
+];
 
 fn entry(name: &str) -> Result<&'static Entry, PolicyError> {
     REGISTRY
