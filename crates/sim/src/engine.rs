@@ -151,6 +151,9 @@ impl Residency for View<'_> {
             None => false,
         }
     }
+    fn block_of(&self, file: FileId, page: u64) -> Option<(u32, u64)> {
+        self.layout.block_of(file, page)
+    }
 }
 
 struct Engine<'t> {
