@@ -239,8 +239,8 @@ fn generate(text: &str) -> Result<Trace, WorkloadError> {
     };
     io.exec(MAKE);
     io.read(makefile);
-    for u in 0..p.units as usize {
-        compile(&mut io, src0 + u, &includes[u], obj0 + u);
+    for (u, inc) in includes.iter().enumerate() {
+        compile(&mut io, src0 + u, inc, obj0 + u);
     }
     // Links: two libraries, then the program (Andrew: two libraries and one
     // executable).

@@ -460,8 +460,7 @@ impl Trie {
                         return;
                     }
                     // Partition jumping: the last n symbols of seen + chain.
-                    let chain: Vec<u64> = out[start..].iter().map(|p| p.file).collect();
-                    let Some(j) = self.jump_context(seen, &chain, jump) else {
+                    let Some(j) = self.jump_context(seen, &out[start..], jump) else {
                         return;
                     };
                     scale = out[start..].last().map_or(1.0, |p| p.likelihood);
@@ -474,13 +473,13 @@ impl Trie {
 
     /// The longest known context among the last `n`..1 symbols of
     /// `seen ++ chain` that has children.
-    fn jump_context(&self, seen: &[u64], chain: &[u64], n: usize) -> Option<Ctx> {
+    fn jump_context(&self, seen: &[u64], chain: &[Prediction], n: usize) -> Option<Ctx> {
         let total = seen.len() + chain.len();
         let at = |i: usize| {
             if i < seen.len() {
                 seen[i]
             } else {
-                chain[i - seen.len()]
+                chain[i - seen.len()].file
             }
         };
         for k in (1..=n.min(total)).rev() {
@@ -525,11 +524,8 @@ impl Trie {
             } else {
                 max_files
             };
-            if potential < out.len().max(1) || (jump > 0 && out.len() >= max_files) {
-                if jump == 0 {
-                    break;
-                }
-                continue;
+            if potential < out.len().max(1) || out.len() >= max_files {
+                break;
             }
             scratch.clear();
             let denom = self.live_denominator(c);
