@@ -162,3 +162,21 @@ pub struct PrefetchDone {
     /// When it completed (ns).
     pub done_ns: u64,
 }
+
+/// A whole-file access event (EPCM §3.1: the open/exec of a file and its
+/// first read), what the file-level models of `policies::filepred` learn.
+///
+/// Drivers feed [`Access`]es; file events are derived from them by the
+/// file-level policies themselves (no separate hook): a read of file F by
+/// process P is a file event when P's previous read was of another file.
+/// Trace readers that see opens (strace) emit a read for every open, so an
+/// open followed by reads of F is one event at its first read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileEvent {
+    /// When (ns, driver time).
+    pub time_ns: u64,
+    /// Process that opened or read the file.
+    pub pid: Pid,
+    /// The file.
+    pub file: FileId,
+}

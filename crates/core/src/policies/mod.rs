@@ -6,6 +6,7 @@
 //! [`crate::Policy`] impl) and add one [`Entry`] to [`REGISTRY`].
 
 pub mod diskseen;
+pub mod filepred;
 pub mod none;
 pub mod obl;
 pub mod readahead;
@@ -97,10 +98,45 @@ pub const REGISTRY: &[Entry] = &[
         specs: diskseen::DiskSeenParams::specs,
         build: |t| build_with(diskseen::NAME, t, diskseen::DiskSeen::new),
     },
+    Entry {
+        name: filepred::LS_NAME,
+        summary: filepred::LS_SUMMARY,
+        specs: filepred::LastSuccessorParams::specs,
+        build: |t| {
+            let p = filepred::LastSuccessorParams::parse(filepred::LS_NAME, t)?;
+            Ok(Box::new(filepred::FilePred::last_successor(p)?))
+        },
+    },
+    Entry {
+        name: filepred::PCM_NAME,
+        summary: filepred::PCM_SUMMARY,
+        specs: filepred::PcmParams::specs,
+        build: |t| {
+            let p = filepred::PcmParams::parse(filepred::PCM_NAME, t)?;
+            Ok(Box::new(filepred::FilePred::pcm(p)?))
+        },
+    },
+    Entry {
+        name: filepred::EPCM_NAME,
+        summary: filepred::EPCM_SUMMARY,
+        specs: filepred::EpcmParams::specs,
+        build: |t| {
+            let p = filepred::EpcmParams::parse(filepred::EPCM_NAME, t)?;
+            Ok(Box::new(filepred::FilePred::epcm(p)?))
+        },
+    },
 ];
 
-/// Names of every registered policy.
-pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME, diskseen::NAME];
+/// Names of every registered policy, in registry order.
+pub const POLICY_NAMES: [&str; REGISTRY.len()] = {
+    let mut names = [""; REGISTRY.len()];
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        names[i] = REGISTRY[i].name;
+        i += 1;
+    }
+    names
+};
 
 fn entry(name: &str) -> Result<&'static Entry, PolicyError> {
     REGISTRY
