@@ -5,6 +5,7 @@
 //! section, a [`crate::params!`] struct with the paper's defaults, the
 //! [`crate::Policy`] impl) and add one [`Entry`] to [`REGISTRY`].
 
+pub mod flashy;
 pub mod none;
 pub mod obl;
 pub mod readahead;
@@ -89,10 +90,16 @@ pub const REGISTRY: &[Entry] = &[
         specs: readahead::ReadaheadParams::specs,
         build: |t| build_with(readahead::NAME, t, readahead::Readahead::new),
     },
+    Entry {
+        name: flashy::NAME,
+        summary: flashy::SUMMARY,
+        specs: flashy::FlashyParams::specs,
+        build: |t| Ok(Box::new(flashy::Flashy::new(flashy::parse_params(t)?))),
+    },
 ];
 
 /// Names of every registered policy.
-pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME];
+pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME, flashy::NAME];
 
 fn entry(name: &str) -> Result<&'static Entry, PolicyError> {
     REGISTRY
