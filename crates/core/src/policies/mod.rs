@@ -7,6 +7,7 @@
 
 pub mod diskseen;
 pub mod filepred;
+pub mod flashy;
 pub mod none;
 pub mod obl;
 pub mod readahead;
@@ -124,6 +125,12 @@ pub const REGISTRY: &[Entry] = &[
             let p = filepred::EpcmParams::parse(filepred::EPCM_NAME, t)?;
             Ok(Box::new(filepred::FilePred::epcm(p)?))
         },
+    },
+    Entry {
+        name: flashy::NAME,
+        summary: flashy::SUMMARY,
+        specs: flashy::FlashyParams::specs,
+        build: |t| Ok(Box::new(flashy::Flashy::new(flashy::parse_params(t)?))),
     },
 ];
 
