@@ -251,10 +251,19 @@ pub fn simulate_on(
     };
     let mut result = SimResult::default();
     let mut done_total = 0u64;
+    // Oracle policies (libprefetch `directed`) get the trace's future.
+    let oracle: Vec<Access> = if policy.wants_oracle() {
+        records.iter().map(oracle_access).collect()
+    } else {
+        Vec::new()
+    };
     for run in 1..=cfg.runs.max(1) {
         let started = Instant::now();
         e.reset();
         policy.on_run_start(run);
+        if policy.wants_oracle() {
+            policy.on_oracle(&oracle, cfg.cache_blocks);
+        }
         e.run(policy.as_mut(), &mut |n| progress(done_total + n));
         done_total += e.c.requests;
         let secs = started.elapsed().as_secs_f64();
@@ -265,6 +274,21 @@ pub fn simulate_on(
     result.cache_bytes_per_block = e.cache.bytes_per_block();
     result.policy_bytes = policy.memory_bytes();
     result
+}
+
+/// A record as the policy will see it (times and sequence numbers are
+/// unknown in advance and left 0).
+fn oracle_access(r: &Record) -> Access {
+    Access {
+        pid: r.pid,
+        dev: u32::from(r.dev),
+        lbn: r.first_block(),
+        file: FileId(u64::from(r.file)),
+        page: r.first_page(),
+        blocks: r.block_count(),
+        op: if r.is_write() { Op::Write } else { Op::Read },
+        ..Access::default()
+    }
 }
 
 impl Engine<'_> {

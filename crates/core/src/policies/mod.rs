@@ -5,6 +5,7 @@
 //! section, a [`crate::params!`] struct with the paper's defaults, the
 //! [`crate::Policy`] impl) and add one [`Entry`] to [`REGISTRY`].
 
+pub mod directed;
 pub mod none;
 pub mod obl;
 pub mod readahead;
@@ -89,10 +90,16 @@ pub const REGISTRY: &[Entry] = &[
         specs: readahead::ReadaheadParams::specs,
         build: |t| build_with(readahead::NAME, t, readahead::Readahead::new),
     },
+    Entry {
+        name: directed::NAME,
+        summary: directed::SUMMARY,
+        specs: directed::DirectedParams::specs,
+        build: |t| build_with(directed::NAME, t, directed::Directed::new),
+    },
 ];
 
 /// Names of every registered policy.
-pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME];
+pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME, directed::NAME];
 
 fn entry(name: &str) -> Result<&'static Entry, PolicyError> {
     REGISTRY
