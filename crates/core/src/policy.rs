@@ -200,6 +200,18 @@ pub trait Policy: Send {
     /// kept, per-run state (windows, streams) should be dropped.
     fn on_run_start(&mut self, _run: u32) {}
 
+    /// Does this policy need the future (an oracle access list, libprefetch
+    /// §4.2)? If so the simulator calls [`Policy::on_oracle`] at the start
+    /// of every run. Default: no.
+    fn wants_oracle(&self) -> bool {
+        false
+    }
+
+    /// Every access of the trace, in trace order (all processes), and the
+    /// cache capacity in blocks; called after [`Policy::on_run_start`] when
+    /// [`Policy::wants_oracle`] says so. Default: ignored.
+    fn on_oracle(&mut self, _future: &[Access], _cache_blocks: u64) {}
+
     /// Bytes of policy state, for memory reports.
     fn memory_bytes(&self) -> usize {
         0

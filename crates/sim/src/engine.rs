@@ -277,6 +277,12 @@ pub fn simulate_on(
     };
     let mut result = SimResult::default();
     let mut done_total = 0u64;
+    // Oracle policies (libprefetch `directed`) get the trace's future.
+    let oracle: Vec<Access> = if policy.wants_oracle() {
+        records.iter().map(oracle_access).collect()
+    } else {
+        Vec::new()
+    };
     for run in 1..=cfg.runs.max(1) {
         let started = Instant::now();
         e.reset();
@@ -285,6 +291,9 @@ pub fn simulate_on(
             dev: None,
             max_read_bytes_per_s: e.device.max_throughput_bytes_per_s(),
         });
+        if policy.wants_oracle() {
+            policy.on_oracle(&oracle, cfg.cache_blocks);
+        }
         e.run(policy.as_mut(), &mut |n| progress(done_total + n));
         done_total += e.c.requests;
         let secs = started.elapsed().as_secs_f64();
@@ -315,6 +324,21 @@ fn process_lists(records: &[Record]) -> Vec<Vec<u32>> {
         lists[k].push(i as u32);
     }
     lists
+}
+
+/// A record as the policy will see it (times and sequence numbers are
+/// unknown in advance and left 0).
+fn oracle_access(r: &Record) -> Access {
+    Access {
+        pid: r.pid,
+        dev: u32::from(r.dev),
+        lbn: r.first_block(),
+        file: FileId(u64::from(r.file)),
+        page: r.first_page(),
+        blocks: r.block_count(),
+        op: if r.is_write() { Op::Write } else { Op::Read },
+        ..Access::default()
+    }
 }
 
 impl Engine<'_> {

@@ -8,6 +8,7 @@
 pub mod diskseen;
 pub mod filepred;
 pub mod flashy;
+pub mod directed;
 pub mod none;
 pub mod obl;
 pub mod readahead;
@@ -131,6 +132,12 @@ pub const REGISTRY: &[Entry] = &[
         summary: flashy::SUMMARY,
         specs: flashy::FlashyParams::specs,
         build: |t| Ok(Box::new(flashy::Flashy::new(flashy::parse_params(t)?))),
+    },
+    Entry {
+        name: directed::NAME,
+        summary: directed::SUMMARY,
+        specs: directed::DirectedParams::specs,
+        build: |t| build_with(directed::NAME, t, directed::Directed::new),
     },
 ];
 
