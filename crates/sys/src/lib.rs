@@ -1,0 +1,51 @@
+//! outrider-sys: the safe Linux system-call layer shared by the live runtime
+//! and the application-directed prefetching library.
+//!
+//! Every function here is a thin, documented wrapper over one kernel
+//! interface (DESIGN.md "Kernel facts a live prefetcher must respect"):
+//!
+//! - [`fiemap()`]: a file's extent map (`FS_IOC_FIEMAP`), logical → physical;
+//! - [`cachestat()`]: page-cache residency of a byte range (`cachestat(2)`,
+//!   Linux 6.5+) with a `mincore(2)` fallback on older kernels, and
+//!   [`page_cached_nowait`], the `preadv2(RWF_NOWAIT)` probe;
+//! - [`advise`], [`readahead`], [`fetch_chunks`]: `posix_fadvise` and
+//!   `readahead(2)`, split into chunks no larger than the device's readahead
+//!   cap ([`ra_cap_bytes`]), because the kernel silently truncates each call
+//!   there;
+//! - [`Pool`]: a bounded worker pool that issues those chunks, because the
+//!   kernel submits the I/O of one call synchronously in the caller;
+//! - [`memory`]: cgroup (v1 and v2) memory limits and `MemAvailable`.
+//!
+//! The one design decision a reader must know: **nothing here keeps policy
+//! state.** Functions take a borrowed file descriptor and return plain data;
+//! callers (outrider-live, outrider-directed) decide what to fetch. Errors
+//! are [`std::io::Error`] carrying the errno, so callers can tell `ENOSYS`
+//! and `EOPNOTSUPP` apart from real failures.
+#![deny(missing_docs)]
+
+pub mod advise;
+pub mod cachestat;
+pub mod fiemap;
+pub mod memory;
+pub mod pool;
+
+pub use advise::{
+    advise, chunks, fetch_chunks, ra_cap_bytes, ra_cap_for_dev, readahead, Advice, Fetch,
+    DEFAULT_RA_CAP_BYTES,
+};
+pub use cachestat::{cachestat, cachestat_mincore, page_cached_nowait, CacheStat};
+pub use fiemap::{fiemap, Extent};
+pub use memory::{cgroup_memory, mem_available_bytes, CgroupMemory};
+pub use pool::Pool;
+
+/// Page size assumed by the wrappers (4 KiB, DESIGN.md "Events and keys").
+pub const PAGE_SIZE: u64 = 4096;
+
+/// Turn a `-1` return into the thread's `errno` as an [`std::io::Error`].
+pub(crate) fn cvt(ret: libc::c_long) -> std::io::Result<libc::c_long> {
+    if ret == -1 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
