@@ -12,4 +12,6 @@
 //! done here, in user space.
 #![deny(missing_docs)]
 
+pub mod files;
+pub mod proctree;
 pub mod tracefs;
