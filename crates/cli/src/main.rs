@@ -4,6 +4,7 @@
 //! policy or workload specification) with a message naming what was wrong;
 //! 1 anything else.
 
+mod cachecmd;
 mod input;
 mod output;
 mod simcmd;
@@ -52,6 +53,12 @@ enum Cmd {
         #[command(subcommand)]
         cmd: tracecmd::TraceCmd,
     },
+    /// Page-cache residency of files (cachestat), like vmtouch.
+    Stat(cachecmd::CacheArgs),
+    /// Bring files into the page cache (chunked WILLNEED).
+    Warm(cachecmd::CacheArgs),
+    /// Drop files' clean pages from the page cache (DONTNEED).
+    Evict(cachecmd::CacheArgs),
     /// List the policies and their parameters.
     Policies,
     /// List the built-in workloads and their parameters.
@@ -64,6 +71,9 @@ fn main() -> ExitCode {
         Cmd::Sim(a) => simcmd::sim(a),
         Cmd::Compare(a) => simcmd::compare(a),
         Cmd::Trace { cmd } => tracecmd::run(cmd),
+        Cmd::Stat(a) => cachecmd::run(outrider_live::cachetool::Action::Stat, a),
+        Cmd::Warm(a) => cachecmd::run(outrider_live::cachetool::Action::Warm, a),
+        Cmd::Evict(a) => cachecmd::run(outrider_live::cachetool::Action::Evict, a),
         Cmd::Policies => {
             for e in outrider_core::policies::REGISTRY {
                 print!(

@@ -12,6 +12,7 @@
 //! done here, in user space.
 #![deny(missing_docs)]
 
+pub mod cachetool;
 pub mod files;
 pub mod proctree;
 pub mod tracefs;
