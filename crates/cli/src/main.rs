@@ -7,6 +7,7 @@
 mod cachecmd;
 mod input;
 mod output;
+mod runcmd;
 mod simcmd;
 mod tracecmd;
 
@@ -53,6 +54,8 @@ enum Cmd {
         #[command(subcommand)]
         cmd: tracecmd::TraceCmd,
     },
+    /// Run a program, prefetching for it live; exit code passed through.
+    Run(runcmd::RunArgs),
     /// Page-cache residency of files (cachestat), like vmtouch.
     Stat(cachecmd::CacheArgs),
     /// Bring files into the page cache (chunked WILLNEED).
@@ -68,6 +71,7 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
+        Cmd::Run(a) => return runcmd::run(a),
         Cmd::Sim(a) => simcmd::sim(a),
         Cmd::Compare(a) => simcmd::compare(a),
         Cmd::Trace { cmd } => tracecmd::run(cmd),

@@ -13,6 +13,8 @@
 #![deny(missing_docs)]
 
 pub mod cachetool;
+pub mod controller;
 pub mod files;
 pub mod proctree;
+pub mod session;
 pub mod tracefs;

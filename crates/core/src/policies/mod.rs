@@ -8,6 +8,7 @@
 pub mod none;
 pub mod obl;
 pub mod readahead;
+pub mod stride;
 
 use crate::params::{render_help, ParamError, ParamSpec, Params};
 use crate::policy::BoxedPolicy;
@@ -89,10 +90,16 @@ pub const REGISTRY: &[Entry] = &[
         specs: readahead::ReadaheadParams::specs,
         build: |t| build_with(readahead::NAME, t, readahead::Readahead::new),
     },
+    Entry {
+        name: stride::NAME,
+        summary: stride::SUMMARY,
+        specs: stride::StrideParams::specs,
+        build: |t| build_with(stride::NAME, t, stride::Stride::new),
+    },
 ];
 
 /// Names of every registered policy.
-pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME];
+pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME, stride::NAME];
 
 fn entry(name: &str) -> Result<&'static Entry, PolicyError> {
     REGISTRY

@@ -58,8 +58,29 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> TraceFsError + '_ {
     }
 }
 
+/// Read a tracefs text file with one large `read` per call: some tracefs
+/// files (`events/header_page`) regenerate their text on every read and
+/// answer a small first read (Rust's `read_to_string` probes with 32 bytes)
+/// and then EOF, which would truncate them.
 fn read_text(path: &Path) -> Result<String, TraceFsError> {
-    fs::read_to_string(path).map_err(io_err(path))
+    let mut f = File::open(path).map_err(io_err(path))?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = f.read(&mut buf[len..]).map_err(io_err(path))?;
+        if n == 0 {
+            break;
+        }
+        len += n;
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|e| TraceFsError::Io {
+        path: path.to_path_buf(),
+        source: io::Error::new(io::ErrorKind::InvalidData, e),
+    })
 }
 
 fn write_text(path: &Path, text: &str) -> Result<(), TraceFsError> {
@@ -100,8 +121,10 @@ pub fn remove_stale_instances(root: &Path) -> Vec<String> {
     };
     for entry in dir.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
+        // outrider-<pid> or outrider-<pid>-<suffix>
         let Some(pid) = name
             .strip_prefix(INSTANCE_PREFIX)
+            .and_then(|p| p.split('-').next())
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
@@ -180,12 +203,17 @@ impl Instance {
         let mut inst = Instance {
             path: path.clone(),
             cpus: Vec::new(),
-            layout: format::parse_header_page(&read_text(&root.join("events/header_page"))?)?,
+            layout: format::PageLayout {
+                timestamp: (0, 8),
+                commit: (8, 8),
+                data_offset: 16,
+                data_size: 0,
+            },
             decoder: decode::Decoder::new(&[])?,
-            page: Vec::new(),
+            page: vec![0u8; page_size()],
             stats: SourceStats::default(),
         };
-        inst.page = vec![0u8; page_size()];
+        inst.layout = format::parse_header_page(&read_text(&root.join("events/header_page"))?)?;
         write_text(&path.join("tracing_on"), "0")?;
         write_text(&path.join("trace_clock"), "mono")?;
         write_text(
