@@ -7,6 +7,7 @@
 mod cachecmd;
 mod input;
 mod output;
+mod recordcmd;
 mod runcmd;
 mod simcmd;
 mod tracecmd;
@@ -56,6 +57,8 @@ enum Cmd {
     },
     /// Run a program, prefetching for it live; exit code passed through.
     Run(runcmd::RunArgs),
+    /// Run a program and write what it read as a native trace.
+    Record(recordcmd::RecordArgs),
     /// Page-cache residency of files (cachestat), like vmtouch.
     Stat(cachecmd::CacheArgs),
     /// Bring files into the page cache (chunked WILLNEED).
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Run(a) => return runcmd::run(a),
+        Cmd::Record(a) => return recordcmd::run(a),
         Cmd::Sim(a) => simcmd::sim(a),
         Cmd::Compare(a) => simcmd::compare(a),
         Cmd::Trace { cmd } => tracecmd::run(cmd),

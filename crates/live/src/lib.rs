@@ -16,5 +16,6 @@ pub mod cachetool;
 pub mod controller;
 pub mod files;
 pub mod proctree;
+pub mod record;
 pub mod session;
 pub mod tracefs;
