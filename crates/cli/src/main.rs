@@ -4,8 +4,11 @@
 //! policy or workload specification) with a message naming what was wrong;
 //! 1 anything else.
 
+mod cachecmd;
 mod input;
 mod output;
+mod recordcmd;
+mod runcmd;
 mod simcmd;
 mod tracecmd;
 
@@ -52,6 +55,16 @@ enum Cmd {
         #[command(subcommand)]
         cmd: tracecmd::TraceCmd,
     },
+    /// Run a program, prefetching for it live; exit code passed through.
+    Run(runcmd::RunArgs),
+    /// Run a program and write what it read as a native trace.
+    Record(recordcmd::RecordArgs),
+    /// Page-cache residency of files (cachestat), like vmtouch.
+    Stat(cachecmd::CacheArgs),
+    /// Bring files into the page cache (chunked WILLNEED).
+    Warm(cachecmd::CacheArgs),
+    /// Drop files' clean pages from the page cache (DONTNEED).
+    Evict(cachecmd::CacheArgs),
     /// List the policies and their parameters.
     Policies,
     /// List the built-in workloads and their parameters.
@@ -61,9 +74,14 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
+        Cmd::Run(a) => return runcmd::run(a),
+        Cmd::Record(a) => return recordcmd::run(a),
         Cmd::Sim(a) => simcmd::sim(a),
         Cmd::Compare(a) => simcmd::compare(a),
         Cmd::Trace { cmd } => tracecmd::run(cmd),
+        Cmd::Stat(a) => cachecmd::run(outrider_live::cachetool::Action::Stat, a),
+        Cmd::Warm(a) => cachecmd::run(outrider_live::cachetool::Action::Warm, a),
+        Cmd::Evict(a) => cachecmd::run(outrider_live::cachetool::Action::Evict, a),
         Cmd::Policies => {
             for e in outrider_core::policies::REGISTRY {
                 print!(

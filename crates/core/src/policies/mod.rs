@@ -13,6 +13,7 @@ pub mod none;
 pub mod obl;
 pub mod readahead;
 pub mod stack;
+pub mod stride;
 
 use crate::params::{render_help, ParamError, ParamSpec, Params};
 use crate::policy::BoxedPolicy;
@@ -138,6 +139,12 @@ pub const REGISTRY: &[Entry] = &[
         summary: directed::SUMMARY,
         specs: directed::DirectedParams::specs,
         build: |t| build_with(directed::NAME, t, directed::Directed::new),
+    },
+    Entry {
+        name: stride::NAME,
+        summary: stride::SUMMARY,
+        specs: stride::StrideParams::specs,
+        build: |t| build_with(stride::NAME, t, stride::Stride::new),
     },
 ];
 

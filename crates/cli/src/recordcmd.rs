@@ -1,0 +1,93 @@
+//! `outrider record [--out TRACE] [--level file|block] -- CMD [ARGS...]`:
+//! run a program under tracing and write what it read as a native trace
+//! that `outrider sim --trace TRACE` replays.
+
+use crate::usage;
+use outrider_live::record::{Level, Recorder};
+use outrider_live::session::{exit_code, run_traced};
+use outrider_live::tracefs::InstanceOptions;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `outrider record`.
+#[derive(clap::Args, Debug)]
+pub struct RecordArgs {
+    /// Output trace (native format).
+    #[arg(long, default_value = "outrider.trace")]
+    pub out: PathBuf,
+    /// file: the program's reads and faults with file and physical
+    /// offsets; block: the device requests it submitted.
+    #[arg(long, default_value = "file")]
+    pub level: String,
+    /// Most records kept (40 bytes each in memory); later ones are counted
+    /// and dropped.
+    #[arg(long, default_value_t = 50_000_000)]
+    pub max_records: usize,
+    /// Compress the record section with zstd.
+    #[arg(long)]
+    pub compress: bool,
+    /// The command and its arguments (after `--`).
+    #[arg(last = true, required = true)]
+    pub cmd: Vec<OsString>,
+}
+
+/// Record; returns the child's exit code (2 / 1 on our own errors).
+pub fn run(a: RecordArgs) -> ExitCode {
+    match run_inner(a) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("outrider: {e:#}");
+            if e.downcast_ref::<crate::Usage>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+fn run_inner(a: RecordArgs) -> anyhow::Result<u8> {
+    let level = match a.level.as_str() {
+        "file" => Level::File,
+        "block" => Level::Block,
+        other => {
+            return Err(usage(format!(
+                "--level '{other}': expected 'file' or 'block'"
+            )))
+        }
+    };
+    let mut rec = Recorder::new(level, a.max_records);
+    let out = run_traced(&a.cmd, &InstanceOptions::default(), &mut rec)
+        .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
+    let code = exit_code(&out.status);
+    let dropped = rec.dropped;
+    let n = rec.len();
+    let source = a
+        .cmd
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let trace = rec.into_trace(format!("outrider record -- {source}"));
+    let files = trace.meta.files.len();
+    outrider_trace::write_native(&a.out, &trace, a.compress).map_err(|e| anyhow::anyhow!("{e}"))?;
+    eprintln!(
+        "outrider: recorded {n} records ({files} files, {} events read, {} lost{}) to {}",
+        out.source.events,
+        out.source.lost_events,
+        if dropped > 0 {
+            format!(", {dropped} dropped past --max-records")
+        } else {
+            String::new()
+        },
+        a.out.display()
+    );
+    if !out.warnings.is_empty() {
+        eprintln!(
+            "outrider: the trace is incomplete: {}",
+            out.warnings.join("; ")
+        );
+    }
+    Ok(code)
+}

@@ -1,0 +1,196 @@
+//! `outrider run`, `record`, `stat|warm|evict` against the real kernel.
+//! Tracing needs root; without it these tests only check what does not
+//! (argument errors, the exit code passed through with prefetching
+//! disabled).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn outrider(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_outrider"))
+        .args(args)
+        .output()
+        .expect("the outrider binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn no_instance_of(pid_prefix: &str) -> bool {
+    let Ok(rd) = std::fs::read_dir("/sys/kernel/tracing/instances") else {
+        return true;
+    };
+    rd.flatten()
+        .all(|e| !e.file_name().to_string_lossy().starts_with(pid_prefix))
+}
+
+/// The traced program's exit code reaches our caller unchanged, also when
+/// it is killed by a signal (128 + signal, as a shell reports it).
+#[test]
+fn run_passes_the_exit_code_through() {
+    let o = outrider(&["run", "-q", "--", "sh", "-c", "exit 7"]);
+    assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
+    let o = outrider(&["run", "-q", "--", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(o.status.code(), Some(128 + 15), "{}", stderr(&o));
+}
+
+#[test]
+fn run_argument_errors_exit_2_with_a_message() {
+    let o = outrider(&["run", "--policy", "nosuch", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown policy 'nosuch'"),
+        "{}",
+        stderr(&o)
+    );
+    let o = outrider(&["run", "--budget", "1.5", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("fraction must be in (0, 1]"),
+        "{}",
+        stderr(&o)
+    );
+    let o = outrider(&["run", "--", "/nonexistent/program"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cannot run /nonexistent/program"),
+        "{}",
+        stderr(&o)
+    );
+    let o = outrider(&["record", "--level", "page", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("expected 'file' or 'block'"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+fn make_file(path: &Path, pages: usize) {
+    let data: Vec<u8> = (0..pages * 4096).map(|i| (i / 4096) as u8).collect();
+    std::fs::write(path, data).unwrap();
+    std::fs::File::open(path).unwrap().sync_all().unwrap();
+}
+
+/// A backward reader under `--policy stride`: after eviction, outrider
+/// prefetches below the reader and the program's reads use those pages.
+/// Asserts counts, not time: prefetched > 0, used > 0, exit 0, no lost
+/// events, instance removed.
+#[test]
+fn run_stride_prefetches_for_a_backward_reader() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = dir.path().join("data");
+    make_file(&f, 2048); // 8 MiB
+    let fs = f.display().to_string();
+    let o = outrider(&["evict", &fs]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let json = dir.path().join("run.json");
+    // One process reading 4 KiB blocks from the end, started through sh
+    // so that the reader is a forked child of the traced root.
+    let script = format!(
+        "python3 -c \"import os\nfd = os.open('{fs}', os.O_RDONLY)\nfor b in range(2047, -1, -1): os.pread(fd, 4096, b * 4096)\""
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
+        .args([
+            "run",
+            "--policy",
+            "stride",
+            "--json",
+            &json.display().to_string(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let s = &v["stats"];
+    assert_eq!(v["policy"], "stride");
+    assert_eq!(v["lost_events"], 0, "{v}");
+    // python3 is a child of sh: followed through the fork event.
+    assert!(v["tasks"].as_u64().unwrap() > 1, "{v}");
+    assert!(s["demand_pages"].as_u64().unwrap() >= 2048, "{v}");
+    assert!(s["prefetched_pages"].as_u64().unwrap() > 0, "{v}");
+    assert!(s["used_pages"].as_u64().unwrap() > 0, "{v}");
+    assert!(
+        no_instance_of(&format!("outrider-{pid}")),
+        "instance removed at exit"
+    );
+}
+
+/// record writes a native trace whose records are the program's reads of
+/// the file; `outrider trace info` reads it back.
+#[test]
+fn record_writes_a_trace_sim_can_read() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = dir.path().join("data");
+    make_file(&f, 64);
+    let out = dir.path().join("t.trace");
+    let o = outrider(&[
+        "record",
+        "--out",
+        &out.display().to_string(),
+        "--",
+        "cat",
+        &f.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = outrider(&["trace", "info", &out.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("reads:"), "{text}");
+    let o = outrider(&[
+        "sim",
+        "--policy",
+        "stride",
+        "--trace",
+        &out.display().to_string(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// stat/warm/evict on a real file: exact page counts.
+#[test]
+fn stat_warm_evict_json_counts() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = dir.path().join("data");
+    make_file(&f, 32);
+    let fs = f.display().to_string();
+    let stat = || -> serde_json::Value {
+        let o = outrider(&["stat", "--json", &fs]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    assert!(outrider(&["evict", &fs]).status.success());
+    let v = stat();
+    assert_eq!(
+        (v["pages"].as_u64(), v["resident_pages"].as_u64()),
+        (Some(32), Some(0))
+    );
+    assert!(outrider(&["warm", &fs]).status.success());
+    assert_eq!(stat()["resident_pages"].as_u64(), Some(32));
+    let o = outrider(&["stat", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("use -r"), "{}", stderr(&o));
+}

@@ -1,0 +1,651 @@
+//! The live controller (issue 7 "Actuation" and "Controller"): runs a core
+//! [`Policy`] on the traced program's file accesses with wall-clock time and
+//! turns its prefetch requests into `posix_fadvise(WILLNEED)` calls.
+//!
+//! # From events to the policy
+//!
+//! `mm_filemap_get_pages` is traced at the *end* of the kernel's
+//! `filemap_get_pages`, after any readahead it triggered, so the
+//! `mm_filemap_add_to_page_cache` events a task emits just before its
+//! `get_pages` are the pages that read brought in: those inside the read's
+//! range are its misses, those beyond it the kernel's own readahead. Every
+//! other page of the range was a hit. A page outrider prefetched and the
+//! program then reads is a prefetched hit (and counts as *used*); one the
+//! program has to bring in again was evicted before use (*wasted*).
+//! `mm_filemap_fault` is a one-page access; `mm_filemap_map_pages`
+//! (fault-around over resident pages) only marks prefetched pages used.
+//!
+//! # From requests to system calls
+//!
+//! After each batch of events the requests are translated to file ranges
+//! (block targets through the extent map of the files the program touched
+//! recently), sorted by physical address (by file and page when unknown),
+//! clipped to the file size, screened (pages already prefetched and unused
+//! are skipped; a range `cachestat(2)` reports fully resident is skipped)
+//! and queued to the I/O pool in chunks no larger than the device's
+//! readahead cap. Bounds: the memory budget (prefetched-but-unused pages
+//! never exceed `budget_bytes`), the pool's queue (`queue_bound` jobs in
+//! flight; more are dropped, not queued) and the unused-page table (its size
+//! is the budget).
+//!
+//! # Do no harm (DESIGN.md principle 3)
+//!
+//! Prefetched pages not used within `unused_ttl_ns` are written off as
+//! waste and leave the budget. Every `qc_interval_ns` the controller
+//! compares pages used and wasted in the interval: more waste than use
+//! halves the share of requests admitted (down to 1/64), use above twice
+//! the waste doubles it back (AIMD in the spirit of libprefetch §4 and
+//! DiskSeen's quality control §3.5, simplified to one global throttle).
+
+use crate::files::{FileTable, FileTableOptions};
+use crate::session::Handler;
+use crate::tracefs::{EventKind, LiveEvent};
+use outrider_core::{
+    Access, BoxedPolicy, FileId, Origin, Outcome, PrefetchRequest, Residency, Sink, Target,
+    BLOCK_SIZE,
+};
+use outrider_sys::{Fetch, Pool};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Controller settings; every default is documented on its field.
+#[derive(Clone, Debug)]
+pub struct ControllerOptions {
+    /// Most prefetched-but-unused bytes (default: set by the caller from
+    /// MemAvailable and the cgroup, see [`default_budget_bytes`]).
+    pub budget_bytes: u64,
+    /// I/O worker threads (default 2).
+    pub workers: usize,
+    /// Jobs queued or running at most; requests beyond are dropped
+    /// (default 64).
+    pub queue_bound: usize,
+    /// Prefetched pages unused for this long are written off (default
+    /// 30 s).
+    pub unused_ttl_ns: u64,
+    /// Quality-control interval (default 200 ms).
+    pub qc_interval_ns: u64,
+    /// Skip ranges `cachestat` reports fully resident (default true).
+    pub skip_cached: bool,
+    /// Chunk cap in bytes (default 0: the device's readahead cap).
+    pub chunk_bytes: u64,
+}
+
+impl Default for ControllerOptions {
+    fn default() -> Self {
+        ControllerOptions {
+            budget_bytes: 1 << 30,
+            workers: 2,
+            queue_bound: 64,
+            unused_ttl_ns: 30_000_000_000,
+            qc_interval_ns: 200_000_000,
+            skip_cached: true,
+            chunk_bytes: 0,
+        }
+    }
+}
+
+/// The default budget: `fraction` of MemAvailable, and at most that
+/// fraction of the room the cgroup of `pid` leaves to the page cache.
+pub fn default_budget_bytes(pid: Option<u32>, fraction: f64) -> u64 {
+    let avail = outrider_sys::mem_available_bytes().unwrap_or(1 << 30);
+    let mut budget = (avail as f64 * fraction) as u64;
+    if let Ok(Some(cg)) = outrider_sys::cgroup_memory(pid) {
+        if let Some(room) = cg.cache_room_bytes() {
+            budget = budget.min((room as f64 * fraction) as u64);
+        }
+    }
+    budget.max(BLOCK_SIZE * 64)
+}
+
+/// Counters of a live run (the summary `outrider run` prints).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LiveStats {
+    /// Demand accesses seen (reads and faults of the tree).
+    pub accesses: u64,
+    /// Pages those accesses covered.
+    pub demand_pages: u64,
+    /// Of them, pages the program had to bring in (misses).
+    pub miss_pages: u64,
+    /// Pages the kernel's own readahead brought in for the program.
+    pub kernel_readahead_pages: u64,
+    /// Requests the policy made.
+    pub requests: u64,
+    /// Pages submitted for prefetching (WILLNEED issued).
+    pub prefetched_pages: u64,
+    /// Prefetched pages the program then read.
+    pub used_pages: u64,
+    /// Prefetched pages evicted before use or unused past the TTL, plus
+    /// those still unused at exit.
+    pub wasted_pages: u64,
+    /// Requested pages skipped: already resident (cachestat) or already
+    /// prefetched.
+    pub skipped_cached_pages: u64,
+    /// Requested pages dropped by the memory budget.
+    pub dropped_budget_pages: u64,
+    /// Requested pages dropped because the I/O queue was full.
+    pub dropped_queue_pages: u64,
+    /// Requests not admitted by quality control.
+    pub throttled_requests: u64,
+    /// Requests whose file could not be opened or block not translated.
+    pub untranslated_requests: u64,
+    /// Files seen.
+    pub files: u64,
+    /// Peak prefetched-but-unused bytes.
+    pub peak_unused_bytes: u64,
+}
+
+impl LiveStats {
+    /// Demand pages served by a prefetch / demand pages (DESIGN.md).
+    pub fn coverage(&self) -> f64 {
+        ratio(self.used_pages, self.demand_pages)
+    }
+    /// Pages read by prefetching / pages the application requested.
+    pub fn cost(&self) -> f64 {
+        ratio(self.prefetched_pages, self.demand_pages)
+    }
+    /// Used / prefetched.
+    pub fn accuracy(&self) -> f64 {
+        ratio(self.used_pages, self.prefetched_pages)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// Most recently accessed files remembered per device for block → file
+/// translation.
+const RECENT_FILES: usize = 8;
+/// Most add-to-cache events remembered per task between two reads.
+const MAX_PENDING_ADDS: usize = 4096;
+
+struct Unused<'a>(&'a FxHashMap<(FileId, u64), u64>);
+
+impl Residency for Unused<'_> {
+    fn is_cached(&self, _dev: u32, _lbn: u64) -> bool {
+        false
+    }
+    fn is_page_cached(&self, file: FileId, page: u64) -> bool {
+        self.0.contains_key(&(file, page))
+    }
+}
+
+/// The controller. Feed it through its [`Handler`] implementation.
+pub struct Controller {
+    policy: BoxedPolicy,
+    opts: ControllerOptions,
+    files: FileTable,
+    pool: Pool,
+    jobs_in_flight: Arc<AtomicUsize>,
+    /// Pages prefetched and not yet used → issue time (ns since start).
+    unused: FxHashMap<(FileId, u64), u64>,
+    /// Per task: (file, page, pages) added to the cache since its last read.
+    adds: FxHashMap<u32, Vec<(FileId, u64, u32)>>,
+    recent: Vec<FileId>,
+    requests: Vec<PrefetchRequest>,
+    next_window: u64,
+    seq: u64,
+    t0_ns: u64,
+    last_tick_ns: u64,
+    last_qc_ns: u64,
+    qc_used: u64,
+    qc_wasted: u64,
+    admit_shift: u32,
+    admit_counter: u64,
+    disabled: Option<String>,
+    root_pid: u32,
+    cgroup_target: Arc<CgroupTarget>,
+    seen_files: FxHashSet<FileId>,
+    /// Counters.
+    pub stats: LiveStats,
+}
+
+/// Where I/O workers should be charged: the traced program's memory
+/// cgroup (issue 7 "Safety"). Workers compare `generation` with the one
+/// they last joined and, when it moved, write their thread id to `tasks`
+/// (cgroup v1; per thread) or the process id to `cgroup.procs` (v2, where
+/// all threads of a process share a domain cgroup).
+#[derive(Debug, Default)]
+pub struct CgroupTarget {
+    generation: AtomicU64,
+    path: std::sync::Mutex<Option<(u8, std::path::PathBuf)>>,
+    /// Workers that joined.
+    pub joins: AtomicU64,
+}
+
+thread_local! {
+    static JOINED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+impl CgroupTarget {
+    fn join_if_moved(&self) {
+        let g = self.generation.load(Ordering::Acquire);
+        if g == 0 || JOINED.with(|j| j.get()) == g {
+            return;
+        }
+        JOINED.with(|j| j.set(g));
+        let target = self.path.lock().expect("not poisoned").clone();
+        if let Some((version, dir)) = target {
+            let (file, id) = if version == 1 {
+                // SAFETY: no preconditions.
+                ("tasks", unsafe { libc::gettid() } as u32)
+            } else {
+                ("cgroup.procs", std::process::id())
+            };
+            if std::fs::write(dir.join(file), id.to_string()).is_ok() {
+                self.joins.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl Controller {
+    /// A controller running `policy`.
+    pub fn new(policy: BoxedPolicy, opts: ControllerOptions) -> Self {
+        let pool = Pool::new(opts.workers, opts.queue_bound);
+        Controller {
+            policy,
+            files: FileTable::new(FileTableOptions::default()),
+            pool,
+            jobs_in_flight: Arc::new(AtomicUsize::new(0)),
+            unused: FxHashMap::default(),
+            adds: FxHashMap::default(),
+            recent: Vec::new(),
+            requests: Vec::new(),
+            next_window: 0,
+            seq: 0,
+            t0_ns: 0,
+            last_tick_ns: 0,
+            last_qc_ns: 0,
+            qc_used: 0,
+            qc_wasted: 0,
+            admit_shift: 0,
+            admit_counter: 0,
+            disabled: None,
+            root_pid: 0,
+            cgroup_target: Arc::new(CgroupTarget::default()),
+            seen_files: FxHashSet::default(),
+            opts,
+            stats: LiveStats::default(),
+        }
+    }
+
+    /// Why prefetching was turned off, if it was.
+    pub fn disabled(&self) -> Option<&str> {
+        self.disabled.as_deref()
+    }
+
+    /// The policy's name.
+    pub fn policy_name(&self) -> &str {
+        self.policy.name()
+    }
+
+    /// Workers that joined the program's cgroup.
+    pub fn cgroup_joins(&self) -> u64 {
+        self.cgroup_target.joins.load(Ordering::Relaxed)
+    }
+
+    /// Point the workers at the memory cgroup of `pid` if it differs from
+    /// ours.
+    fn follow_cgroup(&mut self, pid: u32) {
+        let theirs = outrider_sys::cgroup_memory(Some(pid)).ok().flatten();
+        let ours = outrider_sys::cgroup_memory(None).ok().flatten();
+        if let (Some(t), Some(o)) = (theirs, ours) {
+            if t.dir != o.dir {
+                *self.cgroup_target.path.lock().expect("not poisoned") = Some((t.version, t.dir));
+                self.cgroup_target
+                    .generation
+                    .fetch_add(1, Ordering::Release);
+            }
+        }
+    }
+
+    fn rel(&self, ts_ns: u64) -> u64 {
+        ts_ns.saturating_sub(self.t0_ns)
+    }
+
+    fn note_recent(&mut self, id: FileId) {
+        if self.recent.first() == Some(&id) {
+            return;
+        }
+        self.recent.retain(|f| *f != id);
+        self.recent.insert(0, id);
+        self.recent.truncate(RECENT_FILES);
+    }
+
+    fn file_id(&mut self, dev: u64, ino: u64) -> Option<FileId> {
+        let id = self.files.id_of(dev, ino)?;
+        if self.seen_files.insert(id) {
+            self.stats.files += 1;
+        }
+        Some(id)
+    }
+
+    /// Deliver one demand access of `pages` pages from `index`.
+    fn access(&mut self, e: &LiveEvent, dev: u64, ino: u64, index: u64, pages: u64) {
+        let Some(id) = self.file_id(dev, ino) else {
+            return;
+        };
+        let pages = pages.clamp(1, u64::from(u32::MAX));
+        let end = index + pages;
+        // Misses: this task's adds inside the range; beyond: readahead.
+        let mut miss = 0u64;
+        if let Some(list) = self.adds.remove(&e.pid) {
+            for (f, p, n) in list {
+                if f != id {
+                    continue;
+                }
+                for q in p..p + u64::from(n) {
+                    if q >= index && q < end {
+                        miss += 1;
+                    } else {
+                        self.stats.kernel_readahead_pages += 1;
+                    }
+                    if self.unused.remove(&(id, q)).is_some() {
+                        self.stats.wasted_pages += 1;
+                        self.qc_wasted += 1;
+                    }
+                }
+            }
+        }
+        let mut used = 0u64;
+        if !self.unused.is_empty() {
+            for q in index..end {
+                if self.unused.remove(&(id, q)).is_some() {
+                    used += 1;
+                }
+            }
+        }
+        self.stats.used_pages += used;
+        self.qc_used += used;
+        self.stats.accesses += 1;
+        self.stats.demand_pages += pages;
+        let miss = miss.min(pages);
+        self.stats.miss_pages += miss;
+        self.note_recent(id);
+        // lbn: physical block from the extent map when known.
+        let lbn = self
+            .files
+            .get(id)
+            .is_some()
+            .then(|| self.files.extents(id))
+            .flatten()
+            .and_then(|ex| physical_of(&ex, index * BLOCK_SIZE))
+            .map_or(index, |b| b / BLOCK_SIZE);
+        self.seq += 1;
+        let access = Access {
+            seq: self.seq,
+            time_ns: self.rel(e.ts_ns),
+            pid: e.pid,
+            dev: dev as u32,
+            lbn,
+            file: id,
+            page: index,
+            blocks: pages as u32,
+            op: outrider_core::Op::Read,
+            origin: Origin::Demand,
+        };
+        let outcome = Outcome {
+            hit_blocks: (pages - miss) as u32,
+            prefetched_hit_blocks: used.min(pages - miss) as u32,
+            inflight_blocks: 0,
+            miss_blocks: miss as u32,
+        };
+        // Make sure the file is open before the policy answers, so its
+        // requests can be acted on.
+        let _ = self.files.resolve(id, e.pid);
+        let residency = Unused(&self.unused);
+        let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
+        self.policy.on_access(&access, &outcome, &mut sink);
+    }
+
+    fn on_event(&mut self, e: &LiveEvent) {
+        match e.kind {
+            EventKind::GetPages {
+                dev,
+                ino,
+                index,
+                last_index,
+            } => self.access(e, dev, ino, index, last_index.saturating_sub(index) + 1),
+            EventKind::Fault { dev, ino, index } => self.access(e, dev, ino, index, 1),
+            EventKind::AddToCache {
+                dev,
+                ino,
+                index,
+                order,
+            } => {
+                if let Some(id) = self.file_id(dev, ino) {
+                    let list = self.adds.entry(e.pid).or_default();
+                    if list.len() < MAX_PENDING_ADDS {
+                        list.push((id, index, 1u32 << order.min(20)));
+                    }
+                }
+            }
+            EventKind::MapPages {
+                dev,
+                ino,
+                index,
+                last_index,
+            } => {
+                if let Some(id) = self.file_id(dev, ino) {
+                    for q in index..=last_index.min(index + 1024) {
+                        if self.unused.remove(&(id, q)).is_some() {
+                            self.stats.used_pages += 1;
+                            self.qc_used += 1;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Translate a request to (file, first page, pages).
+    fn translate(&mut self, r: &PrefetchRequest) -> Option<(FileId, u64, u64)> {
+        match r.target {
+            Target::File { file, page } => Some((file, page, u64::from(r.blocks))),
+            Target::Block { lbn, .. } => {
+                let phys = lbn * BLOCK_SIZE;
+                for id in self.recent.clone() {
+                    let Some(ex) = self.files.extents(id) else {
+                        continue;
+                    };
+                    for x in ex.iter() {
+                        if phys >= x.physical && phys < x.physical + x.length {
+                            let off = x.logical + (phys - x.physical);
+                            let room = (x.physical + x.length - phys) / BLOCK_SIZE;
+                            return Some((
+                                id,
+                                off / BLOCK_SIZE,
+                                u64::from(r.blocks).min(room.max(1)),
+                            ));
+                        }
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    fn actuate(&mut self, now_rel_ns: u64) {
+        if self.requests.is_empty() {
+            return;
+        }
+        let reqs = std::mem::take(&mut self.requests);
+        self.stats.requests += reqs.len() as u64;
+        if self.disabled.is_some() {
+            self.requests = reqs;
+            self.requests.clear();
+            return;
+        }
+        // Translate, then order by physical address within the batch.
+        let mut batch: Vec<(u64, FileId, u64, u64)> = Vec::with_capacity(reqs.len());
+        for r in &reqs {
+            self.admit_counter += 1;
+            if self.admit_counter & ((1u64 << self.admit_shift) - 1) != 0 {
+                self.stats.throttled_requests += 1;
+                continue;
+            }
+            match self.translate(r) {
+                Some((id, page, n)) if self.files.get(id).is_some() => {
+                    let phys = self
+                        .files
+                        .extents(id)
+                        .and_then(|ex| physical_of(&ex, page * BLOCK_SIZE))
+                        .unwrap_or(u64::MAX);
+                    batch.push((phys, id, page, n));
+                }
+                _ => self.stats.untranslated_requests += 1,
+            }
+        }
+        batch.sort_unstable_by_key(|b| (b.0, b.1, b.2));
+        let budget_pages = self.opts.budget_bytes / BLOCK_SIZE;
+        for (_, id, page, n) in batch {
+            let Some(f) = self.files.get(id) else {
+                continue;
+            };
+            let size_pages = f.size.div_ceil(BLOCK_SIZE);
+            let end = (page + n).min(size_pages);
+            if page >= end {
+                continue;
+            }
+            // Pages not yet prefetched, as one covering range.
+            let mut first = None;
+            let mut last = 0;
+            let mut fresh = 0u64;
+            for q in page..end {
+                if !self.unused.contains_key(&(id, q)) {
+                    first.get_or_insert(q);
+                    last = q;
+                    fresh += 1;
+                }
+            }
+            self.stats.skipped_cached_pages += (end - page) - fresh;
+            let Some(first) = first else { continue };
+            let len_pages = last + 1 - first;
+            let fd: Arc<OwnedFd> = Arc::clone(&f.fd);
+            if self.opts.skip_cached {
+                if let Ok(cs) =
+                    outrider_sys::cachestat(fd.as_fd(), first * BLOCK_SIZE, len_pages * BLOCK_SIZE)
+                {
+                    if cs.cache >= len_pages {
+                        self.stats.skipped_cached_pages += len_pages;
+                        continue;
+                    }
+                }
+            }
+            if self.unused.len() as u64 + len_pages > budget_pages {
+                self.stats.dropped_budget_pages += len_pages;
+                continue;
+            }
+            let cap = if self.opts.chunk_bytes > 0 {
+                self.opts.chunk_bytes
+            } else {
+                outrider_sys::ra_cap_bytes(fd.as_fd())
+            };
+            for (o, len) in outrider_sys::chunks(first * BLOCK_SIZE, len_pages * BLOCK_SIZE, cap) {
+                if self.jobs_in_flight.load(Ordering::Acquire) >= self.opts.queue_bound {
+                    self.stats.dropped_queue_pages += len / BLOCK_SIZE;
+                    continue;
+                }
+                self.jobs_in_flight.fetch_add(1, Ordering::AcqRel);
+                let fd = Arc::clone(&fd);
+                let inflight = Arc::clone(&self.jobs_in_flight);
+                let cg = Arc::clone(&self.cgroup_target);
+                self.pool.submit(move || {
+                    cg.join_if_moved();
+                    let r = outrider_sys::fetch_chunks(fd.as_fd(), o, len, len, Fetch::WillNeed);
+                    inflight.fetch_sub(1, Ordering::AcqRel);
+                    r
+                });
+                for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
+                    self.unused.insert((id, q), now_rel_ns);
+                }
+                self.stats.prefetched_pages += len / BLOCK_SIZE;
+            }
+            self.stats.peak_unused_bytes = self
+                .stats
+                .peak_unused_bytes
+                .max(self.unused.len() as u64 * BLOCK_SIZE);
+        }
+        self.requests = reqs;
+        self.requests.clear();
+    }
+
+    fn quality_control(&mut self, now_rel_ns: u64) {
+        if now_rel_ns < self.last_qc_ns + self.opts.qc_interval_ns {
+            return;
+        }
+        self.last_qc_ns = now_rel_ns;
+        // Write off pages unused past the TTL.
+        let ttl = self.opts.unused_ttl_ns;
+        let before = self.unused.len();
+        self.unused
+            .retain(|_, t| now_rel_ns.saturating_sub(*t) < ttl);
+        let expired = (before - self.unused.len()) as u64;
+        self.stats.wasted_pages += expired;
+        self.qc_wasted += expired;
+        if self.qc_wasted > self.qc_used {
+            self.admit_shift = (self.admit_shift + 1).min(6);
+        } else if self.qc_used > 2 * self.qc_wasted {
+            self.admit_shift = self.admit_shift.saturating_sub(1);
+        }
+        self.qc_used = 0;
+        self.qc_wasted = 0;
+    }
+}
+
+/// Physical byte address of file byte `off` through an extent list.
+fn physical_of(ex: &[outrider_sys::Extent], off: u64) -> Option<u64> {
+    let i = ex.partition_point(|x| x.logical + x.length <= off);
+    ex.get(i).and_then(|x| x.physical_of(off))
+}
+
+impl Handler for Controller {
+    fn on_start(&mut self, root_pid: u32, t0_ns: u64) {
+        self.root_pid = root_pid;
+        self.t0_ns = t0_ns;
+        self.follow_cgroup(root_pid);
+    }
+
+    fn on_events(&mut self, events: &[LiveEvent], in_tree: &[bool]) {
+        for (e, mine) in events.iter().zip(in_tree) {
+            if *mine {
+                self.on_event(e);
+            }
+        }
+        let now = events.last().map_or(0, |e| self.rel(e.ts_ns));
+        self.actuate(now);
+    }
+
+    fn on_poll(&mut self, now_ns: u64) {
+        let now = self.rel(now_ns);
+        if let Some(iv) = self.policy.tick_interval_ns() {
+            if now >= self.last_tick_ns + iv {
+                self.last_tick_ns = now;
+                let residency = Unused(&self.unused);
+                let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
+                self.policy.on_tick(now, &mut sink);
+                self.actuate(now);
+            }
+        }
+        self.quality_control(now);
+    }
+
+    fn on_fault(&mut self, why: &str) {
+        self.disabled.get_or_insert_with(|| why.to_string());
+    }
+
+    fn on_finish(&mut self, _now_ns: u64) {
+        let _ = self.pool.wait();
+        // What is still unused at exit was never used.
+        self.stats.wasted_pages += self.unused.len() as u64;
+        self.unused.clear();
+    }
+}

@@ -1,0 +1,327 @@
+//! Translation (issue 7 "Translation"): kernel events name files by
+//! (device, inode); prefetching needs an open descriptor.
+//!
+//! How a descriptor is found: when an event names an unknown file, the
+//! descriptors of the task that caused it (`/proc/PID/fd/*`) and its file
+//! mappings (`/proc/PID/map_files/*`) are searched for that (device, inode),
+//! and the match is reopened through the magic link — read-only,
+//! `O_CLOEXEC`, `O_NOATIME` where permitted. This works for files the
+//! program opened whatever their path (relative, renamed, deleted since).
+//! `open_by_handle_at` is not used: a handle needs the inode generation,
+//! which the events do not carry.
+//!
+//! Files get dense [`FileId`]s (1, 2, ...) in order of first sight; at
+//! most [`FileTableOptions::max_open`] descriptors are kept, least recently
+//! used closed first. A failed lookup is remembered so a file that cannot be
+//! found is not searched for again on every event.
+//!
+//! Invalidation: [`FileTable::refresh`] re-`fstat`s a file; a changed size
+//! or mtime drops its cached extent map.
+
+use outrider_core::FileId;
+use rustc_hash::FxHashMap;
+use std::fs::{self, File, OpenOptions};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Options of a [`FileTable`].
+#[derive(Clone, Debug)]
+pub struct FileTableOptions {
+    /// Descriptors kept open at most (default 512).
+    pub max_open: usize,
+    /// Files given an id at most (default 1 << 20); beyond it new files
+    /// are ignored (a bound on memory).
+    pub max_files: usize,
+    /// Directory entries of `/proc/PID/fd` examined per lookup at most
+    /// (default 4096).
+    pub max_scan: usize,
+}
+
+impl Default for FileTableOptions {
+    fn default() -> Self {
+        FileTableOptions {
+            max_open: 512,
+            max_files: 1 << 20,
+            max_scan: 4096,
+        }
+    }
+}
+
+/// An open file of the traced program.
+#[derive(Debug)]
+pub struct OpenFile {
+    /// Read-only descriptor.
+    pub fd: Arc<OwnedFd>,
+    /// Size in bytes at the last [`FileTable::refresh`].
+    pub size: u64,
+    /// mtime (ns) at the last refresh.
+    pub mtime_ns: i64,
+    /// Where it was found (`/proc/PID/fd/N`, then its link target).
+    pub path: PathBuf,
+    /// Extent map, once computed (dropped on change).
+    pub extents: Option<Arc<Vec<outrider_sys::Extent>>>,
+    last_use: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Key {
+    dev: u64,
+    ino: u64,
+}
+
+/// (device, inode) ↔ [`FileId`] ↔ open descriptor.
+#[derive(Debug, Default)]
+pub struct FileTable {
+    opts: FileTableOptions,
+    ids: FxHashMap<Key, FileId>,
+    keys: Vec<Key>,
+    open: FxHashMap<FileId, OpenFile>,
+    failed: FxHashMap<FileId, u32>,
+    clock: u64,
+    /// Lookups that found a descriptor.
+    pub resolved: u64,
+    /// Lookups that found none.
+    pub unresolved: u64,
+}
+
+/// Open `path` read-only for prefetching: `O_RDONLY|O_CLOEXEC`, plus
+/// `O_NOATIME` when the kernel permits it (we own the file or are root).
+pub fn open_readonly(path: &Path) -> std::io::Result<File> {
+    let r = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOATIME)
+        .open(path);
+    match r {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(path),
+        r => r,
+    }
+}
+
+impl FileTable {
+    /// An empty table.
+    pub fn new(opts: FileTableOptions) -> Self {
+        FileTable {
+            opts,
+            ..FileTable::default()
+        }
+    }
+
+    /// The id of (dev, ino), allocated on first sight; `None` past
+    /// [`FileTableOptions::max_files`].
+    pub fn id_of(&mut self, dev: u64, ino: u64) -> Option<FileId> {
+        let key = Key { dev, ino };
+        if let Some(id) = self.ids.get(&key) {
+            return Some(*id);
+        }
+        if self.keys.len() >= self.opts.max_files {
+            return None;
+        }
+        self.keys.push(key);
+        let id = FileId(self.keys.len() as u64);
+        self.ids.insert(key, id);
+        Some(id)
+    }
+
+    /// (dev, ino) of an id.
+    pub fn key_of(&self, id: FileId) -> Option<(u64, u64)> {
+        let k = self.keys.get((id.0 as usize).checked_sub(1)?)?;
+        Some((k.dev, k.ino))
+    }
+
+    /// Number of files given an id.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// No file seen yet.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The open file for `id`, searching the descriptors and mappings of
+    /// `pid` if it is not open yet. Failed searches are retried at most 3
+    /// times per file.
+    pub fn resolve(&mut self, id: FileId, pid: u32) -> Option<&mut OpenFile> {
+        self.clock += 1;
+        if self.open.contains_key(&id) {
+            let f = self.open.get_mut(&id).expect("present");
+            f.last_use = self.clock;
+            return Some(f);
+        }
+        if self.failed.get(&id).copied().unwrap_or(0) >= 3 {
+            return None;
+        }
+        let (dev, ino) = self.key_of(id)?;
+        match find_in_proc(pid, dev, ino, self.opts.max_scan) {
+            Some((file, path)) => {
+                self.resolved += 1;
+                self.insert(id, file, path);
+                self.open.get_mut(&id)
+            }
+            None => {
+                self.unresolved += 1;
+                *self.failed.entry(id).or_insert(0) += 1;
+                None
+            }
+        }
+    }
+
+    /// The open file for `id` if it is open (no search).
+    pub fn get(&mut self, id: FileId) -> Option<&mut OpenFile> {
+        self.open.get_mut(&id)
+    }
+
+    /// Register a file opened by the caller (warm, tests). The (dev, ino)
+    /// comes from `fstat`.
+    pub fn insert_file(&mut self, file: File, path: PathBuf) -> Option<FileId> {
+        let md = file.metadata().ok()?;
+        let id = self.id_of(md.dev(), md.ino())?;
+        self.insert(id, file, path);
+        Some(id)
+    }
+
+    fn insert(&mut self, id: FileId, file: File, path: PathBuf) {
+        self.clock += 1;
+        if self.open.len() >= self.opts.max_open {
+            if let Some(victim) = self
+                .open
+                .iter()
+                .min_by_key(|(_, f)| f.last_use)
+                .map(|(id, _)| *id)
+            {
+                self.open.remove(&victim);
+            }
+        }
+        let md = file.metadata().ok();
+        let path = fs::read_link(&path).unwrap_or(path);
+        self.open.insert(
+            id,
+            OpenFile {
+                fd: Arc::new(OwnedFd::from(file)),
+                size: md.as_ref().map_or(0, |m| m.size()),
+                mtime_ns: md
+                    .as_ref()
+                    .map_or(0, |m| m.mtime() * 1_000_000_000 + m.mtime_nsec()),
+                path,
+                extents: None,
+                last_use: self.clock,
+            },
+        );
+    }
+
+    /// Re-`fstat` an open file; on a size or mtime change its extent map is
+    /// dropped. Returns whether it changed.
+    pub fn refresh(&mut self, id: FileId) -> bool {
+        let Some(f) = self.open.get_mut(&id) else {
+            return false;
+        };
+        let Ok(md) = File::from(f.fd.as_fd().try_clone_to_owned().expect("dup")).metadata() else {
+            return false;
+        };
+        let mtime_ns = md.mtime() * 1_000_000_000 + md.mtime_nsec();
+        if md.size() != f.size || mtime_ns != f.mtime_ns {
+            f.size = md.size();
+            f.mtime_ns = mtime_ns;
+            f.extents = None;
+            return true;
+        }
+        false
+    }
+
+    /// Extent map of an open file (computed once, until it changes).
+    pub fn extents(&mut self, id: FileId) -> Option<Arc<Vec<outrider_sys::Extent>>> {
+        let f = self.open.get_mut(&id)?;
+        if f.extents.is_none() {
+            f.extents = outrider_sys::fiemap(f.fd.as_fd()).ok().map(Arc::new);
+        }
+        f.extents.clone()
+    }
+}
+
+/// Search `/proc/PID/fd` then `/proc/PID/map_files` for (dev, ino); open
+/// the match read-only.
+fn find_in_proc(pid: u32, dev: u64, ino: u64, max_scan: usize) -> Option<(File, PathBuf)> {
+    for sub in ["fd", "map_files"] {
+        let dir = PathBuf::from(format!("/proc/{pid}/{sub}"));
+        let Ok(rd) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in rd.flatten().take(max_scan) {
+            let p = entry.path();
+            // metadata() follows the magic link to the file itself.
+            let Ok(md) = fs::metadata(&p) else { continue };
+            if md.dev() == dev && md.ino() == ino && md.is_file() {
+                if let Ok(f) = open_readonly(&p) {
+                    // Check that the reopened file is the same one.
+                    if let Ok(m2) = f.metadata() {
+                        if m2.dev() == dev && m2.ino() == ino {
+                            return Some((f, p));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_a_file_this_process_has_open_by_dev_and_inode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        fs::write(&p, b"hello").unwrap();
+        let held = File::open(&p).unwrap();
+        let md = held.metadata().unwrap();
+        let mut t = FileTable::new(FileTableOptions::default());
+        let id = t.id_of(md.dev(), md.ino()).unwrap();
+        assert_eq!(id, FileId(1));
+        assert_eq!(t.id_of(md.dev(), md.ino()), Some(FileId(1)));
+        assert_eq!(t.key_of(id), Some((md.dev(), md.ino())));
+        let f = t
+            .resolve(id, std::process::id())
+            .expect("found via /proc/self/fd");
+        assert_eq!(f.size, 5);
+        assert_eq!(f.path, p);
+        // A size change is noticed and drops the extent map.
+        fs::write(&p, b"hello world").unwrap();
+        assert!(t.refresh(id));
+        assert_eq!(t.get(id).unwrap().size, 11);
+        assert!(!t.refresh(id));
+    }
+
+    #[test]
+    fn unknown_inode_is_not_found_and_not_searched_forever() {
+        let mut t = FileTable::new(FileTableOptions::default());
+        let id = t.id_of(1, u64::MAX - 1).unwrap();
+        for _ in 0..10 {
+            assert!(t.resolve(id, std::process::id()).is_none());
+        }
+        assert_eq!(t.unresolved, 3);
+    }
+
+    #[test]
+    fn descriptor_bound_closes_least_recently_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = FileTable::new(FileTableOptions {
+            max_open: 2,
+            ..FileTableOptions::default()
+        });
+        let mut ids = Vec::new();
+        for i in 0..3 {
+            let p = dir.path().join(format!("f{i}"));
+            fs::write(&p, b"x").unwrap();
+            ids.push(t.insert_file(File::open(&p).unwrap(), p).unwrap());
+        }
+        assert!(t.get(ids[0]).is_none(), "oldest closed");
+        assert!(t.get(ids[1]).is_some() && t.get(ids[2]).is_some());
+    }
+}

@@ -1,0 +1,21 @@
+//! outrider-live: the Linux live runtime. It watches a program's storage
+//! accesses through kernel tracepoints, feeds them to the same policy
+//! objects the simulator runs, and acts on their answers with real system
+//! calls (DESIGN.md principle 1, issue 7).
+//!
+//! The one design decision a reader must know: **events come from a private
+//! tracefs instance read in binary form** ([`tracefs`]), not from eBPF or
+//! perf. tracefs needs no compiler toolchain and no kernel patch, exists on
+//! every kernel outrider targets, and its `filemap` events see page-cache
+//! hits as well as misses — what a prefetcher needs to know what the program
+//! reads next. The price is that filtering to the traced process tree is
+//! done here, in user space.
+#![deny(missing_docs)]
+
+pub mod cachetool;
+pub mod controller;
+pub mod files;
+pub mod proctree;
+pub mod record;
+pub mod session;
+pub mod tracefs;

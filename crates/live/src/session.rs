@@ -1,0 +1,210 @@
+//! Running a command under tracing: spawn it, read the instance's events,
+//! keep those of its process tree, hand them to a [`Handler`], pass the
+//! exit status back.
+//!
+//! Safety rules (issue 7 "Safety"): tracing that cannot start, an instance
+//! removed under us, a read error or lost events never stop the program —
+//! the handler is told to degrade ([`Handler::on_fault`]) and the command
+//! runs to its end. Ctrl-C reaches the child through the terminal's process
+//! group; SIGTERM sent to outrider is forwarded to the child. Either way
+//! outrider waits for the child and removes its instance before exiting.
+
+use crate::proctree::ProcessTree;
+use crate::tracefs::{EventKind, Instance, InstanceOptions, LiveEvent, SourceStats};
+use std::ffi::OsString;
+use std::process::{Command, ExitStatus};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+/// Ring-buffer pages read per poll at most (a bound on one batch:
+/// 256 pages × ~90 events).
+pub const MAX_PAGES_PER_POLL: usize = 256;
+/// Sleep between polls when no page was ready.
+pub const IDLE_SLEEP: Duration = Duration::from_millis(1);
+
+static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNALLED.store(sig, Ordering::SeqCst);
+}
+
+/// Catch SIGINT and SIGTERM (recorded, not fatal) so the instance is always
+/// removed. Dispositions revert to default in the child at `exec`.
+pub fn install_signal_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores into an atomic
+        // (async-signal-safe); the sigaction struct is zeroed then filled.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// What the session feeds its consumer.
+pub trait Handler {
+    /// The child was spawned (its pid is the tree's root).
+    fn on_start(&mut self, _root_pid: u32, _t0_ns: u64) {}
+    /// A batch of events, sorted by time. `in_tree` says, per event,
+    /// whether its task belongs to the traced process tree (block
+    /// completions run in interrupt context and rarely do).
+    fn on_events(&mut self, events: &[LiveEvent], in_tree: &[bool]);
+    /// Called after every poll with the monotonic time (ns).
+    fn on_poll(&mut self, _now_ns: u64) {}
+    /// Tracing failed or lost events: stop acting on the stream.
+    fn on_fault(&mut self, _why: &str) {}
+    /// The child exited and the last events were delivered.
+    fn on_finish(&mut self, _now_ns: u64) {}
+}
+
+/// How a traced run ended.
+#[derive(Debug)]
+pub struct SessionOutcome {
+    /// The child's exit status.
+    pub status: ExitStatus,
+    /// Event-source counters (zero when tracing never started).
+    pub source: SourceStats,
+    /// Warnings printed (tracing faults).
+    pub warnings: Vec<String>,
+    /// Wall time of the child, seconds.
+    pub elapsed_s: f64,
+    /// Tasks in the traced tree.
+    pub tasks: usize,
+}
+
+/// CLOCK_MONOTONIC in ns (the instance's `trace_clock` is `mono`).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The child's exit code as a shell reports it: its code, or 128 + the
+/// signal that killed it.
+pub fn exit_code(status: &ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c as u8,
+        (None, Some(s)) => (128 + s) as u8,
+        _ => 1,
+    }
+}
+
+/// Run `argv` under tracing, feeding `handler`. Errors only when the
+/// command cannot be started; tracing problems become warnings.
+pub fn run_traced(
+    argv: &[OsString],
+    opts: &InstanceOptions,
+    handler: &mut dyn Handler,
+) -> std::io::Result<SessionOutcome> {
+    install_signal_handlers();
+    let mut warnings: Vec<String> = Vec::new();
+    let warn = |w: String, h: &mut dyn Handler, warnings: &mut Vec<String>| {
+        eprintln!("outrider: warning: {w}; running without prefetching");
+        h.on_fault(&w);
+        warnings.push(w);
+    };
+    let mut inst = match Instance::open(opts) {
+        Ok(i) => Some(i),
+        Err(e) => {
+            warn(format!("tracing unavailable ({e})"), handler, &mut warnings);
+            None
+        }
+    };
+    let (prog, args) = argv
+        .split_first()
+        .ok_or_else(|| std::io::Error::other("no command given"))?;
+    let start = Instant::now();
+    let t0 = monotonic_ns();
+    let mut child = Command::new(prog).args(args).spawn()?;
+    let root = child.id();
+    handler.on_start(root, t0);
+    let mut tree = ProcessTree::new(root);
+    let mut events = Vec::new();
+    let mut in_tree = Vec::new();
+    let mut lost_seen = 0u64;
+    let mut forwarded = false;
+    let status = loop {
+        let exited = child.try_wait()?;
+        let mut pages = 0;
+        if let Some(i) = inst.as_mut() {
+            events.clear();
+            let r = i.poll(&mut events, MAX_PAGES_PER_POLL);
+            match r {
+                Ok(n) => pages = n,
+                Err(e) => {
+                    warn(
+                        format!("reading trace events failed ({e})"),
+                        handler,
+                        &mut warnings,
+                    );
+                    inst = None;
+                }
+            }
+        }
+        if let Some(i) = inst.as_ref() {
+            if i.stats.lost_events > lost_seen {
+                lost_seen = i.stats.lost_events;
+                if warnings.iter().all(|w| !w.starts_with("the kernel lost")) {
+                    warn(
+                        format!("the kernel lost {lost_seen} trace events (buffer overrun)"),
+                        handler,
+                        &mut warnings,
+                    );
+                }
+            }
+            if pages == 0 && exited.is_none() && !i.alive() {
+                warn(
+                    "the tracing instance was removed".into(),
+                    handler,
+                    &mut warnings,
+                );
+                inst = None;
+            }
+        }
+        if !events.is_empty() {
+            events.sort_by_key(|e| e.ts_ns);
+            in_tree.clear();
+            for e in &events {
+                if let EventKind::Fork { parent, child } = e.kind {
+                    tree.on_fork(parent, child);
+                }
+                in_tree.push(tree.contains(e.pid));
+            }
+            handler.on_events(&events, &in_tree);
+        }
+        handler.on_poll(monotonic_ns());
+        if SIGNALLED.load(Ordering::SeqCst) == libc::SIGTERM && !forwarded {
+            // SAFETY: kill on our own child's pid.
+            unsafe { libc::kill(root as libc::pid_t, libc::SIGTERM) };
+            forwarded = true;
+        }
+        if let Some(st) = exited {
+            if pages < MAX_PAGES_PER_POLL {
+                break st;
+            }
+            continue; // drain what is left
+        }
+        if pages == 0 {
+            std::thread::sleep(IDLE_SLEEP);
+        }
+    };
+    let elapsed_s = start.elapsed().as_secs_f64();
+    handler.on_finish(monotonic_ns());
+    let source = inst.as_ref().map(|i| i.stats).unwrap_or_default();
+    drop(inst);
+    Ok(SessionOutcome {
+        status,
+        source,
+        warnings,
+        elapsed_s,
+        tasks: tree.len(),
+    })
+}

@@ -1,0 +1,331 @@
+//! Turning raw tracefs records into [`LiveEvent`]s, with every field offset
+//! looked up in the running kernel's `format` files.
+
+use super::format::{EventFormat, Field, FormatError};
+use super::ring::field_u64;
+use rustc_hash::FxHashMap;
+
+/// The tracepoints outrider enables, as `(system, event)`.
+pub const EVENTS: &[(&str, &str)] = &[
+    ("filemap", "mm_filemap_get_pages"),
+    ("filemap", "mm_filemap_add_to_page_cache"),
+    ("filemap", "mm_filemap_map_pages"),
+    ("filemap", "mm_filemap_fault"),
+    ("block", "block_rq_issue"),
+    ("block", "block_rq_complete"),
+    ("sched", "sched_process_fork"),
+];
+
+/// A decoded kernel event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveEvent {
+    /// CLOCK_MONOTONIC nanoseconds (the instance's `trace_clock` is `mono`).
+    pub ts_ns: u64,
+    /// The task that was running (`common_pid`: a thread id).
+    pub pid: u32,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// The events outrider understands. Device numbers are user-space `dev_t`
+/// values (as `stat(2)` gives them), converted from the kernel's
+/// `major << 20 | minor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// `mm_filemap_get_pages`: a read of pages `index..=last_index` (hits
+    /// included).
+    GetPages {
+        /// Device of the file system.
+        dev: u64,
+        /// Inode.
+        ino: u64,
+        /// First page.
+        index: u64,
+        /// Last page (inclusive).
+        last_index: u64,
+    },
+    /// `mm_filemap_add_to_page_cache`: a folio of `1 << order` pages entered
+    /// the cache.
+    AddToCache {
+        /// Device.
+        dev: u64,
+        /// Inode.
+        ino: u64,
+        /// First page.
+        index: u64,
+        /// Folio order.
+        order: u8,
+    },
+    /// `mm_filemap_map_pages`: fault-around mapped `index..=last_index`.
+    MapPages {
+        /// Device.
+        dev: u64,
+        /// Inode.
+        ino: u64,
+        /// First page.
+        index: u64,
+        /// Last page (inclusive).
+        last_index: u64,
+    },
+    /// `mm_filemap_fault`: a page fault on a file mapping.
+    Fault {
+        /// Device.
+        dev: u64,
+        /// Inode.
+        ino: u64,
+        /// Page.
+        index: u64,
+    },
+    /// `block_rq_issue`: a request went to the device driver.
+    BlockIssue {
+        /// Block device.
+        dev: u64,
+        /// First 512-byte sector.
+        sector: u64,
+        /// Sectors.
+        nr_sector: u32,
+        /// A write (rwbs contains 'W').
+        write: bool,
+    },
+    /// `block_rq_complete`: a request finished.
+    BlockComplete {
+        /// Block device.
+        dev: u64,
+        /// First sector.
+        sector: u64,
+        /// Sectors.
+        nr_sector: u32,
+        /// A write.
+        write: bool,
+    },
+    /// `sched_process_fork`: `parent` created task `child` (process or
+    /// thread).
+    Fork {
+        /// Parent task.
+        parent: u32,
+        /// New task.
+        child: u32,
+    },
+}
+
+/// Convert the kernel's internal `dev_t` (major << 20 | minor) to the
+/// user-space encoding `stat(2)` returns.
+pub fn kernel_dev_to_user(kdev: u64) -> u64 {
+    let major = (kdev >> 20) as u32;
+    let minor = (kdev & 0xfffff) as u32;
+    libc::makedev(major, minor)
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Off {
+    offset: usize,
+    size: usize,
+}
+
+impl From<&Field> for Off {
+    fn from(f: &Field) -> Self {
+        Off {
+            offset: f.offset,
+            size: f.size,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Which {
+    GetPages,
+    AddToCache,
+    MapPages,
+    Fault,
+    Issue,
+    Complete,
+    Fork,
+}
+
+#[derive(Clone, Debug)]
+struct Layout {
+    which: Which,
+    /// Up to four fields, in the order the kind needs them.
+    f: [Off; 4],
+}
+
+/// Decodes records of the enabled events by their `common_type`.
+#[derive(Clone, Debug)]
+pub struct Decoder {
+    by_id: FxHashMap<u16, Layout>,
+    ty: Off,
+    pid: Off,
+}
+
+impl Decoder {
+    /// Build from the parsed format files of [`EVENTS`] (in any order).
+    pub fn new(formats: &[EventFormat]) -> Result<Decoder, FormatError> {
+        let mut by_id = FxHashMap::default();
+        let mut ty = Off { offset: 0, size: 2 };
+        let mut pid = Off { offset: 4, size: 4 };
+        for f in formats {
+            ty = f.field("common_type")?.into();
+            pid = f.field("common_pid")?.into();
+            let get = |n: &str| -> Result<Off, FormatError> { Ok(f.field(n)?.into()) };
+            let unused = Off { offset: 0, size: 0 };
+            let (which, fields) = match f.name.as_str() {
+                "mm_filemap_get_pages" => (
+                    Which::GetPages,
+                    [
+                        get("s_dev")?,
+                        get("i_ino")?,
+                        get("index")?,
+                        get("last_index")?,
+                    ],
+                ),
+                "mm_filemap_map_pages" => (
+                    Which::MapPages,
+                    [
+                        get("s_dev")?,
+                        get("i_ino")?,
+                        get("index")?,
+                        get("last_index")?,
+                    ],
+                ),
+                "mm_filemap_add_to_page_cache" => (
+                    Which::AddToCache,
+                    [get("s_dev")?, get("i_ino")?, get("index")?, get("order")?],
+                ),
+                "mm_filemap_fault" => (
+                    Which::Fault,
+                    [get("s_dev")?, get("i_ino")?, get("index")?, unused],
+                ),
+                "block_rq_issue" => (
+                    Which::Issue,
+                    [get("dev")?, get("sector")?, get("nr_sector")?, get("rwbs")?],
+                ),
+                "block_rq_complete" => (
+                    Which::Complete,
+                    [get("dev")?, get("sector")?, get("nr_sector")?, get("rwbs")?],
+                ),
+                "sched_process_fork" => (
+                    Which::Fork,
+                    [get("parent_pid")?, get("child_pid")?, unused, unused],
+                ),
+                _ => continue,
+            };
+            by_id.insert(f.id, Layout { which, f: fields });
+        }
+        Ok(Decoder { by_id, ty, pid })
+    }
+
+    /// Decode one record; `None` for events not enabled by outrider.
+    pub fn decode(&self, ts_ns: u64, rec: &[u8]) -> Option<LiveEvent> {
+        let id = field_u64(rec, self.ty.offset, self.ty.size) as u16;
+        let l = self.by_id.get(&id)?;
+        let pid = field_u64(rec, self.pid.offset, self.pid.size) as u32;
+        let v = |i: usize| field_u64(rec, l.f[i].offset, l.f[i].size);
+        let write = |i: usize| {
+            let o = l.f[i];
+            rec.get(o.offset..o.offset + o.size)
+                .is_some_and(|s| s.contains(&b'W'))
+        };
+        let kind = match l.which {
+            Which::GetPages => EventKind::GetPages {
+                dev: kernel_dev_to_user(v(0)),
+                ino: v(1),
+                index: v(2),
+                last_index: v(3),
+            },
+            Which::MapPages => EventKind::MapPages {
+                dev: kernel_dev_to_user(v(0)),
+                ino: v(1),
+                index: v(2),
+                last_index: v(3),
+            },
+            Which::AddToCache => EventKind::AddToCache {
+                dev: kernel_dev_to_user(v(0)),
+                ino: v(1),
+                index: v(2),
+                order: v(3) as u8,
+            },
+            Which::Fault => EventKind::Fault {
+                dev: kernel_dev_to_user(v(0)),
+                ino: v(1),
+                index: v(2),
+            },
+            Which::Issue => EventKind::BlockIssue {
+                dev: kernel_dev_to_user(v(0)),
+                sector: v(1),
+                nr_sector: v(2) as u32,
+                write: write(3),
+            },
+            Which::Complete => EventKind::BlockComplete {
+                dev: kernel_dev_to_user(v(0)),
+                sector: v(1),
+                nr_sector: v(2) as u32,
+                write: write(3),
+            },
+            Which::Fork => EventKind::Fork {
+                parent: v(0) as u32,
+                child: v(1) as u32,
+            },
+        };
+        Some(LiveEvent { ts_ns, pid, kind })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::format::parse_format;
+    use super::*;
+
+    const ISSUE: &str = "name: block_rq_issue
+ID: 2104
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;
+\tfield:unsigned int nr_sector;\toffset:24;\tsize:4;\tsigned:0;
+\tfield:unsigned int bytes;\toffset:28;\tsize:4;\tsigned:0;
+\tfield:unsigned short ioprio;\toffset:32;\tsize:2;\tsigned:0;
+\tfield:char rwbs[10];\toffset:34;\tsize:10;\tsigned:0;
+\tfield:char comm[16];\toffset:44;\tsize:16;\tsigned:0;
+\tfield:__data_loc char[] cmd;\toffset:60;\tsize:4;\tsigned:0;
+";
+
+    #[test]
+    fn decodes_block_issue_with_offsets_from_format() {
+        let f = parse_format(ISSUE, "issue").unwrap();
+        let d = Decoder::new(&[f]).unwrap();
+        let mut rec = vec![0u8; 64];
+        rec[0..2].copy_from_slice(&2104u16.to_le_bytes());
+        rec[4..8].copy_from_slice(&4321u32.to_le_bytes());
+        // 253:16 in the kernel's encoding
+        rec[8..12].copy_from_slice(&((253u32 << 20) | 16).to_le_bytes());
+        rec[16..24].copy_from_slice(&123456u64.to_le_bytes());
+        rec[24..28].copy_from_slice(&256u32.to_le_bytes());
+        rec[34..36].copy_from_slice(b"RA");
+        let e = d.decode(77, &rec).unwrap();
+        assert_eq!(
+            e,
+            LiveEvent {
+                ts_ns: 77,
+                pid: 4321,
+                kind: EventKind::BlockIssue {
+                    dev: libc::makedev(253, 16),
+                    sector: 123456,
+                    nr_sector: 256,
+                    write: false
+                }
+            }
+        );
+        rec[0..2].copy_from_slice(&9u16.to_le_bytes());
+        assert_eq!(d.decode(1, &rec), None, "unknown ids are skipped");
+    }
+
+    #[test]
+    fn kernel_dev_conversion_matches_makedev() {
+        assert_eq!(kernel_dev_to_user((8 << 20) | 1), libc::makedev(8, 1));
+        assert_eq!(kernel_dev_to_user(0), 0);
+    }
+}
