@@ -5,10 +5,10 @@
 //! section, a [`crate::params!`] struct with the paper's defaults, the
 //! [`crate::Policy`] impl) and add one [`Entry`] to [`REGISTRY`].
 
+pub mod directed;
 pub mod diskseen;
 pub mod filepred;
 pub mod flashy;
-pub mod directed;
 pub mod none;
 pub mod obl;
 pub mod readahead;
@@ -204,7 +204,7 @@ mod tests {
         assert_eq!(REGISTRY.len(), POLICY_NAMES.len());
         for name in POLICY_NAMES {
             let p = build_policy(name).unwrap();
-            assert_eq!(p.name(), *name);
+            assert_eq!(p.name(), name);
         }
     }
 
