@@ -12,9 +12,9 @@
 //!    replaced → a new round. Inside the round, the page's residency is
 //!    checked with `cachestat(2)`; a miss is a premature eviction → the AIMD
 //!    controller halves and a new round starts at this entry.
-//! 3. **Low list** (§4.1): fewer than `low` entries left ahead → the
-//!    callback is asked to extend the list (reason [`Reason::Low`]), once per
-//!    list update.
+//! 3. **Low list** (§4.1): fewer than `low` entries left ahead, or too few
+//!    to fill the round being planned (under 2K) → the callback is asked to
+//!    extend the list (reason [`Reason::Low`]), once per list update.
 //!
 //! A round: K unique pages from the current entry on (K from the AIMD
 //! controller or `buffer`), physical positions from FIEMAP, C-LOOK order
@@ -229,7 +229,11 @@ impl Client {
         if mode != Mode::Append {
             self.replan = true;
         }
-        self.low_armed = true;
+        // Re-arm the low-list callback, unless the application appended
+        // nothing (it has no more to give).
+        if n > 0 || mode != Mode::Append {
+            self.low_armed = true;
+        }
         n
     }
 
@@ -390,6 +394,21 @@ impl Client {
         self.aimd.set_available(avail);
         self.replan = false;
         let k = self.buffer_pages();
+        // The list is low if it cannot fill this round: ask for more first
+        // (once per list update, as for the `low` mark).
+        let mut index = index;
+        if self.low_armed && self.list.remaining() < 2 * k {
+            if let Some(e) = self.list.get(index).copied() {
+                self.low_armed = false;
+                self.stats.low_callbacks += 1;
+                self.call_back(Reason::Low, e.file as RawFd, e.page);
+                if self.replan {
+                    // The callback replaced the list: plan from its start.
+                    self.replan = false;
+                    index = self.list.pos();
+                }
+            }
+        }
         let upcoming: Vec<Page> = {
             let mut v = Vec::new();
             let mut i = index;
