@@ -59,6 +59,8 @@ static void give(outrider_client *c, struct plan *p, int mode) {
     ssize_t got = outrider_request_prefetching(c, e, k, mode);
     if (got > 0)
         p->next += (size_t)got;
+    if (p->next == p->n) /* the whole list is handed over */
+        outrider_request_prefetching(c, NULL, 0, OUTRIDER_APPEND | OUTRIDER_DONE);
 }
 
 static void callback(outrider_client *c, void *user, int reason, int fd,

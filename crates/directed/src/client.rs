@@ -253,6 +253,13 @@ impl Client {
         n
     }
 
+    /// The done flag (§4.2, Fig. 7's `PF_DONE`): the application has handed
+    /// over its whole access list. No low-list callbacks follow until the
+    /// list is replaced (`Replace` or `AfterMark`); a stray still calls back.
+    pub fn list_done(&mut self) {
+        self.low_armed = false;
+    }
+
     /// Stop tracking reads (nested: each call needs an unignore). Used by
     /// callbacks that read registered data themselves (§4.2).
     pub fn ignore_accesses(&mut self) {

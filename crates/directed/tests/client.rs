@@ -183,6 +183,24 @@ fn premature_eviction_halves_the_buffer_and_refetches() {
     std::fs::remove_file(path).unwrap();
 }
 
+// The done flag: no low-list callback once the whole list is handed over.
+#[test]
+fn done_flag_suppresses_low_list_callbacks() {
+    let (path, f) = temp_file(64);
+    let log: Log = Arc::default();
+    let mut c = client("low=10,buffer=16KiB", &log);
+    c.register_region(f.as_fd(), 0, 64 * PAGE).unwrap();
+    let pages: Vec<u64> = (0..20).collect();
+    c.request_prefetching(&entries(f.as_raw_fd(), &pages, 0), Mode::Replace);
+    c.list_done();
+    for p in 0..20 {
+        read_page(&mut c, &f, p);
+    }
+    assert!(log.lock().unwrap().is_empty());
+    assert_eq!(c.stats().low_callbacks, 0);
+    std::fs::remove_file(path).unwrap();
+}
+
 #[test]
 fn bad_settings_are_clear_errors() {
     let e = Client::from_params("infil=3").err().unwrap().to_string();
