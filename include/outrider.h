@@ -43,6 +43,7 @@ enum {
     OUTRIDER_REPLACE = 0,    /* replace the whole list */
     OUTRIDER_APPEND = 1,     /* append to the list */
     OUTRIDER_AFTER_MARK = 2, /* replace what follows the last accessed marked entry */
+    OUTRIDER_DONE = 0x100,   /* or-ed in: the whole list has been handed over */
 };
 
 /* Callback reasons. */

@@ -12,9 +12,9 @@
 //!    replaced → a new round. Inside the round, the page's residency is
 //!    checked with `cachestat(2)`; a miss is a premature eviction → the AIMD
 //!    controller halves and a new round starts at this entry.
-//! 3. **Low list** (§4.1): fewer than `low` entries left ahead → the
-//!    callback is asked to extend the list (reason [`Reason::Low`]), once per
-//!    list update.
+//! 3. **Low list** (§4.1): fewer than `low` entries left ahead, or too few
+//!    to fill the round being planned (under 2K) → the callback is asked to
+//!    extend the list (reason [`Reason::Low`]), once per list update.
 //!
 //! A round: K unique pages from the current entry on (K from the AIMD
 //! controller or `buffer`), physical positions from FIEMAP, C-LOOK order
@@ -25,7 +25,10 @@
 //! batches"). The runs are then issued as WILLNEED in chunks no larger than
 //! the device's readahead cap, from the worker pool; the caller waits until
 //! every chunk is submitted (libprefetch blocks the application during a
-//! round, §4.5) but not for the I/O itself.
+//! round, §4.5) but not for the I/O itself. Departure (`wait=auto`, the
+//! default; `wait=on` is the paper): a round whose access order is its fetch
+//! order (a sequential list) does not block, so reading overlaps fetching as
+//! with kernel readahead; residency checks wait until its submission ends.
 //!
 //! What stock Linux does not allow (§4.5's kernel changes): WILLNEED does not
 //! move pages already cached in the LRU, so the paper's second pass —
@@ -47,6 +50,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::config::Config;
 
 const PAGE: u64 = 4096;
+
+/// Bound on the ranges one worker job issues (a job is also at most one
+/// readahead cap of bytes).
+const MAX_RANGES_PER_JOB: usize = 256;
 
 /// One access-list entry as the application gives it (§4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,7 +183,16 @@ impl Client {
 
     /// A client configured from `k=v,...` text (see [`Config`]).
     pub fn from_params(text: &str) -> Result<Client, outrider_core::ParamError> {
-        Ok(Client::new(Config::parse("directed", text)?))
+        let cfg = Config::parse("directed", text)?;
+        if !matches!(cfg.wait.as_str(), "on" | "off" | "auto") {
+            return Err(outrider_core::ParamError::BadValue {
+                policy: "directed".into(),
+                key: "wait".into(),
+                value: cfg.wait.clone(),
+                expected: "on, off or auto".into(),
+            });
+        }
+        Ok(Client::new(cfg))
     }
 
     /// Install the callback (`register_client`'s callback, §4).
@@ -229,8 +245,19 @@ impl Client {
         if mode != Mode::Append {
             self.replan = true;
         }
-        self.low_armed = true;
+        // Re-arm the low-list callback, unless the application appended
+        // nothing (it has no more to give).
+        if n > 0 || mode != Mode::Append {
+            self.low_armed = true;
+        }
         n
+    }
+
+    /// The done flag (§4.2, Fig. 7's `PF_DONE`): the application has handed
+    /// over its whole access list. No low-list callbacks follow until the
+    /// list is replaced (`Replace` or `AfterMark`); a stray still calls back.
+    pub fn list_done(&mut self) {
+        self.low_armed = false;
     }
 
     /// Stop tracking reads (nested: each call needs an unignore). Used by
@@ -343,7 +370,10 @@ impl Client {
         if let Some(index) = index {
             if self.replan || index >= self.round_end {
                 self.new_round(index, false);
-            } else if self.round_pages.contains(&key) && !self.resident(fd, page) {
+            } else if self.pool.pending() == 0
+                && self.round_pages.contains(&key)
+                && !self.resident(fd, page)
+            {
                 // §4.5: a listed page of this round is gone: premature eviction.
                 self.stats.premature_rounds += 1;
                 self.new_round(index, true);
@@ -383,6 +413,9 @@ impl Client {
 
     /// Plan and issue a round starting at list entry `index` (§4.5).
     fn new_round(&mut self, index: u64, premature: bool) {
+        // The previous round's submissions finish before its pages are
+        // dropped.
+        let _ = self.pool.wait();
         if self.stats.rounds > 0 {
             self.aimd.round_done(premature);
         }
@@ -390,6 +423,21 @@ impl Client {
         self.aimd.set_available(avail);
         self.replan = false;
         let k = self.buffer_pages();
+        // The list is low if it cannot fill this round: ask for more first
+        // (once per list update, as for the `low` mark).
+        let mut index = index;
+        if self.low_armed && self.list.remaining() < 2 * k {
+            if let Some(e) = self.list.get(index).copied() {
+                self.low_armed = false;
+                self.stats.low_callbacks += 1;
+                self.call_back(Reason::Low, e.file as RawFd, e.page);
+                if self.replan {
+                    // The callback replaced the list: plan from its start.
+                    self.replan = false;
+                    index = self.list.pos();
+                }
+            }
+        }
         let upcoming: Vec<Page> = {
             let mut v = Vec::new();
             let mut i = index;
@@ -451,16 +499,40 @@ impl Client {
             let Some(region) = self.regions.get(&fd) else {
                 continue;
             };
-            if batch_fd != Some(fd) || batch_bytes >= region.ra_cap || batch.len() >= 256 {
-                self.flush_batch(batch_fd, &mut batch);
-                batch_fd = Some(fd);
-                batch_bytes = 0;
+            // One job per readahead-cap worth of ranges (at most
+            // MAX_RANGES_PER_JOB), so that big runs are submitted by several
+            // workers in parallel and small ones share a job.
+            let cap = region.ra_cap;
+            for (off, len) in outrider_sys::chunks(r.page * PAGE, r.pages * PAGE, cap) {
+                if batch_fd != Some(fd)
+                    || batch_bytes + len > cap
+                    || batch.len() >= MAX_RANGES_PER_JOB
+                {
+                    self.flush_batch(batch_fd, &mut batch);
+                    batch_fd = Some(fd);
+                    batch_bytes = 0;
+                }
+                batch.push((off, len));
+                batch_bytes += len;
             }
-            batch.push((r.page * PAGE, r.pages * PAGE));
-            batch_bytes += r.pages * PAGE;
         }
         self.flush_batch(batch_fd, &mut batch);
-        let _ = self.pool.wait();
+        // §4.5 blocks the program for the round. `wait=auto` does so unless
+        // the round will be read in the order it is fetched (ascending
+        // physical order: a sequential list), where reading can overlap the
+        // rest of the round like kernel readahead.
+        let in_fetch_order = round
+            .pages
+            .windows(2)
+            .all(|w| (w[0].dev, w[0].phys) < (w[1].dev, w[1].phys));
+        let wait = match self.cfg.wait.as_str() {
+            "off" => false,
+            "on" => true,
+            _ => !in_fetch_order,
+        };
+        if wait {
+            let _ = self.pool.wait();
+        }
         if let Some(last) = round.runs.last() {
             self.head = (last.dev, last.phys + last.pages);
         }

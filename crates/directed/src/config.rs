@@ -27,5 +27,7 @@ outrider_core::params! {
         memory: ByteSize = ByteSize(0),
         /// drop the previous round's pages not in the new round (DONTNEED, §4.5)
         drop: bool = true,
+        /// wait for a round's submission before the read goes on: on (the paper, §4.5), off, or auto (on unless the round is read in the order it is fetched)
+        wait: String = "auto".to_string(),
     }
 }

@@ -161,7 +161,9 @@ pub unsafe extern "C" fn outrider_register_region(
 }
 
 /// `request_prefetching` (§4.2): `mode` 0 replace, 1 append, 2 replace after
-/// the last accessed marked entry. Returns the number of entries accepted.
+/// the last accessed marked entry, optionally or-ed with `OUTRIDER_DONE`
+/// (0x100: the whole list has been handed over, no more low-list
+/// callbacks until it is replaced). Returns the number of entries accepted.
 ///
 /// # Safety
 /// `c` from `outrider_register_client`; `entries` points at `n` entries.
@@ -176,6 +178,11 @@ pub unsafe extern "C" fn outrider_request_prefetching(
         set_errno(libc::EINVAL);
         return -1;
     };
+    let mode_flags = mode;
+    if mode & !0x1ff != 0 {
+        set_errno(libc::EINVAL);
+        return -1;
+    }
     let mode = match mode & 0xff {
         0 => Mode::Replace,
         1 => Mode::Append,
@@ -198,7 +205,11 @@ pub unsafe extern "C" fn outrider_request_prefetching(
             marked: e.marked != 0,
         })
         .collect();
-    c.request_prefetching(&list, mode) as isize
+    let n = c.request_prefetching(&list, mode);
+    if mode_flags & 0x100 != 0 {
+        c.list_done();
+    }
+    n as isize
 }
 
 /// Stop tracking reads until `outrider_unignore_accesses` (nested).

@@ -73,7 +73,7 @@ fn resident(f: &File, page: u64) -> bool {
 fn callback_fires_once_when_the_list_runs_low() {
     let (path, f) = temp_file(128);
     let log: Log = Arc::default();
-    let mut c = client("low=10,memory=64MiB", &log);
+    let mut c = client("low=10,buffer=16KiB", &log);
     c.register_region(f.as_fd(), 0, 128 * PAGE).unwrap();
     let pages: Vec<u64> = (0..100).collect();
     assert_eq!(
@@ -97,7 +97,7 @@ fn straying_calls_back_with_the_last_marked_access_and_ignore_suppresses_it() {
     let (path, f) = temp_file(64);
     let fd = f.as_raw_fd();
     let log: Log = Arc::default();
-    let mut c = client("low=0,memory=64MiB", &log);
+    let mut c = client("low=0,buffer=16KiB", &log);
     c.register_region(f.as_fd(), 10 * PAGE, 54 * PAGE).unwrap();
     // Marked every 4th: pages 10 (marked), 11, 12, 13, 14 (marked), ...
     let pages: Vec<u64> = (10..30).collect();
@@ -180,6 +180,24 @@ fn premature_eviction_halves_the_buffer_and_refetches() {
     let s = c.stats();
     assert_eq!((s.rounds, s.premature_rounds, s.buffer_pages), (2, 1, 450));
     assert!(resident(&f, 10));
+    std::fs::remove_file(path).unwrap();
+}
+
+// The done flag: no low-list callback once the whole list is handed over.
+#[test]
+fn done_flag_suppresses_low_list_callbacks() {
+    let (path, f) = temp_file(64);
+    let log: Log = Arc::default();
+    let mut c = client("low=10,buffer=16KiB", &log);
+    c.register_region(f.as_fd(), 0, 64 * PAGE).unwrap();
+    let pages: Vec<u64> = (0..20).collect();
+    c.request_prefetching(&entries(f.as_raw_fd(), &pages, 0), Mode::Replace);
+    c.list_done();
+    for p in 0..20 {
+        read_page(&mut c, &f, p);
+    }
+    assert!(log.lock().unwrap().is_empty());
+    assert_eq!(c.stats().low_callbacks, 0);
     std::fs::remove_file(path).unwrap();
 }
 

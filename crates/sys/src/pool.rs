@@ -68,6 +68,11 @@ impl Pool {
         self.workers.len()
     }
 
+    /// Jobs submitted and not yet finished.
+    pub fn pending(&self) -> usize {
+        self.shared.state.lock().unwrap().pending
+    }
+
     /// Queue one job; blocks while the queue is full.
     pub fn submit(&self, job: impl FnOnce() -> io::Result<()> + Send + 'static) {
         self.shared.state.lock().unwrap().pending += 1;

@@ -144,8 +144,12 @@ impl Policy for Stack {
     }
 
     fn on_oracle(&mut self, future: &[Access], cache_blocks: u64) {
-        self.upper.on_oracle(future, cache_blocks);
-        self.lower.on_oracle(future, cache_blocks);
+        if self.upper.wants_oracle() {
+            self.upper.on_oracle(future, cache_blocks);
+        }
+        if self.lower.wants_oracle() {
+            self.lower.on_oracle(future, cache_blocks);
+        }
     }
 
     fn on_tick(&mut self, now_ns: u64, sink: &mut Sink<'_>) {

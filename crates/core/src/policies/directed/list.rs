@@ -131,10 +131,12 @@ impl AccessList {
         self.entries.iter().skip(skip)
     }
 
-    /// Drop passed entries (keeping the last marked one, which
+    /// Drop passed entries, keeping the entry just accessed (a round being
+    /// planned starts there) and the last marked one (which
     /// [`Mode::AfterMark`] cuts after).
     fn compact(&mut self) {
-        let keep_from = self.mark_index.map_or(self.pos, |m| m.min(self.pos));
+        let current = self.pos.saturating_sub(1).max(self.base);
+        let keep_from = self.mark_index.map_or(current, |m| m.min(current));
         while self.base < keep_from && !self.entries.is_empty() {
             self.entries.pop_front();
             self.base += 1;

@@ -37,8 +37,10 @@ fn replace_append_and_accepted_count() {
             skipped: 1
         }
     ));
-    assert_eq!(l.request(&[e(6), e(7), e(8)], Mode::Append), 2);
-    assert_eq!(pages(&l), vec![3, 4, 5, 6, 7]);
+    // Entry 0 is dropped; entry 1 (just accessed) is kept.
+    assert_eq!(l.request(&[e(6), e(7), e(8)], Mode::Append), 1);
+    assert_eq!(pages(&l), vec![3, 4, 5, 6]);
+    assert_eq!(l.len(), 5);
     assert_eq!(l.request(&[e(9)], Mode::Replace), 1);
     assert_eq!(pages(&l), vec![9]);
     assert_eq!(l.remaining(), 1);
