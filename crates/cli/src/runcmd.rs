@@ -85,8 +85,15 @@ fn run_inner(a: RunArgs) -> anyhow::Result<u8> {
     };
     let budget = opts.budget_bytes;
     let mut ctl = Controller::new(policy, opts);
-    let out = run_traced(&a.cmd, &InstanceOptions::default(), &mut ctl)
-        .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
+    let out = run_traced(
+        &a.cmd,
+        &InstanceOptions {
+            follow_pid: Some(std::process::id()),
+            ..InstanceOptions::default()
+        },
+        &mut ctl,
+    )
+    .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
     let code = exit_code(&out.status);
     let s = &ctl.stats;
     if !a.quiet {
