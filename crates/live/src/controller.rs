@@ -165,7 +165,10 @@ const RECENT_FILES: usize = 8;
 /// Most add-to-cache events remembered per task between two reads.
 const MAX_PENDING_ADDS: usize = 4096;
 
-struct Unused<'a>(&'a FxHashMap<(FileId, u64), u64>);
+/// What the policy may ask while deciding: pages outrider prefetched and
+/// not yet used count as cached; `block_of` answers from the extent maps
+/// already computed (files the program touched).
+struct Unused<'a>(&'a FxHashMap<(FileId, u64), u64>, &'a FileTable);
 
 impl Residency for Unused<'_> {
     fn is_cached(&self, _dev: u32, _lbn: u64) -> bool {
@@ -173,6 +176,11 @@ impl Residency for Unused<'_> {
     }
     fn is_page_cached(&self, file: FileId, page: u64) -> bool {
         self.0.contains_key(&(file, page))
+    }
+    fn block_of(&self, file: FileId, page: u64) -> Option<(u32, u64)> {
+        let (dev, _) = self.1.key_of(file)?;
+        let phys = physical_of(self.1.cached_extents(file)?, page * BLOCK_SIZE)?;
+        Some((dev as u32, phys / BLOCK_SIZE))
     }
 }
 
@@ -400,7 +408,7 @@ impl Controller {
         // Make sure the file is open before the policy answers, so its
         // requests can be acted on.
         let _ = self.files.resolve(id, e.pid);
-        let residency = Unused(&self.unused);
+        let residency = Unused(&self.unused, &self.files);
         let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
         self.policy.on_access(&access, &outcome, &mut sink);
     }
@@ -629,7 +637,7 @@ impl Handler for Controller {
         if let Some(iv) = self.policy.tick_interval_ns() {
             if now >= self.last_tick_ns + iv {
                 self.last_tick_ns = now;
-                let residency = Unused(&self.unused);
+                let residency = Unused(&self.unused, &self.files);
                 let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
                 self.policy.on_tick(now, &mut sink);
                 self.actuate(now);
