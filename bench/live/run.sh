@@ -69,8 +69,15 @@ for w in reverse stride seq random; do
     s=$(timed "$DATA_DIR/reader" "${a[@]}")
     cold
     o=$(timed "$bin" run -q --policy "$POLICY" --json "$work/$w.json" -- "$DATA_DIR/reader" "${a[@]}")
-    echo "$w $rep $s $o" >> "$results"
-    echo "$w rep $rep: stock $s s, outrider $o s" >&2
+    # Control arm: tracing and the controller with no prefetching (`none`),
+    # for the workloads where outrider should do nothing: its overhead.
+    n=-
+    case $w in seq|random)
+      cold
+      n=$(timed "$bin" run -q --policy none -- "$DATA_DIR/reader" "${a[@]}") ;;
+    esac
+    echo "$w $rep $s $o $n" >> "$results"
+    echo "$w rep $rep: stock $s s, outrider $o s, outrider none $n s" >&2
   done
   "$bin" warm "$data" > /dev/null
   cat "$data" > /dev/null
@@ -82,7 +89,7 @@ done
 python3 - "$results" "$work" "$POLICY" "$REPS" "$RANDOM_READS" "${DROP_CACHES:-0}" "$(uname -r)" "$(nproc)" > "$out" <<'PY'
 import json, statistics, sys, datetime
 res, work, policy, reps, nrand, drop, kernel, cores = sys.argv[1:9]
-stock, ours, hot = {}, {}, {}
+stock, ours, hot, ctl = {}, {}, {}, {}
 for line in open(res):
     f = line.split()
     if f[1] == "hot":
@@ -90,6 +97,8 @@ for line in open(res):
     else:
         stock.setdefault(f[0], []).append(float(f[2]))
         ours.setdefault(f[0], []).append(float(f[3]))
+        if f[4] != "-":
+            ctl.setdefault(f[0], []).append(float(f[4]))
 desc = {
     "reverse": "4 KiB preads of a 1 GiB file, last block to first",
     "stride": "every other 4 KiB block of a 1 GiB file (512 MiB read)",
@@ -106,25 +115,31 @@ print(f"Policy: `{policy}`. Cold cache before every run: {cold}. Stock and outri
 print(f"median of {reps} repetitions; hot = the same program with the file fully resident (the floor).")
 print("Shared, noisy machine (virtio disk): compare rows within this file.")
 print()
-print("| workload | stock (s) | outrider (s) | speed-up | hot floor (s) | target | coverage | cost | accuracy | lost events |")
-print("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
+print(f"| workload | stock (s) | outrider `{policy}` (s) | speed-up | outrider `none` (s) | hot floor (s) | target | coverage | cost | accuracy | lost events |")
+print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
 for w in ["reverse", "stride", "seq", "random"]:
     if w not in stock:
         continue
     s, o = statistics.median(stock[w]), statistics.median(ours[w])
     j = json.load(open(f"{work}/{w}.last.json"))
-    print(f"| {w} | {s:.3f} | {o:.3f} | {s/o:.2f}x | {hot[w]:.3f} | {target[w]} | {j['coverage']:.3f} | {j['cost']:.3f} | {j['prefetch_accuracy']:.3f} | {j['lost_events']} |")
+    c = f"{statistics.median(ctl[w]):.3f}" if w in ctl else "-"
+    print(f"| {w} | {s:.3f} | {o:.3f} | {s/o:.2f}x | {c} | {hot[w]:.3f} | {target[w]} | {j['coverage']:.3f} | {j['cost']:.3f} | {j['prefetch_accuracy']:.3f} | {j['lost_events']} |")
 print()
 print("Workloads (`bench/live/reader.c`):")
 print()
 for w in ["reverse", "stride", "seq", "random"]:
     print(f"- **{w}**: {desc[w]}")
 print()
+print("`outrider none` runs the same tracing and controller without prefetching: the")
+print("difference to stock is outrider's own overhead.")
+print()
 print("All repetitions (stock s / outrider s):")
 print()
 for w in ["reverse", "stride", "seq", "random"]:
     if w in stock:
         pairs = ", ".join(f"{a:.3f}/{b:.3f}" for a, b in zip(stock[w], ours[w]))
+        if w in ctl:
+            pairs += " (none: " + ", ".join(f"{c:.3f}" for c in ctl[w]) + ")"
         print(f"- {w}: {pairs}")
 print()
 print("coverage = demand pages served by an outrider prefetch / demand pages; cost = pages")
