@@ -49,7 +49,6 @@ out=bench/results/live-files.md
   echo "|---|---:|---:|---:|---:|---:|---:|"
   row stat
   row evict
-  row stat
   row warm
   row stat
 } > "$out"
