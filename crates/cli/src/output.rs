@@ -21,6 +21,11 @@ pub struct JsonLine<'a> {
     /// The metrics (flattened).
     #[serde(flatten)]
     pub report: &'a Report,
+    /// The policy's time series for this run, if it keeps one (flashy:
+    /// `t_s`, `app_mb_s`, `prefetch_mb_s`, `miss_mb_s`, `quota_mb_s`,
+    /// `scale` per polling interval). Omitted when empty.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub series: &'a [outrider_core::SeriesPoint],
 }
 
 impl<'a> JsonLine<'a> {
@@ -28,10 +33,15 @@ impl<'a> JsonLine<'a> {
     pub fn new(
         input: &'a str,
         cfg: &'a SimConfig,
-        res: &outrider_sim::SimResult,
+        res: &'a outrider_sim::SimResult,
         report: &'a Report,
     ) -> Self {
+        let series = res
+            .series
+            .get(report.run.saturating_sub(1) as usize)
+            .map_or(&[][..], |s| &s[..]);
         JsonLine {
+            series,
             cache_model_bytes_per_block: res.cache_bytes_per_block,
             peak_cache_blocks: res.peak_cache_blocks,
             input,

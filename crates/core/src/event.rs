@@ -162,3 +162,66 @@ pub struct PrefetchDone {
     /// When it completed (ns).
     pub done_ns: u64,
 }
+
+/// A whole-file access event (EPCM §3.1: the open/exec of a file and its
+/// first read), what the file-level models of `policies::filepred` learn.
+///
+/// Drivers feed [`Access`]es; file events are derived from them by the
+/// file-level policies themselves (no separate hook): a read of file F by
+/// process P is a file event when P's previous read was of another file.
+/// Trace readers that see opens (strace) emit a read for every open, so an
+/// open followed by reads of F is one event at its first read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileEvent {
+    /// When (ns, driver time).
+    pub time_ns: u64,
+    /// Process that opened or read the file.
+    pub pid: Pid,
+    /// The file.
+    pub file: FileId,
+}
+
+/// A read that reached the device (flashy §IV-A's second event stream):
+/// a demand miss of the application, or a prefetch read. Drivers report
+/// it when the request is submitted to the device (live: `block_rq_issue`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceRequest {
+    /// When it was submitted (ns, the driver's clock).
+    pub time_ns: u64,
+    /// Process it was read for (the application's pid for a demand miss;
+    /// 0 or the prefetcher's own pid for a prefetch).
+    pub pid: Pid,
+    /// Device number.
+    pub dev: u32,
+    /// First block, in 4 KiB blocks.
+    pub lbn: u64,
+    /// Length in 4 KiB blocks.
+    pub blocks: u32,
+    /// [`Origin::Demand`] for a demand miss, [`Origin::OurPrefetch`] for
+    /// outrider's own prefetch, [`Origin::FilePrefetch`] for the kernel's
+    /// readahead (live).
+    pub origin: Origin,
+    /// For [`Origin::OurPrefetch`]: the window it was requested under,
+    /// when the driver knows it (the simulator does).
+    pub window: Option<WindowId>,
+}
+
+impl DeviceRequest {
+    /// One past the last block.
+    pub fn end_lbn(&self) -> u64 {
+        self.lbn + u64::from(self.blocks)
+    }
+}
+
+/// What the driver knows about a device, told to the policy at the start of
+/// every run ([`crate::Policy::on_device_info`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device this describes; `None` = every device the driver serves
+    /// (the simulator's one device model, which all trace devices share).
+    pub dev: Option<u32>,
+    /// Measured or modelled maximum read throughput (bytes/s), if known
+    /// (sim: `Device::max_throughput_bytes_per_s`; live: `outrider
+    /// calibrate`).
+    pub max_read_bytes_per_s: Option<u64>,
+}

@@ -24,9 +24,9 @@ pub mod policy;
 pub mod size;
 
 pub use event::{
-    Access, FileId, Op, Origin, Outcome, Pid, PrefetchDone, PrefetchRequest, Target, WindowId,
-    BLOCK_SIZE,
+    Access, DeviceInfo, DeviceRequest, FileId, Op, Origin, Outcome, Pid, PrefetchDone,
+    PrefetchRequest, Target, WindowId, BLOCK_SIZE,
 };
 pub use params::{ParamError, ParamSpec, Params};
 pub use policies::{build_policy, policy_help, PolicyError, POLICY_NAMES};
-pub use policy::{BoxedPolicy, Eviction, NoResidency, Policy, Residency, Sink};
+pub use policy::{BoxedPolicy, Eviction, NoResidency, Policy, Residency, SeriesPoint, Sink};

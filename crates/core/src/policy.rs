@@ -4,16 +4,26 @@
 //! Hooks, in the order a driver calls them for one request:
 //! 1. [`Policy::on_access`] after the cache looked the request up (so the
 //!    policy knows hits, prefetched hits and misses);
-//! 2. [`Policy::on_prefetch_done`] whenever a prefetch the policy asked for
+//! 2. [`Policy::on_access_done`] when that request has completed;
+//! 3. [`Policy::on_prefetch_done`] whenever a prefetch the policy asked for
 //!    completes;
-//! 3. [`Policy::on_evict`] when a block leaves memory (used or unused);
-//! 4. [`Policy::on_tick`] every [`Policy::tick_interval_ns`] of driver time,
+//! 4. [`Policy::on_evict`] when a block leaves memory (used or unused);
+//! 5. [`Policy::on_tick`] every [`Policy::tick_interval_ns`] of driver time,
 //!    for time-driven policies (flashy's polling interval).
+//!
+//! Two more observation hooks: [`Policy::on_device_request`] for every read
+//! that reaches the device (demand misses and prefetches, flashy §IV-A's
+//! second stream) and [`Policy::on_device_info`] at the start of each run
+//! (the device's maximum throughput, flashy §IV-C). A policy may expose a
+//! time series of its own state through [`Policy::series`].
 //!
 //! Answers go into a [`Sink`]; the driver screens them (nothing already
 //! resident or in flight is fetched twice) and accounts them per window.
 
-use crate::event::{Access, FileId, Outcome, PrefetchDone, PrefetchRequest, Target, WindowId};
+use crate::event::{
+    Access, DeviceInfo, DeviceRequest, FileId, Outcome, PrefetchDone, PrefetchRequest, Target,
+    WindowId,
+};
 
 /// Read-only view of what is in memory, answered by the driver.
 pub trait Residency {
@@ -140,6 +150,11 @@ pub trait Policy: Send {
     /// A demand access, after the cache lookup.
     fn on_access(&mut self, access: &Access, outcome: &Outcome, sink: &mut Sink<'_>);
 
+    /// A demand access completed: every block of it is in memory (for a
+    /// hit, right after [`Policy::on_access`]; for a miss, when its last
+    /// device read finished). DiskSeen §3.1 records access times here.
+    fn on_access_done(&mut self, _access: &Access, _sink: &mut Sink<'_>) {}
+
     /// A request from the policy stacked above this one (`upper+this`, see
     /// [`crate::policies::stack`]): the lower policy decides what of it to
     /// issue, e.g. DiskSeen §3.2 screens out resident, busy and
@@ -155,6 +170,23 @@ pub trait Policy: Send {
     /// A block left memory.
     fn on_evict(&mut self, _eviction: &Eviction) {}
 
+    /// A read reached the device (a demand miss or a prefetch), reported
+    /// when it is submitted. Observation only: a policy answers at its next
+    /// access or tick. Default: ignored.
+    fn on_device_request(&mut self, _req: &DeviceRequest) {}
+
+    /// What the driver knows about the device(s), told after
+    /// [`Policy::on_run_start`] of every run. Default: ignored.
+    fn on_device_info(&mut self, _info: &DeviceInfo) {}
+
+    /// Points of a time series the policy recorded since the current run
+    /// started (flashy: application and prefetch throughput and the scale
+    /// factor, its Fig. 5). Drivers collect it at the end of each run.
+    /// Default: none.
+    fn series(&self) -> Vec<SeriesPoint> {
+        Vec::new()
+    }
+
     /// Time tick, every [`Policy::tick_interval_ns`].
     fn on_tick(&mut self, _now_ns: u64, _sink: &mut Sink<'_>) {}
 
@@ -168,6 +200,18 @@ pub trait Policy: Send {
     /// kept, per-run state (windows, streams) should be dropped.
     fn on_run_start(&mut self, _run: u32) {}
 
+    /// Does this policy need the future (an oracle access list, libprefetch
+    /// §4.2)? If so the simulator calls [`Policy::on_oracle`] at the start
+    /// of every run. Default: no.
+    fn wants_oracle(&self) -> bool {
+        false
+    }
+
+    /// Every access of the trace, in trace order (all processes), and the
+    /// cache capacity in blocks; called after [`Policy::on_run_start`] when
+    /// [`Policy::wants_oracle`] says so. Default: ignored.
+    fn on_oracle(&mut self, _future: &[Access], _cache_blocks: u64) {}
+
     /// Bytes of policy state, for memory reports.
     fn memory_bytes(&self) -> usize {
         0
@@ -175,6 +219,28 @@ pub trait Policy: Send {
 
     /// A boxed copy with the same state.
     fn box_clone(&self) -> BoxedPolicy;
+}
+
+/// One point of a policy's time series: named values at a time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesPoint {
+    /// Driver time of the point (ns).
+    pub time_ns: u64,
+    /// Named values, in a fixed order per policy (units in the names).
+    pub values: Vec<(&'static str, f64)>,
+}
+
+impl serde::Serialize for SeriesPoint {
+    /// As a flat JSON object: `{"t_s": 0.5, "NAME": VALUE, ...}`.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.values.len() + 1))?;
+        m.serialize_entry("t_s", &(self.time_ns as f64 * 1e-9))?;
+        for (k, v) in &self.values {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
 }
 
 /// An owned, dynamically dispatched policy.

@@ -16,6 +16,14 @@
 //!   resume; the policy hears of completed prefetches.
 //! * **tick** — for time-driven policies, every `tick_interval_ns`.
 //!
+//! Every read submitted to the device (demand miss or prefetch) is also
+//! reported to the policy ([`outrider_core::Policy::on_device_request`],
+//! flashy's second event stream), before the access that caused it is
+//! (demand) or right after the prefetches are issued. At the start of each
+//! run the policy is told the device model's maximum throughput
+//! ([`outrider_core::Policy::on_device_info`]); at its end the policy's
+//! time series is collected into [`SimResult::series`].
+//!
 //! Think time: with [`Timing::Think`] (default) a process issues its next
 //! request the trace's inter-request gap after its previous request
 //! completed; with [`Timing::Replay`] it issues at the recorded time or when
@@ -28,8 +36,8 @@ use crate::layout::{block_key, split_key, Layout};
 use crate::windows::WindowTable;
 use outrider_core::metrics::{Counters, Report};
 use outrider_core::{
-    Access, BoxedPolicy, Eviction, FileId, Op, Origin, Outcome, PrefetchDone, PrefetchRequest,
-    Residency, Sink, Target, WindowId,
+    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, FileId, Op, Origin, Outcome,
+    PrefetchDone, PrefetchRequest, Residency, SeriesPoint, Sink, Target, WindowId,
 };
 use outrider_trace::{Record, Trace};
 use rustc_hash::FxHashMap;
@@ -104,6 +112,8 @@ pub struct SimResult {
     pub cache_bytes_per_block: f64,
     /// Bytes of policy state at the end.
     pub policy_bytes: usize,
+    /// The policy's time series, one per run ([`outrider_core::Policy::series`]).
+    pub series: Vec<Vec<SeriesPoint>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -129,6 +139,8 @@ struct Proc {
     len: usize,
     outstanding: u32,
     wait_start_ns: u64,
+    /// The request in progress, for [`outrider_core::Policy::on_access_done`].
+    access: Access,
 }
 
 struct View<'a> {
@@ -169,6 +181,9 @@ struct Engine<'t> {
     out: Vec<PrefetchRequest>,
     evicted: Vec<Node>,
     pieces: Vec<(u32, u64, u32)>,
+    /// Device reads not yet reported to the policy (drained after each
+    /// access and each batch of prefetches, so bounded by one batch).
+    dev_log: Vec<DeviceRequest>,
     next_window: u64,
     /// The device completes every request when submitted (`none`): reads
     /// skip the device queue and prefetch completions wait here, in
@@ -252,6 +267,7 @@ pub fn simulate_on(
         out: Vec::new(),
         evicted: Vec::new(),
         pieces: Vec::new(),
+        dev_log: Vec::new(),
         next_window: 0,
         instant_done: VecDeque::new(),
         seq: 0,
@@ -261,15 +277,29 @@ pub fn simulate_on(
     };
     let mut result = SimResult::default();
     let mut done_total = 0u64;
+    // Oracle policies (libprefetch `directed`) get the trace's future.
+    let oracle: Vec<Access> = if policy.wants_oracle() {
+        records.iter().map(oracle_access).collect()
+    } else {
+        Vec::new()
+    };
     for run in 1..=cfg.runs.max(1) {
         let started = Instant::now();
         e.reset();
         policy.on_run_start(run);
+        policy.on_device_info(&DeviceInfo {
+            dev: None,
+            max_read_bytes_per_s: e.device.max_throughput_bytes_per_s(),
+        });
+        if policy.wants_oracle() {
+            policy.on_oracle(&oracle, cfg.cache_blocks);
+        }
         e.run(policy.as_mut(), &mut |n| progress(done_total + n));
         done_total += e.c.requests;
         let secs = started.elapsed().as_secs_f64();
         result.reports.push(e.c.report(policy_spec, run, secs));
         result.counters.push(e.c.clone());
+        result.series.push(policy.series());
         result.peak_cache_blocks = result.peak_cache_blocks.max(e.cache.peak_blocks());
     }
     result.cache_bytes_per_block = e.cache.bytes_per_block();
@@ -296,6 +326,21 @@ fn process_lists(records: &[Record]) -> Vec<Vec<u32>> {
     lists
 }
 
+/// A record as the policy will see it (times and sequence numbers are
+/// unknown in advance and left 0).
+fn oracle_access(r: &Record) -> Access {
+    Access {
+        pid: r.pid,
+        dev: u32::from(r.dev),
+        lbn: r.first_block(),
+        file: FileId(u64::from(r.file)),
+        page: r.first_page(),
+        blocks: r.block_count(),
+        op: if r.is_write() { Op::Write } else { Op::Read },
+        ..Access::default()
+    }
+}
+
 impl Engine<'_> {
     fn reset(&mut self) {
         self.cache.clear();
@@ -314,6 +359,7 @@ impl Engine<'_> {
                 len: self.records.len(),
                 outstanding: 0,
                 wait_start_ns: 0,
+                access: Access::default(),
             });
         } else {
             for (k, l) in self.lists.iter().enumerate() {
@@ -323,6 +369,7 @@ impl Engine<'_> {
                     len: l.len(),
                     outstanding: 0,
                     wait_start_ns: 0,
+                    access: Access::default(),
                 });
             }
         }
@@ -507,6 +554,7 @@ impl Engine<'_> {
             self.demand_read(p, run_start, run_len, now);
         }
         self.settle_evictions(policy);
+        self.report_device(policy);
         self.c.miss_blocks += u64::from(o.miss_blocks);
         let view = View {
             cache: &self.cache,
@@ -517,7 +565,21 @@ impl Engine<'_> {
         self.issue_prefetches(policy, now);
         if self.procs[p].outstanding > 0 {
             self.procs[p].wait_start_ns = now;
+            self.procs[p].access = access;
+        } else {
+            self.access_done(policy, &access, now);
         }
+    }
+
+    /// The demand request `access` completed at `now`: tell the policy.
+    fn access_done(&mut self, policy: &mut dyn outrider_core::Policy, access: &Access, now: u64) {
+        let view = View {
+            cache: &self.cache,
+            layout: &self.layout,
+        };
+        let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
+        policy.on_access_done(access, &mut sink);
+        self.issue_prefetches(policy, now);
     }
 
     fn use_prefetched(&mut self, idx: u32, now: u64) {
@@ -560,6 +622,8 @@ impl Engine<'_> {
     }
 
     fn demand_read(&mut self, p: usize, key: u64, blocks: u32, now: u64) {
+        let pid = self.record_of(p, self.procs[p].pos).pid;
+        self.log_device(now, pid, key, blocks, Origin::Demand, None);
         if self.instant {
             for i in 0..u64::from(blocks) {
                 self.cache.insert(key + i, Fill::Demand, &mut self.evicted);
@@ -581,6 +645,35 @@ impl Engine<'_> {
         }
         self.wait_on(p, id);
         self.submit(id, key, blocks, now);
+    }
+
+    fn log_device(
+        &mut self,
+        now: u64,
+        pid: u32,
+        key: u64,
+        blocks: u32,
+        origin: Origin,
+        window: Option<WindowId>,
+    ) {
+        let (dev, lbn) = split_key(key);
+        self.dev_log.push(DeviceRequest {
+            time_ns: now,
+            pid,
+            dev,
+            lbn,
+            blocks,
+            origin,
+            window,
+        });
+    }
+
+    /// Tell the policy about the device reads submitted since last time.
+    fn report_device(&mut self, policy: &mut dyn outrider_core::Policy) {
+        for r in &self.dev_log {
+            policy.on_device_request(r);
+        }
+        self.dev_log.clear();
     }
 
     fn submit(&mut self, id: u32, key: u64, blocks: u32, now: u64) {
@@ -640,6 +733,7 @@ impl Engine<'_> {
         self.out.clear();
         self.pieces = pieces;
         self.settle_evictions(policy);
+        self.report_device(policy);
     }
 
     fn prefetch_read(&mut self, window: WindowId, key: u64, blocks: u32, now: u64) {
@@ -670,6 +764,7 @@ impl Engine<'_> {
             n.issue_ns = now;
         }
         self.c.prefetched_blocks += u64::from(blocks);
+        self.log_device(now, 0, key, blocks, Origin::OurPrefetch, Some(window));
         if self.instant {
             let (dev, lbn) = split_key(key);
             self.c.device_requests += 1;
@@ -744,6 +839,8 @@ impl Engine<'_> {
             self.procs[p].outstanding -= 1;
             if self.procs[p].outstanding == 0 {
                 self.c.io_wait_ns += now - self.procs[p].wait_start_ns;
+                let access = self.procs[p].access;
+                self.access_done(policy, &access, now);
                 self.advance(p, now);
             }
         }

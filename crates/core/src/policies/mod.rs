@@ -5,6 +5,10 @@
 //! section, a [`crate::params!`] struct with the paper's defaults, the
 //! [`crate::Policy`] impl) and add one [`Entry`] to [`REGISTRY`].
 
+pub mod directed;
+pub mod diskseen;
+pub mod filepred;
+pub mod flashy;
 pub mod none;
 pub mod obl;
 pub mod readahead;
@@ -92,6 +96,51 @@ pub const REGISTRY: &[Entry] = &[
         build: |t| build_with(readahead::NAME, t, readahead::Readahead::new),
     },
     Entry {
+        name: diskseen::NAME,
+        summary: diskseen::SUMMARY,
+        specs: diskseen::DiskSeenParams::specs,
+        build: |t| build_with(diskseen::NAME, t, diskseen::DiskSeen::new),
+    },
+    Entry {
+        name: filepred::LS_NAME,
+        summary: filepred::LS_SUMMARY,
+        specs: filepred::LastSuccessorParams::specs,
+        build: |t| {
+            let p = filepred::LastSuccessorParams::parse(filepred::LS_NAME, t)?;
+            Ok(Box::new(filepred::FilePred::last_successor(p)?))
+        },
+    },
+    Entry {
+        name: filepred::PCM_NAME,
+        summary: filepred::PCM_SUMMARY,
+        specs: filepred::PcmParams::specs,
+        build: |t| {
+            let p = filepred::PcmParams::parse(filepred::PCM_NAME, t)?;
+            Ok(Box::new(filepred::FilePred::pcm(p)?))
+        },
+    },
+    Entry {
+        name: filepred::EPCM_NAME,
+        summary: filepred::EPCM_SUMMARY,
+        specs: filepred::EpcmParams::specs,
+        build: |t| {
+            let p = filepred::EpcmParams::parse(filepred::EPCM_NAME, t)?;
+            Ok(Box::new(filepred::FilePred::epcm(p)?))
+        },
+    },
+    Entry {
+        name: flashy::NAME,
+        summary: flashy::SUMMARY,
+        specs: flashy::FlashyParams::specs,
+        build: |t| Ok(Box::new(flashy::Flashy::new(flashy::parse_params(t)?))),
+    },
+    Entry {
+        name: directed::NAME,
+        summary: directed::SUMMARY,
+        specs: directed::DirectedParams::specs,
+        build: |t| build_with(directed::NAME, t, directed::Directed::new),
+    },
+    Entry {
         name: stride::NAME,
         summary: stride::SUMMARY,
         specs: stride::StrideParams::specs,
@@ -99,8 +148,16 @@ pub const REGISTRY: &[Entry] = &[
     },
 ];
 
-/// Names of every registered policy.
-pub const POLICY_NAMES: &[&str] = &[none::NAME, obl::NAME, readahead::NAME, stride::NAME];
+/// Names of every registered policy, in registry order.
+pub const POLICY_NAMES: [&str; REGISTRY.len()] = {
+    let mut names = [""; REGISTRY.len()];
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        names[i] = REGISTRY[i].name;
+        i += 1;
+    }
+    names
+};
 
 fn entry(name: &str) -> Result<&'static Entry, PolicyError> {
     REGISTRY
@@ -147,7 +204,7 @@ mod tests {
         assert_eq!(REGISTRY.len(), POLICY_NAMES.len());
         for name in POLICY_NAMES {
             let p = build_policy(name).unwrap();
-            assert_eq!(p.name(), *name);
+            assert_eq!(p.name(), name);
         }
     }
 

@@ -3,7 +3,7 @@
 //! readahead stays on and the disk-level prefetcher sits below it.
 //!
 //! Both policies see every demand access (and every completion, eviction,
-//! tick and run start). What the upper policy asks for does not go straight
+//! device request, device description, oracle, tick and run start). What the upper policy asks for does not go straight
 //! to the driver: each of its requests is handed to the lower policy's
 //! [`Policy::on_upper_request`], which decides what of it to issue. The
 //! default passes a request through unchanged, so `readahead+none` behaves
@@ -17,8 +17,8 @@
 //! each part only once its own interval has passed since its last tick, so a
 //! time-driven policy keeps its period and an event-driven one never ticks.
 
-use crate::event::{Access, Outcome, PrefetchDone, PrefetchRequest};
-use crate::policy::{BoxedPolicy, Eviction, Policy, Sink};
+use crate::event::{Access, DeviceInfo, DeviceRequest, Outcome, PrefetchDone, PrefetchRequest};
+use crate::policy::{BoxedPolicy, Eviction, Policy, SeriesPoint, Sink};
 
 /// `upper+lower`. See the module documentation.
 pub struct Stack {
@@ -91,6 +91,15 @@ impl Policy for Stack {
         self.screen_pending(sink);
     }
 
+    fn on_access_done(&mut self, access: &Access, sink: &mut Sink<'_>) {
+        let mut pending = std::mem::take(&mut self.pending);
+        self.upper
+            .on_access_done(access, &mut sink.redirect(&mut pending));
+        self.pending = pending;
+        self.lower.on_access_done(access, sink);
+        self.screen_pending(sink);
+    }
+
     fn on_upper_request(&mut self, request: &PrefetchRequest, sink: &mut Sink<'_>) {
         let mut pending = std::mem::take(&mut self.pending);
         self.upper
@@ -111,6 +120,32 @@ impl Policy for Stack {
     fn on_evict(&mut self, eviction: &Eviction) {
         self.upper.on_evict(eviction);
         self.lower.on_evict(eviction);
+    }
+
+    fn on_device_request(&mut self, request: &DeviceRequest) {
+        self.upper.on_device_request(request);
+        self.lower.on_device_request(request);
+    }
+
+    fn on_device_info(&mut self, info: &DeviceInfo) {
+        self.upper.on_device_info(info);
+        self.lower.on_device_info(info);
+    }
+
+    /// Both parts' series, the upper's first.
+    fn series(&self) -> Vec<SeriesPoint> {
+        let mut s = self.upper.series();
+        s.extend(self.lower.series());
+        s
+    }
+
+    fn wants_oracle(&self) -> bool {
+        self.upper.wants_oracle() || self.lower.wants_oracle()
+    }
+
+    fn on_oracle(&mut self, future: &[Access], cache_blocks: u64) {
+        self.upper.on_oracle(future, cache_blocks);
+        self.lower.on_oracle(future, cache_blocks);
     }
 
     fn on_tick(&mut self, now_ns: u64, sink: &mut Sink<'_>) {

@@ -14,6 +14,10 @@
 //! | `interleaved` | two processes, each reading its own tree of files sequentially, alternating | DiskSeen §4.3 *CVS*/*diff* (two datasets 50 GB apart) | `size=32MiB files=16 distance=50GiB burst=1 req=4KiB start=0 think=5us seed=1` | 16384 |
 //! | `tree-scan` | a source tree of small files in ext3-like block groups, inode reads before files, visited in name order | DiskSeen §4.3 *grep*/*diff* over a Linux tree; EPCM's many-small-files workloads | `files=2000 dirs=100 dirs_per_group=8 median=5KiB spread=1.2 group=128MiB order=name fragment=0 req=4KiB start=0 think=5us seed=1` | 6192 (175 metadata) |
 //! | `mixed` | several of the above at once, separate processes in distinct regions, randomly interleaved | DiskSeen §4.5 concurrent *grep*/*diff*; flashy multi-application runs | `parts=seq+reversed+strided+random+tree-scan size=16MiB spacing=4GiB start=0 think=0 seed=1` | 20536 |
+//! | `build` | make compiles 17 units (headers shared, Makefile order), then two libraries and a program | EPCM §4.2 Andrew phase 5 | `units=17 headers=24 sys=4 per_unit=6 source=431KiB exec=128KiB req=16KiB fragment=0 start=0 think=2ms seed=1` | ~320 (file-level) |
+//! | `link` | ld links 180 fragmented objects in 51 commands, pages read out of order | EPCM §4.3 GNU ld | `dirs=12 per_dir=15 group=5 median=40KiB exec=128KiB fragment=16KiB start=0 think=1ms seed=1` | ~3000 |
+//! | `traversal` | every file of a tree once, in readdir (hash) order | EPCM §4.4 glimpse | `files=2000 dirs=100 median=4KiB readdir=hash req=16KiB fragment=0 start=0 think=500us seed=1` | ~2400 |
+//! | `patch-build` | a code base patched and rebuilt version by version (files added, removed, renamed); `from`/`to` pick versions, one file table for all | EPCM §4.5 SSH 1.2.18–1.2.31 | `units=40 headers=24 sys=4 per_unit=6 versions=13 from=0 to=0 change=0.1 exec=128KiB req=16KiB fragment=0 start=0 think=2ms seed=1` | ~600 per version |
 //!
 //! Suites ([`suite`], [`SUITE_NAMES`]): `paper-suite` (every workload at its
 //! default size, plus fragmented `seq` and grep-ordered `tree-scan`) and
@@ -30,7 +34,9 @@
 //!   the physical byte from the file's extents ([`crate::FileInfo::physical`]);
 //!   a request crossing an extent boundary is split into one record per
 //!   extent. Metadata reads (inode tables, directory blocks) are raw device
-//!   reads with `file == 0`. Every request is 4 KiB-aligned and a multiple
+//!   reads with `file == 0`. Only the file-level workloads (`build`,
+//!   `link`, `patch-build`) write: objects and outputs, whose blocks the
+//!   simulator allocates in the cache without a device read. Every request is 4 KiB-aligned and a multiple
 //!   of 4 KiB long. One device (`dev == 0`).
 //! - **Time**: `time_ns` never decreases; a process's consecutive requests
 //!   are `think` apart (exactly, unless another process's request forces the
@@ -42,10 +48,14 @@
 //!   order from `start`; `fragment=SIZE` cuts files into extents of that
 //!   size with seeded gaps between them.
 
+mod compile;
 pub mod layout;
+mod link;
 mod mixed;
+mod patch_build;
 pub mod rng;
 mod single;
+mod traversal;
 mod tree;
 mod two_trees;
 
@@ -309,6 +319,10 @@ const REGISTRY: &[Entry] = &[
     two_trees::ENTRY,
     tree::ENTRY,
     mixed::ENTRY,
+    compile::ENTRY,
+    link::ENTRY,
+    traversal::ENTRY,
+    patch_build::ENTRY,
 ];
 
 /// Names of every workload [`generate`] builds (suites excluded: see
@@ -321,6 +335,10 @@ pub const WORKLOAD_NAMES: &[&str] = &[
     "interleaved",
     "tree-scan",
     "mixed",
+    "build",
+    "link",
+    "traversal",
+    "patch-build",
 ];
 
 /// Names of the suites [`suite`] expands.
@@ -350,6 +368,10 @@ pub fn suite(name: &str) -> Option<Vec<String>> {
             "tree-scan",
             "tree-scan:order=layout",
             "mixed",
+            "build",
+            "link",
+            "traversal",
+            "patch-build",
         ],
         "paper-suite-large" => &[
             "seq:size=1GiB",
@@ -361,6 +383,10 @@ pub fn suite(name: &str) -> Option<Vec<String>> {
             "tree-scan:files=17000,dirs=1000,dirs_per_group=64",
             "tree-scan:files=17000,dirs=1000,dirs_per_group=64,order=layout",
             "mixed:size=256MiB",
+            "build:units=170,source=4310KiB,req=4KiB",
+            "link:dirs=120",
+            "traversal:files=20000,dirs=1000",
+            "patch-build:to=13,req=4KiB",
         ],
         _ => return None,
     };

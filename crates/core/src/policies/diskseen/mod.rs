@@ -1,0 +1,730 @@
+//! `diskseen`: disk-level sequence- and history-aware prefetching
+//! (Jiang, Ding, Xu, Davis, "A Prefetching Scheme Exploiting both Data
+//! Layout and Access History on Disk", ACM TOS 9(3), 2013).
+//!
+//! # What it keeps
+//!
+//! - The **block table** (§2.2, Fig. 1; [`table`]): per block up to four
+//!   access timestamps and the resident/busy/prefetched status bits, in a
+//!   512-way page-table-like tree bounded by `table_mib` (old history is
+//!   purged first) and cleared progressively when the 31-bit timestamp
+//!   space is 7/8 used (§3.1).
+//! - **Timestamps** (§3.1) from an access counter incremented per block
+//!   transferred into the caching area on demand, recorded when the demand
+//!   access *completes* ([`crate::Policy::on_access_done`]): a hit in the
+//!   prefetching area or the end of the disk read. Re-hits in the caching
+//!   area are not stamped.
+//! - **Prefetch streams** (§3.3.2–3.3.3; [`stream`]), each with a current
+//!   and a readahead window, indexed by block.
+//! - **Current trails** (§3.4; [`trail`]) and per-process **quality
+//!   control** (§3.5; [`quality`]).
+//!
+//! # What triggers prefetching
+//!
+//! When a demand access of block B completes and B is in no stream:
+//! 1. the current trail through B is extended (or a new one started); once
+//!    it has `match_blocks` (4) blocks echoed by history trails in the same
+//!    order, a *history stream* starts: its windows are the blocks the
+//!    matched trails visited next, within ±`s` (128) blocks, found by
+//!    timestamp and read in LBN order, `hist_min`..`hist_max` (8..64)
+//!    blocks per window (§3.4.3). This is how reversed and strided
+//!    patterns get prefetched on a second run.
+//! 2. otherwise, if B is the `k`-th (8th) of contiguous blocks whose most
+//!    recent timestamps decrease going backwards with gaps below `t`
+//!    (2048 = 1/64 of 512 MiB in 4 KiB blocks), a *sequence stream* starts
+//!    with two 8-block windows right after B (§3.3.1–3.3.2).
+//!
+//! A demand access that first hits a stream's readahead window opens the
+//! next one with `2f` blocks (f = hits in the current window), at most
+//! `max` (32; history `hist_max`), cancelling the stream when `2f < min`.
+//! Resident or busy blocks are left out of every read (windows shrink over
+//! cached data, §3.3.2).
+//!
+//! # Departures from the paper
+//!
+//! - `t` is a parameter (default 2048, the paper's value for its 512 MB
+//!   machine) rather than derived from the memory size, which a policy
+//!   does not see; set it to cache blocks / 64 for other sizes.
+//! - A window's mis-prefetch outcome is known when its last read block is
+//!   evicted (the driver reports use and window per evicted block). Windows
+//!   of a process whose history prefetching is disabled are *virtual*:
+//!   tracked but not read, and count as mis-prefetched if no block of
+//!   theirs was accessed while the stream held them.
+//! - When a history extension finds fewer than `hist_min` blocks the stream
+//!   keeps its current window and stops; later accesses fall back to
+//!   sequence detection (§3.4.3 "if history-aware prefetching aborts,
+//!   sequence-based prefetching is attempted").
+//! - Bounds the paper leaves implicit: at most `streams` streams (the
+//!   least recently moved is dropped) and `trails` current trails.
+
+pub mod quality;
+pub mod stream;
+pub mod table;
+pub mod trail;
+
+#[cfg(test)]
+mod tests;
+
+use crate::event::{Access, Op, Origin, Outcome, PrefetchDone, Target, WindowId};
+use crate::policy::{BoxedPolicy, Eviction, Policy, Sink};
+use quality::{QcParams, Quality};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use stream::{next_window_size, Kind, Stream, Window};
+use table::{BlockTable, BUSY, CACHED, PREFETCHED, RESIDENT};
+use trail::{extend, Matched, Reach, Trails};
+
+/// Registered name.
+pub const NAME: &str = "diskseen";
+/// One-line description.
+pub const SUMMARY: &str =
+    "DiskSeen disk-level sequence + history-aware prefetching (Jiang et al., ACM TOS 2013)";
+
+/// Bound on prefetch windows awaiting their outcome; the oldest beyond it
+/// is dropped unresolved.
+pub const MAX_PENDING_WINDOWS: usize = 1 << 16;
+
+/// How often (in stamped blocks) the table's size is checked against
+/// `table_mib`.
+const PURGE_CHECK_BLOCKS: u64 = 4096;
+
+crate::params! {
+    /// DiskSeen parameters (paper defaults).
+    pub struct DiskSeenParams {
+        /// sequence detection: contiguous blocks with decreasing timestamps that start a sequence stream (section 3.3.1: K=8)
+        k: u32 = 8,
+        /// timestamp gap threshold T in blocks: 1/64 of buffer memory (section 3.3.1: 2048 for 512 MB of 4 KiB blocks)
+        t: u64 = 2048,
+        /// smallest sequence/history window; 2f below it cancels a stream (section 3.3.2: 8)
+        min: u32 = 8,
+        /// largest sequence window (section 3.3.2: 32)
+        max: u32 = 32,
+        /// first history window size (section 3.4.3: min = 8)
+        hist_min: u32 = 8,
+        /// largest history window (section 3.4.3: 64)
+        hist_max: u32 = 64,
+        /// trail extent half-width S in blocks (section 3.4.1: 128)
+        s: u64 = 128,
+        /// blocks of the current trail matched by history before history prefetching starts (section 3.4.3: 4)
+        match_blocks: u32 = 4,
+        /// history-aware prefetching (section 3.4); off = the sequence-only variant
+        history: bool = true,
+        /// quality control: recent windows per process (section 3.5: 512)
+        qc_windows: u32 = 512,
+        /// quality control: disable history prefetching above this mis-prefetched ratio (section 3.5: 0.5)
+        qc_off: f64 = 0.5,
+        /// quality control: resume below this ratio (section 3.5: 0.3)
+        qc_on: f64 = 0.3,
+        /// disk-array coordination: tag requests with their trail's scheduling group (section 3.7)
+        coordinate: bool = true,
+        /// block-table memory bound in MiB (about 4 MiB per GiB of tracked blocks, section 3.1); oldest history is purged beyond it
+        table_mib: u64 = 256,
+        /// concurrent prefetch streams kept (not in the paper; the least recently moved is dropped)
+        streams: u32 = 256,
+        /// current trails tracked at once (not in the paper)
+        trails: u32 = 64,
+    }
+}
+
+/// Counters of what the policy did (for tests and reports).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Sequence streams started (§3.3.1).
+    pub sequence_streams: u64,
+    /// History streams started (§3.4.3).
+    pub history_streams: u64,
+    /// History activations whose first window was below `hist_min`.
+    pub history_aborts: u64,
+    /// Streams cancelled because 2f < min.
+    pub cancelled: u64,
+    /// Upper-level candidates dropped as prefetched-but-evicted-unused (§3.2).
+    pub screened_unused: u64,
+    /// Upper-level candidate blocks skipped as resident or busy (§3.2).
+    pub screened_resident: u64,
+    /// Table purges (§2.2) and progressive clearings (§3.1).
+    pub purges: u64,
+}
+
+/// Who a window is for.
+#[derive(Clone, Copy, Debug)]
+struct Tag {
+    dev: u32,
+    pid: crate::event::Pid,
+    group: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct WinRec {
+    pid: crate::event::Pid,
+    left: u32,
+    used: bool,
+    group: u32,
+}
+
+/// The DiskSeen policy.
+#[derive(Clone, Debug)]
+pub struct DiskSeen {
+    p: DiskSeenParams,
+    table: BlockTable,
+    counter: u64,
+    streams: Vec<Option<Stream>>,
+    owner: FxHashMap<u64, u32>,
+    trails: Trails,
+    windows: FxHashMap<u64, WinRec>,
+    window_order: VecDeque<u64>,
+    qc: Quality,
+    next_group: u32,
+    purge_cut: u64,
+    stats: Stats,
+}
+
+#[inline]
+fn key(dev: u32, lbn: u64) -> u64 {
+    (u64::from(dev) << 40) | lbn
+}
+
+impl DiskSeen {
+    /// Build from parameters.
+    pub fn new(p: DiskSeenParams) -> Self {
+        let mut p = p;
+        p.k = p.k.max(1);
+        p.min = p.min.max(1);
+        p.max = p.max.clamp(p.min, stream::MAX_WINDOW_BLOCKS as u32);
+        p.hist_min = p.hist_min.max(1);
+        p.hist_max = p
+            .hist_max
+            .clamp(p.hist_min, stream::MAX_WINDOW_BLOCKS as u32);
+        p.t = p.t.max(1);
+        p.match_blocks = p.match_blocks.max(2);
+        let qc = Quality::new(QcParams {
+            windows: p.qc_windows.max(1) as usize,
+            off: p.qc_off,
+            on: p.qc_on,
+        });
+        DiskSeen {
+            trails: Trails::new(p.trails.max(1) as usize),
+            p,
+            table: BlockTable::new(),
+            counter: 0,
+            streams: Vec::new(),
+            owner: FxHashMap::default(),
+            windows: FxHashMap::default(),
+            window_order: VecDeque::new(),
+            qc,
+            next_group: 0,
+            purge_cut: 0,
+            stats: Stats::default(),
+        }
+    }
+
+    fn reach(&self) -> Reach {
+        Reach {
+            t: self.p.t,
+            s: self.p.s,
+        }
+    }
+
+    /// The block table (read-only, for tests and reports).
+    pub fn table(&self) -> &BlockTable {
+        &self.table
+    }
+
+    /// What the policy did so far.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// The quality-control state.
+    pub fn quality(&self) -> &Quality {
+        &self.qc
+    }
+
+    /// The access counter (last timestamp given).
+    pub fn counter(&self) -> u64 {
+        self.counter
+    }
+
+    /// Live streams.
+    pub fn streams(&self) -> impl Iterator<Item = &Stream> {
+        self.streams.iter().flatten()
+    }
+
+    /// §3.3.1: is `lbn` the K-th of contiguous blocks whose most recent
+    /// timestamps decrease going backwards, each gap below T?
+    pub fn is_sequence_end(&self, dev: u32, lbn: u64) -> bool {
+        let mut later = self.table.newest(dev, lbn);
+        if later == 0 || lbn + 1 < u64::from(self.p.k) {
+            return false;
+        }
+        for i in 1..u64::from(self.p.k) {
+            let ts = self.table.newest(dev, lbn - i);
+            if ts == 0 || ts >= later || later - ts >= self.p.t {
+                return false;
+            }
+            later = ts;
+        }
+        true
+    }
+
+    fn alloc_slot(&mut self) -> usize {
+        if let Some(i) = self.streams.iter().position(Option::is_none) {
+            return i;
+        }
+        if self.streams.len() < self.p.streams.max(1) as usize {
+            self.streams.push(None);
+            return self.streams.len() - 1;
+        }
+        let oldest = self
+            .streams
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, s)| s.as_ref().map_or(0, |s| s.last_ts))
+            .map(|(i, _)| i)
+            .expect("streams is not empty");
+        self.drop_stream(oldest);
+        oldest
+    }
+
+    fn drop_stream(&mut self, slot: usize) {
+        if let Some(mut s) = self.streams[slot].take() {
+            let (cur, ra) = (std::mem::take(&mut s.cur), std::mem::take(&mut s.ra));
+            self.retire(slot, &s, cur);
+            self.retire(slot, &s, ra);
+        }
+    }
+
+    /// A window leaves its stream: unindex its blocks; a virtual window's
+    /// outcome goes to quality control now (a read one's at eviction).
+    fn retire(&mut self, slot: usize, s: &Stream, w: Window) {
+        for &b in &w.blocks {
+            let k = key(s.dev, b);
+            if self.owner.get(&k) == Some(&(slot as u32)) {
+                self.owner.remove(&k);
+            }
+        }
+        if w.virtual_only && !w.blocks.is_empty() {
+            self.qc.record(s.pid, w.hits() == 0);
+        }
+    }
+
+    /// Read the non-resident, non-busy blocks of `blocks` (LBN order) as
+    /// window `id` of a stream in `group`, one request per contiguous run.
+    fn read_blocks(
+        &mut self,
+        dev: u32,
+        blocks: &[u64],
+        id: WindowId,
+        pid: crate::event::Pid,
+        group: u32,
+        sink: &mut Sink<'_>,
+    ) {
+        let mut left = 0u32;
+        let mut run: Option<(u64, u32)> = None;
+        for &b in blocks {
+            let st = self.table.status(dev, b);
+            let skip = st & (RESIDENT | BUSY) != 0 || sink.is_cached(dev, b);
+            if !skip {
+                self.table
+                    .set_status(dev, b, RESIDENT | BUSY | PREFETCHED, true);
+                left += 1;
+            }
+            run = match (run, skip) {
+                (Some((s, n)), false) if s + u64::from(n) == b => Some((s, n + 1)),
+                (r, false) => {
+                    if let Some((s, n)) = r {
+                        sink.prefetch(Target::Block { dev, lbn: s }, n, id);
+                    }
+                    Some((b, 1))
+                }
+                (Some((s, n)), true) => {
+                    sink.prefetch(Target::Block { dev, lbn: s }, n, id);
+                    None
+                }
+                (None, true) => None,
+            };
+        }
+        if let Some((s, n)) = run {
+            sink.prefetch(Target::Block { dev, lbn: s }, n, id);
+        }
+        if left > 0 {
+            self.track_window(id, pid, left, group);
+        }
+    }
+
+    fn track_window(&mut self, id: WindowId, pid: crate::event::Pid, left: u32, group: u32) {
+        self.windows.insert(
+            id.0,
+            WinRec {
+                pid,
+                left,
+                used: false,
+                group,
+            },
+        );
+        self.window_order.push_back(id.0);
+        while self.window_order.len() > MAX_PENDING_WINDOWS {
+            if let Some(old) = self.window_order.pop_front() {
+                self.windows.remove(&old);
+            }
+        }
+    }
+
+    /// Open a window over `blocks` (sorted) for stream `slot`, index it and
+    /// read it unless virtual.
+    fn open_window(
+        &mut self,
+        slot: usize,
+        tag: Tag,
+        mut blocks: Vec<u64>,
+        virtual_only: bool,
+        sink: &mut Sink<'_>,
+    ) -> Window {
+        let Tag { dev, pid, group } = tag;
+        blocks.sort_unstable();
+        blocks.dedup();
+        let id = sink.new_window();
+        for &b in &blocks {
+            self.owner.insert(key(dev, b), slot as u32);
+        }
+        if !virtual_only {
+            self.read_blocks(dev, &blocks, id, pid, group, sink);
+        }
+        Window {
+            id,
+            blocks,
+            hit_mask: 0,
+            virtual_only,
+        }
+    }
+
+    fn new_group(&mut self) -> u32 {
+        self.next_group = self.next_group.wrapping_add(1).max(1);
+        self.next_group
+    }
+
+    /// §3.3.2: a sequence ends at `lbn`; prefetch `min` blocks after it into
+    /// the current window and the next `min` into the readahead window.
+    fn start_sequence(&mut self, dev: u32, lbn: u64, pid: crate::event::Pid, sink: &mut Sink<'_>) {
+        let slot = self.alloc_slot();
+        let group = self.new_group();
+        let n = u64::from(self.p.min);
+        let cur = self.open_window(
+            slot,
+            Tag { dev, pid, group },
+            (lbn + 1..lbn + 1 + n).collect(),
+            false,
+            sink,
+        );
+        let ra = self.open_window(
+            slot,
+            Tag { dev, pid, group },
+            (lbn + 1 + n..lbn + 1 + 2 * n).collect(),
+            false,
+            sink,
+        );
+        self.streams[slot] = Some(Stream {
+            dev,
+            pid,
+            kind: Kind::Sequence {
+                next: lbn + 1 + 2 * n,
+            },
+            cur,
+            ra,
+            last_ts: self.counter,
+            group,
+        });
+        self.stats.sequence_streams += 1;
+    }
+
+    /// §3.4.3: the next history window from `center` with `cursors`.
+    fn history_blocks(
+        &self,
+        dev: u32,
+        center: &mut u64,
+        cursors: &mut [u64],
+        size: u32,
+        before: u64,
+    ) -> Vec<u64> {
+        let found = extend(
+            &self.table,
+            dev,
+            *center,
+            cursors,
+            self.reach(),
+            size as usize,
+            before,
+        );
+        if let Some(&last) = found.last() {
+            *center = last;
+        }
+        found
+    }
+
+    /// Start a history stream at `lbn`; false when the first window would
+    /// be smaller than `hist_min` (history prefetching aborts).
+    fn start_history(
+        &mut self,
+        dev: u32,
+        lbn: u64,
+        m: Matched,
+        pid: crate::event::Pid,
+        sink: &mut Sink<'_>,
+    ) -> bool {
+        let mut cursors = m.cursors;
+        let mut center = lbn;
+        let min = self.p.hist_min;
+        let first = self.history_blocks(dev, &mut center, &mut cursors, min, m.before);
+        if first.len() < min as usize {
+            self.stats.history_aborts += 1;
+            return false;
+        }
+        let second = self.history_blocks(dev, &mut center, &mut cursors, min, m.before);
+        let second = if second.len() < min as usize {
+            Vec::new()
+        } else {
+            second
+        };
+        let virtual_only = !self.qc.history_enabled(pid);
+        let slot = self.alloc_slot();
+        let group = self.new_group();
+        let cur = self.open_window(slot, Tag { dev, pid, group }, first, virtual_only, sink);
+        let ra = self.open_window(slot, Tag { dev, pid, group }, second, virtual_only, sink);
+        self.streams[slot] = Some(Stream {
+            dev,
+            pid,
+            kind: Kind::History {
+                cursors,
+                center,
+                before: m.before,
+            },
+            cur,
+            ra,
+            last_ts: self.counter,
+            group,
+        });
+        self.stats.history_streams += 1;
+        true
+    }
+
+    /// A high-level demand request touched `lbn`, which stream `slot`
+    /// holds: count the hit; the first hit in the readahead window moves
+    /// the stream on (§3.3.2).
+    fn hit(&mut self, slot: usize, lbn: u64, sink: &mut Sink<'_>) {
+        let counter = self.counter;
+        let Some(s) = self.streams[slot].as_mut() else {
+            return;
+        };
+        s.last_ts = counter;
+        if let Some(i) = s.cur.position(lbn) {
+            s.cur.hit_mask |= 1 << i;
+            return;
+        }
+        let Some(i) = s.ra.position(lbn) else {
+            return;
+        };
+        let first = s.ra.hit_mask == 0;
+        s.ra.hit_mask |= 1 << i;
+        if first {
+            self.advance(slot, sink);
+        }
+    }
+
+    fn advance(&mut self, slot: usize, sink: &mut Sink<'_>) {
+        let mut s = self.streams[slot].take().expect("advancing a live stream");
+        let (min, max) = match s.kind {
+            Kind::Sequence { .. } => (self.p.min, self.p.max),
+            Kind::History { .. } => (self.p.min, self.p.hist_max),
+        };
+        let Some(size) = next_window_size(s.cur.hits(), min, max) else {
+            self.stats.cancelled += 1;
+            self.streams[slot] = Some(s);
+            self.drop_stream(slot);
+            return;
+        };
+        let old = std::mem::take(&mut s.cur);
+        self.retire(slot, &s, old);
+        s.cur = std::mem::take(&mut s.ra);
+        let (blocks, virtual_only) = match &mut s.kind {
+            Kind::Sequence { next } => {
+                let b: Vec<u64> = (*next..*next + u64::from(size)).collect();
+                *next += u64::from(size);
+                (b, false)
+            }
+            Kind::History {
+                cursors,
+                center,
+                before,
+            } => {
+                let (mut c, mut cs, before) = (*center, cursors.clone(), *before);
+                let b = self.history_blocks(s.dev, &mut c, &mut cs, size, before);
+                if let Kind::History {
+                    cursors, center, ..
+                } = &mut s.kind
+                {
+                    *center = c;
+                    *cursors = cs;
+                }
+                let b = if b.len() < min as usize {
+                    Vec::new()
+                } else {
+                    b
+                };
+                (b, !self.qc.history_enabled(s.pid))
+            }
+        };
+        s.ra = self.open_window(
+            slot,
+            Tag {
+                dev: s.dev,
+                pid: s.pid,
+                group: s.group,
+            },
+            blocks,
+            virtual_only,
+            sink,
+        );
+        self.streams[slot] = Some(s);
+    }
+
+    /// Keep the table within `table_mib` and its timestamps within 31 bits.
+    fn maintain_table(&mut self) {
+        if self.table.needs_clearing(self.counter) {
+            let cut = self.table.clear_progressively(self.counter);
+            self.purge_cut = self.purge_cut.max(cut);
+            self.stats.purges += 1;
+        }
+        if self.counter.is_multiple_of(PURGE_CHECK_BLOCKS) {
+            let budget = (self.p.table_mib as usize) << 20;
+            while self.table.memory_bytes() > budget && self.purge_cut < self.counter {
+                let cut = self.purge_cut + (self.counter - self.purge_cut).div_ceil(2);
+                self.table.purge_before(cut);
+                self.purge_cut = cut;
+                self.stats.purges += 1;
+            }
+        }
+    }
+
+    /// One demand block completed (§3.1): stamp it unless it was already in
+    /// the caching area, then look for a trail match or a sequence.
+    fn block_done(&mut self, a: &Access, lbn: u64, sink: &mut Sink<'_>) {
+        let dev = a.dev;
+        let st = self.table.status(dev, lbn);
+        if st & CACHED != 0 {
+            return;
+        }
+        self.counter += 1;
+        let ts = self.counter;
+        self.table.stamp(dev, lbn, ts);
+        self.table.set_status(dev, lbn, RESIDENT | CACHED, true);
+        self.table.set_status(dev, lbn, BUSY, false);
+        self.maintain_table();
+        if self.owner.contains_key(&key(dev, lbn)) {
+            return;
+        }
+        if self.p.history {
+            let m =
+                self.trails
+                    .observe(&self.table, dev, lbn, ts, self.reach(), self.p.match_blocks);
+            if let Some(m) = m {
+                if self.start_history(dev, lbn, m, a.pid, sink) {
+                    self.trails.hand_over();
+                    return;
+                }
+            }
+        }
+        if self.is_sequence_end(dev, lbn) {
+            self.start_sequence(dev, lbn, a.pid, sink);
+        }
+    }
+
+    /// The scheduling group of a window's requests (§3.7), 0 = none.
+    pub fn group_of(&self, window: WindowId) -> u32 {
+        if !self.p.coordinate {
+            return 0;
+        }
+        self.windows.get(&window.0).map_or(0, |w| w.group)
+    }
+}
+
+fn is_demand_read(a: &Access) -> bool {
+    a.origin == Origin::Demand && a.op == Op::Read
+}
+
+impl Policy for DiskSeen {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn on_access(&mut self, a: &Access, _o: &Outcome, sink: &mut Sink<'_>) {
+        if !is_demand_read(a) {
+            return;
+        }
+        for lbn in a.lbn..a.end_lbn() {
+            let st = self.table.status(a.dev, lbn);
+            if st & RESIDENT == 0 {
+                self.table.set_status(a.dev, lbn, RESIDENT | BUSY, true);
+            }
+            if st & PREFETCHED != 0 {
+                self.table.set_status(a.dev, lbn, PREFETCHED, false);
+            }
+            if let Some(&slot) = self.owner.get(&key(a.dev, lbn)) {
+                self.hit(slot as usize, lbn, sink);
+            }
+        }
+    }
+
+    fn on_access_done(&mut self, a: &Access, sink: &mut Sink<'_>) {
+        if !is_demand_read(a) {
+            return;
+        }
+        for lbn in a.lbn..a.end_lbn() {
+            self.block_done(a, lbn, sink);
+        }
+    }
+
+    fn on_prefetch_done(&mut self, d: &PrefetchDone, _sink: &mut Sink<'_>) {
+        for lbn in d.lbn..d.lbn + u64::from(d.blocks) {
+            self.table.set_status(d.dev, lbn, BUSY, false);
+        }
+    }
+
+    fn on_evict(&mut self, e: &Eviction) {
+        // PREFETCHED survives an unused eviction: the §3.2 mark.
+        self.table
+            .set_status(e.dev, e.lbn, RESIDENT | BUSY | CACHED, false);
+        if let Some(w) = e.window {
+            if let Some(r) = self.windows.get_mut(&w.0) {
+                r.left = r.left.saturating_sub(1);
+                r.used |= e.used;
+                if r.left == 0 {
+                    let (pid, used) = (r.pid, r.used);
+                    self.windows.remove(&w.0);
+                    self.qc.record(pid, !used);
+                }
+            }
+        }
+    }
+
+    fn on_run_start(&mut self, _run: u32) {
+        self.streams.clear();
+        self.owner.clear();
+        self.trails.clear();
+        self.windows.clear();
+        self.window_order.clear();
+        self.table.clear_status_everywhere(RESIDENT | BUSY | CACHED);
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes()
+            + self.owner.capacity() * 16
+            + self.windows.capacity() * 32
+            + self.window_order.capacity() * 8
+            + self.streams.capacity() * std::mem::size_of::<Option<Stream>>()
+            + self.trails.memory_bytes()
+            + self.qc.memory_bytes()
+    }
+
+    fn box_clone(&self) -> BoxedPolicy {
+        Box::new(self.clone())
+    }
+}

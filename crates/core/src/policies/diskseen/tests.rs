@@ -1,0 +1,425 @@
+//! DiskSeen tests: the paper's own examples (Fig. 3, §3.5's P1/P2) and the
+//! §3.3 window rules, driven through the `Policy` hooks.
+
+use super::trail::{extend, Reach, Trails};
+use super::*;
+use crate::event::{Access, Outcome, Pid, PrefetchRequest};
+use crate::policy::Residency;
+use rustc_hash::FxHashSet;
+use std::cell::RefCell;
+
+/// Residency for tests: a set of cached blocks of device 0.
+#[derive(Default)]
+struct Mem(RefCell<FxHashSet<u64>>);
+
+impl Residency for Mem {
+    fn is_cached(&self, _dev: u32, lbn: u64) -> bool {
+        self.0.borrow().contains(&lbn)
+    }
+    fn is_page_cached(&self, _f: crate::event::FileId, page: u64) -> bool {
+        self.0.borrow().contains(&page)
+    }
+}
+
+/// A policy with a pretend cache: demand reads and prefetches make blocks
+/// resident; nothing is evicted unless a test says so.
+struct Harness {
+    ds: DiskSeen,
+    mem: Mem,
+    next_window: u64,
+    seq: u64,
+    /// Every request issued, with its window.
+    log: Vec<PrefetchRequest>,
+}
+
+impl Harness {
+    fn new(p: DiskSeenParams) -> Self {
+        Harness {
+            ds: DiskSeen::new(p),
+            mem: Mem::default(),
+            next_window: 0,
+            seq: 0,
+            log: Vec::new(),
+        }
+    }
+
+    /// One demand read of `lbn` by `pid`, completed at once. Returns the
+    /// prefetch requests as (lbn, blocks).
+    fn read(&mut self, pid: Pid, lbn: u64) -> Vec<(u64, u32)> {
+        self.seq += 1;
+        let a = Access {
+            seq: self.seq,
+            pid,
+            lbn,
+            page: lbn,
+            blocks: 1,
+            ..Access::default()
+        };
+        let mut out = Vec::new();
+        {
+            let mut sink = Sink::new(&mut out, &mut self.next_window, &self.mem);
+            self.ds.on_access(&a, &Outcome::default(), &mut sink);
+        }
+        self.mem.0.borrow_mut().insert(lbn);
+        {
+            let mut sink = Sink::new(&mut out, &mut self.next_window, &self.mem);
+            self.ds.on_access_done(&a, &mut sink);
+        }
+        for r in &out {
+            let Target::Block { lbn, .. } = r.target else {
+                panic!("diskseen issues block requests")
+            };
+            for b in lbn..lbn + u64::from(r.blocks) {
+                self.mem.0.borrow_mut().insert(b);
+            }
+        }
+        self.log.extend(out.iter().copied());
+        out.iter()
+            .map(|r| match r.target {
+                Target::Block { lbn, .. } => (lbn, r.blocks),
+                Target::File { page, .. } => (page, r.blocks),
+            })
+            .collect()
+    }
+
+    /// Evict a block (the driver's report), `used` or not.
+    fn evict(&mut self, lbn: u64, used: bool) {
+        self.mem.0.borrow_mut().remove(&lbn);
+        let window = self
+            .log
+            .iter()
+            .find(|r| match r.target {
+                Target::Block { lbn: l, .. } => (l..l + u64::from(r.blocks)).contains(&lbn),
+                _ => false,
+            })
+            .map(|r| r.window);
+        self.ds.on_evict(&Eviction {
+            dev: 0,
+            lbn,
+            prefetched: window.is_some(),
+            used,
+            window,
+        });
+    }
+
+    /// A new run: the cache is emptied, history kept.
+    fn new_run(&mut self) {
+        self.mem.0.borrow_mut().clear();
+        self.log.clear();
+        self.ds.on_run_start(2);
+    }
+}
+
+#[test]
+fn timestamps_are_recorded_when_the_access_completes() {
+    // §3.1: the counter moves when a block reaches the caching area on
+    // demand, not when the request is issued; re-hits in the caching area
+    // are not stamped.
+    let mut h = Harness::new(DiskSeenParams::default());
+    let a = Access {
+        lbn: 50,
+        page: 50,
+        blocks: 2,
+        ..Access::default()
+    };
+    let mut out = Vec::new();
+    let mut sink = Sink::new(&mut out, &mut h.next_window, &h.mem);
+    h.ds.on_access(&a, &Outcome::default(), &mut sink);
+    assert_eq!(h.ds.table().newest(0, 50), 0, "not stamped at issue");
+    assert_eq!(h.ds.table().status(0, 50), RESIDENT | BUSY);
+    h.ds.on_access_done(&a, &mut sink);
+    assert_eq!(h.ds.table().timestamps(0, 50), [1, 0, 0, 0]);
+    assert_eq!(h.ds.table().timestamps(0, 51), [2, 0, 0, 0]);
+    assert_eq!(h.ds.table().status(0, 51), RESIDENT | CACHED);
+    h.read(1, 50);
+    assert_eq!(h.ds.counter(), 2, "a caching-area hit is not stamped");
+    h.ds.on_evict(&Eviction {
+        dev: 0,
+        lbn: 50,
+        prefetched: false,
+        used: true,
+        window: None,
+    });
+    h.read(1, 50);
+    assert_eq!(h.ds.table().timestamps(0, 50), [3, 1, 0, 0]);
+}
+
+#[test]
+fn sequence_of_k_blocks_opens_two_8_block_windows() {
+    // §3.3.1–3.3.2: the 8th contiguous block with decreasing timestamps
+    // backwards starts prefetching 8 blocks into the current window and
+    // the next 8 into the readahead window.
+    let mut h = Harness::new(DiskSeenParams::default());
+    for b in 100..107 {
+        assert!(h.read(1, b).is_empty(), "block {b}: no sequence yet");
+    }
+    assert_eq!(h.read(1, 107), vec![(108, 8), (116, 8)]);
+    assert_eq!(h.ds.stats().sequence_streams, 1);
+}
+
+#[test]
+fn a_gap_of_t_or_more_breaks_a_sequence() {
+    // §3.3.1: timestamps 1..7 then, after T other accesses, block 107.
+    let mut h = Harness::new(DiskSeenParams {
+        t: 16,
+        ..DiskSeenParams::default()
+    });
+    for b in 100..107 {
+        h.read(1, b);
+    }
+    for i in 0..15 {
+        h.read(1, 10_000 + 3 * i);
+    }
+    assert!(h.read(1, 107).is_empty(), "gap 16 = T is too large");
+    assert!(!h.ds.is_sequence_end(0, 107));
+}
+
+#[test]
+fn windows_grow_8_16_32_and_stay_capped() {
+    // §3.3.2: when the readahead window is first hit, a new one of 2f
+    // blocks (f = hits in the current window) opens, capped at 32.
+    let mut h = Harness::new(DiskSeenParams::default());
+    let mut sizes = vec![];
+    for b in 100..400 {
+        for (_, n) in h.read(1, b) {
+            sizes.push(n);
+        }
+    }
+    assert_eq!(&sizes[..7], &[8, 8, 16, 16, 32, 32, 32]);
+    assert!(sizes.iter().all(|&n| n <= 32));
+}
+
+#[test]
+fn few_hits_in_the_current_window_cancel_the_stream() {
+    // §3.3.2: 2f < min cancels. One hit in the current window (f = 1),
+    // then the readahead window is hit: 2 < 8.
+    let mut h = Harness::new(DiskSeenParams::default());
+    for b in 100..108 {
+        h.read(1, b);
+    }
+    assert!(h.read(1, 110).is_empty());
+    assert!(h.read(1, 116).is_empty(), "no new readahead window");
+    assert_eq!(h.ds.stats().cancelled, 1);
+    assert_eq!(h.ds.streams().count(), 0);
+}
+
+#[test]
+fn windows_shrink_over_resident_blocks() {
+    // §3.3.2: resident blocks in the prefetch scope are left out.
+    let mut h = Harness::new(DiskSeenParams::default());
+    for b in [110, 111, 112, 120, 121, 122, 123] {
+        h.mem.0.borrow_mut().insert(b);
+    }
+    for b in 100..107 {
+        h.read(1, b);
+    }
+    assert_eq!(h.read(1, 107), vec![(108, 2), (113, 3), (116, 4)]);
+}
+
+/// Fig. 3: blocks B1..B7 (LBN 1001..1007) with the figure's timestamps.
+/// Trail 1 (current, from 85000): B3, B5, B7, B6. Trail 2 (from 63110):
+/// B3, B5, B7, then B1 — broken at B6. Trail 3 (from 43500): B3, B5, B7,
+/// B6, then B4, B2, B1 and 1008..1012. A third history trail (from 20000:
+/// B3, B4, B2) does not echo trail 1 at all.
+fn fig3_table(t: &mut BlockTable) {
+    const B: u64 = 1000;
+    let mut stamps: Vec<(u64, u64)> = vec![
+        (B + 3, 20000),
+        (B + 4, 20001),
+        (B + 2, 20002),
+        (B + 3, 43500),
+        (B + 5, 43501),
+        (B + 7, 43502),
+        (B + 6, 43503),
+        (B + 4, 43504),
+        (B + 2, 43505),
+        (B + 1, 43506),
+        (B + 3, 63110),
+        (B + 5, 63200),
+        (B + 7, 63300),
+        (B + 1, 63400),
+    ];
+    for i in 0..5 {
+        stamps.push((B + 8 + i, 43507 + i));
+    }
+    stamps.sort_by_key(|&(_, ts)| ts);
+    for (lbn, ts) in stamps {
+        t.stamp(0, lbn, ts);
+    }
+}
+
+#[test]
+fn fig3_trail_2_breaks_at_b6_and_prefetching_follows_trail_3() {
+    let mut t = BlockTable::new();
+    fig3_table(&mut t);
+    let reach = Reach { t: 256, s: 128 };
+    let mut trails = Trails::new(8);
+    let mut step = |lbn: u64, ts: u64, trails: &mut Trails| {
+        t.stamp(0, lbn, ts);
+        trails.observe(&t, 0, lbn, ts, reach, 4)
+    };
+    assert_eq!(step(1003, 85000, &mut trails), None);
+    // B3 starts candidates at each older timestamp.
+    assert_eq!(trails.latest_cursors(), vec![63110, 43500, 20000]);
+    assert_eq!(step(1005, 85001, &mut trails), None);
+    // §3.4.2: "Trail 2 (B3 (63110), B5 (63200)) and Trail 3 (B3 (43500),
+    // B5 (43501))"; the 20000 trail does not reach B5.
+    assert_eq!(trails.latest_cursors(), vec![63200, 43501]);
+    assert_eq!(step(1007, 85002, &mut trails), None);
+    assert_eq!(trails.latest_cursors(), vec![63300, 43502]);
+    let m = step(1006, 85003, &mut trails).expect("4 matched blocks");
+    assert_eq!(m.cursors, vec![43503], "only trail 3 matches B6");
+    assert_eq!(m.before, 85000);
+    // §3.4.3: blocks with a timestamp in (43503, 43503 + 256] around B6,
+    // by timestamp: B4, B2, B1, 1008..1012.
+    let mut cursors = m.cursors.clone();
+    let next = extend(&t, 0, 1006, &mut cursors, reach, 8, m.before);
+    assert_eq!(next, vec![1004, 1002, 1001, 1008, 1009, 1010, 1011, 1012]);
+    assert_eq!(cursors, vec![43511]);
+}
+
+#[test]
+fn fig3_through_the_policy_prefetches_trail_3_in_lbn_order() {
+    let mut h = Harness::new(DiskSeenParams {
+        t: 256,
+        ..DiskSeenParams::default()
+    });
+    fig3_table(&mut h.ds.table);
+    h.ds.counter = 84_999;
+    assert!(h.read(1, 1003).is_empty());
+    assert!(h.read(1, 1005).is_empty());
+    assert!(h.read(1, 1007).is_empty());
+    // The history window is read in ascending LBN order, resident blocks
+    // (B3, B5, B7, B6 were just read) left out.
+    assert_eq!(h.read(1, 1006), vec![(1001, 2), (1004, 1), (1008, 5)]);
+    assert_eq!(h.ds.stats().history_streams, 1);
+}
+
+#[test]
+fn intersection_of_matched_trails_is_prefetched() {
+    // Two history trails echo the current one; only blocks both visited
+    // next are prefetched (§3.4.3).
+    let mut t = BlockTable::new();
+    for (i, lbn) in [10u64, 11, 12, 13, 14, 15].iter().enumerate() {
+        t.stamp(0, *lbn, 100 + i as u64);
+    }
+    for (i, lbn) in [10u64, 11, 12, 13, 15, 16].iter().enumerate() {
+        t.stamp(0, *lbn, 200 + i as u64);
+    }
+    let mut cursors = vec![103, 203]; // both at block 13
+    let next = extend(&t, 0, 13, &mut cursors, Reach { t: 64, s: 128 }, 8, 1000);
+    assert_eq!(next, vec![15], "14 and 16 are each on one trail only");
+}
+
+#[test]
+fn reversed_second_run_is_prefetched_from_history() {
+    // §4.3 reversed: no sequence on run 1; run 2 follows run 1's trail
+    // backwards and reads each window in ascending LBN order.
+    let mut h = Harness::new(DiskSeenParams::default());
+    for b in (1000..1100).rev() {
+        assert!(h.read(1, b).is_empty());
+    }
+    h.new_run();
+    let mut reqs = vec![];
+    for b in (1000..1100).rev() {
+        reqs.extend(h.read(1, b));
+    }
+    // Activation after 4 matched blocks (1099..1096): 1095..1088 and
+    // 1087..1080, each one ascending request.
+    assert_eq!(&reqs[..2], &[(1088, 8), (1080, 8)]);
+    assert_eq!(h.ds.stats().history_streams, 1);
+    let prefetched: u32 = reqs.iter().map(|r| r.1).sum();
+    assert_eq!(prefetched, 96 - 8 + 8, "1095 down to 1000");
+}
+
+#[test]
+fn history_off_is_sequence_only() {
+    let mut h = Harness::new(DiskSeenParams {
+        history: false,
+        ..DiskSeenParams::default()
+    });
+    for b in (1000..1100).rev() {
+        h.read(1, b);
+    }
+    h.new_run();
+    for b in (1000..1100).rev() {
+        assert!(h.read(1, b).is_empty());
+    }
+}
+
+#[test]
+fn p1_p2_mis_prefetching_disables_history_for_p2_only() {
+    // §3.5: P1 reads B1..B20 in a small region (every other block, so no
+    // sequence forms); P2 reads B1..B4 only. The match on B1..B4 prefetches
+    // B5..B20 for P2, which are evicted unused: both windows are
+    // mis-prefetched and history prefetching is disabled for P2, not P1.
+    let blk = |i: u64| 5000 + 2 * i;
+    let (p1, p2) = (1, 2);
+    let mut h = Harness::new(DiskSeenParams::default());
+    for i in 1..=20 {
+        assert!(h.read(p1, blk(i)).is_empty());
+    }
+    h.new_run();
+    let mut reqs = vec![];
+    for i in 1..=4 {
+        reqs.extend(h.read(p2, blk(i)));
+    }
+    let expect: Vec<(u64, u32)> = (5..=20).map(|i| (blk(i), 1)).collect();
+    assert_eq!(reqs, expect, "B5..B20 prefetched for P2");
+    for i in 5..=20 {
+        h.evict(blk(i), false);
+    }
+    assert!(!h.ds.quality().history_enabled(p2));
+    assert!(h.ds.quality().history_enabled(p1));
+    // Repeated: P2's match no longer reads anything.
+    h.new_run();
+    for i in 1..=4 {
+        assert!(h.read(p2, blk(i)).is_empty());
+    }
+    // P1 repeats its own pattern: P2's trail (B1..B4) also matches at
+    // first, so the intersection is empty until it breaks at B5; from B6 on
+    // P1's own history is prefetched and every block used.
+    h.new_run();
+    let mut reqs = vec![];
+    for i in 1..=20 {
+        reqs.extend(h.read(p1, blk(i)));
+    }
+    assert!(!reqs.is_empty(), "P1 still prefetches from history");
+    assert!(reqs.iter().all(|&(b, _)| b > blk(5)));
+    assert!(h.ds.quality().history_enabled(p1));
+}
+
+#[test]
+fn upper_candidates_are_screened() {
+    // §3.2: a block prefetched and evicted unused keeps its mark.
+    let mut h = Harness::new(DiskSeenParams::default());
+    for b in 100..108 {
+        h.read(1, b);
+    }
+    h.evict(108, false);
+    assert_eq!(h.ds.table().status(0, 108) & PREFETCHED, PREFETCHED);
+    h.evict(109, true);
+    h.read(1, 109);
+    assert_eq!(h.ds.table().status(0, 109) & PREFETCHED, 0);
+}
+
+#[test]
+fn purge_bounds_the_table_and_keeps_recent_history() {
+    // table_mib = 1: about 127 leaf pages; touch blocks spread over 400
+    // pages. The check runs every PURGE_CHECK_BLOCKS stamps, the last at
+    // the last read; the newest history survives it.
+    let mut h = Harness::new(DiskSeenParams {
+        table_mib: 1,
+        ..DiskSeenParams::default()
+    });
+    for i in 0..(PURGE_CHECK_BLOCKS * 2) {
+        let b = (i % 400) * 512 + i / 400 * 7;
+        h.read(1, b);
+        // Blocks leave memory (resident blocks are never purged).
+        h.evict(b, true);
+    }
+    assert!(h.ds.table().memory_bytes() <= 1 << 20);
+    assert!(h.ds.stats().purges > 0);
+    let last = (PURGE_CHECK_BLOCKS * 2 - 1) % 400 * 512 + (PURGE_CHECK_BLOCKS * 2 - 1) / 400 * 7;
+    assert_eq!(h.ds.table().newest(0, last), PURGE_CHECK_BLOCKS * 2);
+}

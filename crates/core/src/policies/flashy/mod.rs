@@ -1,0 +1,613 @@
+//! `flashy`: flashy prefetching, prefetchd (Uppal, Chiang and Huang, "Flashy
+//! Prefetching for High-Performance Flash Drives", MSST 2012).
+//!
+//! # What triggers it
+//!
+//! Time, not accesses (§IV-B): every polling interval (`interval_ms`,
+//! default 500 ms) the policy looks at what accumulated since the previous
+//! tick and decides whether, where and how much to prefetch for the next
+//! interval. Two event streams feed it (§IV-A): the application's reads as
+//! they enter the cache, hits included ([`crate::Policy::on_access`]), and
+//! the reads that reach the device — demand misses and our own prefetches
+//! ([`crate::Policy::on_device_request`]). Events update the state machines
+//! as they arrive instead of being buffered until the tick: the counters
+//! are the same (events arrive in time order), and no buffer can grow.
+//!
+//! # The numbers it keeps
+//!
+//! - One state machine per (pid, device, block region) (§IV-B, §V-A: "a
+//!   combination of drive id and process id, and block region"), at most
+//!   `machines` (default 1024; the idlest goes first), dropped after `idle`
+//!   (default 8) intervals without a read. Regions are `region` (default
+//!   256 MiB, not given by the paper) wide; a stream that runs into the
+//!   next region takes its machine with it (see [`Flashy::find`]).
+//! - Per machine, two [`pattern::Tracker`]s: the application's requests
+//!   (pattern recognition, §IV-B) and the device reads of that stream
+//!   (feedback, §IV-D).
+//! - One scale factor (Algorithm 1's `scale`, default start 1.0, §IV-C:
+//!   "values near 1.0 typically work well as the starting point").
+//!
+//! # At each tick (Algorithm 1)
+//!
+//! 1. For each machine whose pattern reaches `threshold` (0.60): the quota
+//!    of [`quota`] (scale × linear fraction × measured application rate,
+//!    capped by the device's maximum throughput minus the unpredictable
+//!    rate), turned into ranges by [`pattern::ranges`] and issued in chunks
+//!    of at most `chunk` (8 MiB, the kernel's per-call readahead(2) cap).
+//!    Rates use the *actual* elapsed time since the previous tick (§IV-B:
+//!    "careful to use the actual elapsed time"), the quota the nominal
+//!    interval (the next sleep).
+//! 2. The [`feedback`] monitor adjusts the scale for the next interval
+//!    (`feedback=off` keeps it fixed: the paper's static "normal" and
+//!    "aggressive" settings of Fig. 2 are `feedback=off,scale=X`).
+//! 3. One point of the time series (Fig. 5): application, prefetch and miss
+//!    throughput and the scale.
+//!
+//! The maximum device throughput is measured, not assumed (§IV-C): the
+//! driver tells it through [`crate::Policy::on_device_info`] (simulator:
+//! the device model; live: `outrider calibrate`); `max_mb_s` overrides it.
+//! Unknown, the cap is not applied.
+//!
+//! # What is approximate
+//!
+//! - Our prefetch reads are attributed to their stream by window id (the
+//!   simulator knows it); a driver that cannot tell leaves them out of the
+//!   per-stream device trackers (they still count in the totals).
+//! - The raise threshold and steps of the feedback are ours (see
+//!   [`feedback`]); the paper gives none.
+
+pub mod feedback;
+pub mod pattern;
+pub mod quota;
+#[cfg(test)]
+mod tests;
+
+use crate::event::{Access, DeviceInfo, DeviceRequest, Op, Origin, Outcome, Target, BLOCK_SIZE};
+use crate::params::{ParamError, Params};
+use crate::policy::{BoxedPolicy, Policy, SeriesPoint, Sink};
+use crate::size::ByteSize;
+use feedback::{Adjust, IntervalStats, Monitor};
+use pattern::{Pattern, Tracker};
+use std::collections::BTreeMap;
+
+/// Registered name.
+pub const NAME: &str = "flashy";
+/// One-line description.
+pub const SUMMARY: &str =
+    "flashy prefetching / prefetchd: timed pattern recognition, throughput quota, feedback-scaled aggressiveness (MSST 2012)";
+
+/// Bound on the points of the time series kept per run; past it every
+/// other point is dropped and points are recorded half as often.
+pub const MAX_SERIES_POINTS: usize = 1 << 14;
+
+/// Highest block a prefetch may reach: the 2^40-block (4 PiB) region a
+/// device has in the simulator; live, the kernel clips at the device end.
+pub const MAX_BLOCK: u64 = 1 << 40;
+
+crate::params! {
+    /// flashy parameters (paper defaults where the paper gives one).
+    pub struct FlashyParams {
+        /// polling interval in ms (section IV-B: 0.50 s)
+        interval_ms: u64 = 500,
+        /// pattern match threshold: fraction of the interval's blocks in one pattern (IV-B: 0.60)
+        threshold: f64 = 0.60,
+        /// application throughput scale factor, start value (IV-C: near 1.0)
+        scale: f64 = 1.0,
+        /// feedback monitor (IV-D); off = static scale (Fig. 2 normal / aggressive)
+        feedback: bool = true,
+        /// raise the scale when linear reads reaching disk / linear app reads exceed this (ours)
+        raise_at: f64 = 0.10,
+        /// scale multiplier when raising (ours)
+        up: f64 = 1.25,
+        /// scale multiplier when lowering (ours)
+        down: f64 = 0.8,
+        /// lower bound of the scale (ours)
+        scale_min: f64 = 0.25,
+        /// upper bound of the scale (ours)
+        scale_max: f64 = 8.0,
+        /// maximum device read throughput in MB/s; 0 = measured (device model / outrider calibrate)
+        max_mb_s: f64 = 0.0,
+        /// cap the sum of a device's streams (on) or each stream alone as the paper (off)
+        share_cap: bool = true,
+        /// block region of a state machine (V-A; size ours)
+        region: ByteSize = ByteSize(256 << 20),
+        /// largest single prefetch request (kernel readahead(2) cap)
+        chunk: ByteSize = ByteSize(8 << 20),
+        /// most strided ranges issued per stream per tick
+        max_ranges: u32 = 4096,
+        /// most state machines kept
+        machines: u32 = 1024,
+        /// intervals without a read before a state machine is dropped
+        idle: u32 = 8,
+    }
+}
+
+fn bad(key: &str, value: impl std::fmt::Display, expected: &str) -> ParamError {
+    ParamError::BadValue {
+        policy: NAME.into(),
+        key: key.into(),
+        value: value.to_string(),
+        expected: expected.into(),
+    }
+}
+
+/// Parse and check `k=v,...` (relations the macro cannot check).
+pub fn parse_params(text: &str) -> Result<FlashyParams, ParamError> {
+    let p = FlashyParams::parse(NAME, text)?;
+    if p.interval_ms == 0 {
+        return Err(bad("interval_ms", p.interval_ms, "a positive number of ms"));
+    }
+    if !(p.threshold > 0.0 && p.threshold <= 1.0) {
+        return Err(bad("threshold", p.threshold, "a fraction in (0, 1]"));
+    }
+    if !(p.scale_min > 0.0 && p.scale_min <= p.scale_max) {
+        return Err(bad("scale_min", p.scale_min, "0 < scale_min <= scale_max"));
+    }
+    if p.scale <= 0.0 {
+        return Err(bad("scale", p.scale, "a positive number"));
+    }
+    if p.up < 1.0 {
+        return Err(bad("up", p.up, "a multiplier >= 1"));
+    }
+    if !(p.down > 0.0 && p.down <= 1.0) {
+        return Err(bad("down", p.down, "a multiplier in (0, 1]"));
+    }
+    if p.max_mb_s < 0.0 {
+        return Err(bad(
+            "max_mb_s",
+            p.max_mb_s,
+            "0 (measured) or a positive MB/s",
+        ));
+    }
+    for (k, v) in [("region", p.region), ("chunk", p.chunk)] {
+        if v.0 < BLOCK_SIZE || v.0 % BLOCK_SIZE != 0 {
+            return Err(bad(k, v, "a positive multiple of 4KiB"));
+        }
+    }
+    if p.chunk.0 / BLOCK_SIZE > u64::from(u32::MAX) {
+        return Err(bad("chunk", p.chunk, "at most 16TiB"));
+    }
+    if p.machines == 0 || p.max_ranges == 0 {
+        let (k, v) = if p.machines == 0 {
+            ("machines", p.machines)
+        } else {
+            ("max_ranges", p.max_ranges)
+        };
+        return Err(bad(k, v, "at least 1"));
+    }
+    Ok(p)
+}
+
+/// State machine key: (pid, device, block region).
+pub type Key = (u32, u32, u64);
+
+/// One state machine (§IV-B).
+#[derive(Clone, Debug, Default)]
+pub struct Machine {
+    /// The application's requests.
+    pub app: Tracker,
+    /// Device reads of this stream: demand misses (counted) and our
+    /// prefetches (state only).
+    pub disk: Tracker,
+    /// Consecutive intervals without an application read.
+    pub idle_ticks: u32,
+}
+
+/// What one tick decided, kept for tests and diagnostics.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TickReport {
+    /// Elapsed time the rates used (ns).
+    pub elapsed_ns: u64,
+    /// Per stream that prefetched: key, pattern, linear fraction, quota
+    /// (blocks).
+    pub plans: Vec<(Key, Pattern, f64, u64)>,
+    /// The interval's totals given to the feedback monitor.
+    pub stats: IntervalStats,
+    /// What the monitor did.
+    pub adjust: Option<Adjust>,
+    /// Scale after the tick.
+    pub scale: f64,
+}
+
+/// The flashy prefetcher.
+#[derive(Clone, Debug)]
+pub struct Flashy {
+    p: FlashyParams,
+    region_blocks: u64,
+    chunk_blocks: u64,
+    monitor: Monitor,
+    machines: BTreeMap<Key, Machine>,
+    scale: f64,
+    last_tick_ns: u64,
+    /// Maximum read throughput per device (`None` = every device), bytes/s.
+    dev_max: Vec<(Option<u32>, u64)>,
+    /// Blocks our prefetches read from the device this interval.
+    prefetch_disk: u64,
+    /// Demand blocks read from the device this interval.
+    miss_disk: u64,
+    /// Did the previous tick request a prefetch?
+    prefetched_prev: bool,
+    /// Windows of the last tick's prefetches and their machines.
+    win_owner: Vec<(u64, Key)>,
+    series: Vec<SeriesPoint>,
+    series_every: u64,
+    ticks: u64,
+    scratch: Vec<(u64, u64)>,
+    /// The last tick's decisions.
+    pub last_tick: TickReport,
+}
+
+impl Flashy {
+    /// Build from parameters (checked by [`parse_params`]).
+    pub fn new(p: FlashyParams) -> Self {
+        Flashy {
+            region_blocks: (p.region.0 / BLOCK_SIZE).max(1),
+            chunk_blocks: (p.chunk.0 / BLOCK_SIZE).max(1),
+            monitor: Monitor {
+                raise_at: p.raise_at,
+                up: p.up,
+                down: p.down,
+                scale_min: p.scale_min,
+                scale_max: p.scale_max,
+            },
+            machines: BTreeMap::new(),
+            scale: p.scale,
+            last_tick_ns: 0,
+            dev_max: Vec::new(),
+            prefetch_disk: 0,
+            miss_disk: 0,
+            prefetched_prev: false,
+            win_owner: Vec::new(),
+            series: Vec::new(),
+            series_every: 1,
+            ticks: 0,
+            scratch: Vec::new(),
+            last_tick: TickReport::default(),
+            p,
+        }
+    }
+
+    /// The current scale factor.
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+
+    /// The state machines.
+    pub fn machines(&self) -> &BTreeMap<Key, Machine> {
+        &self.machines
+    }
+
+    /// The machine a request of `pid` at `[lbn, end)` on `dev` belongs to:
+    /// the one of its region, else one in a neighbouring region whose
+    /// stream this request continues (a scan crossing a region boundary).
+    /// With `create`, a neighbour found is moved to the request's region
+    /// and a missing machine is created (evicting the idlest when the
+    /// table is full).
+    fn find(&mut self, pid: u32, dev: u32, lbn: u64, end: u64, create: bool) -> Option<Key> {
+        let r = lbn / self.region_blocks;
+        let key = (pid, dev, r);
+        if self.machines.contains_key(&key) {
+            return Some(key);
+        }
+        let neighbours = [r.checked_sub(1), r.checked_add(1)];
+        for nr in neighbours.into_iter().flatten() {
+            let nk = (pid, dev, nr);
+            if let Some(m) = self.machines.get(&nk) {
+                if m.app.continues(lbn, end) || m.disk.continues(lbn, end) {
+                    if !create {
+                        return Some(nk);
+                    }
+                    let m = self.machines.remove(&nk).expect("present");
+                    self.machines.insert(key, m);
+                    for w in &mut self.win_owner {
+                        if w.1 == nk {
+                            w.1 = key;
+                        }
+                    }
+                    return Some(key);
+                }
+            }
+        }
+        if !create {
+            return None;
+        }
+        if self.machines.len() >= self.p.machines as usize {
+            let victim = self
+                .machines
+                .iter()
+                .max_by_key(|(_, m)| m.idle_ticks)
+                .map(|(k, _)| *k)
+                .expect("table is full, so not empty");
+            self.machines.remove(&victim);
+        }
+        self.machines.insert(key, Machine::default());
+        Some(key)
+    }
+
+    /// Maximum read rate (blocks/s) of the device group of `dev`, and that
+    /// group: a device told individually is its own group, the others
+    /// share the driver's `None` entry.
+    fn max_rate(&self, dev: u32) -> (Option<u32>, Option<f64>) {
+        let group = self
+            .dev_max
+            .iter()
+            .any(|(d, _)| *d == Some(dev))
+            .then_some(dev);
+        if self.p.max_mb_s > 0.0 {
+            return (group, Some(self.p.max_mb_s * 1e6 / BLOCK_SIZE as f64));
+        }
+        let bytes = self
+            .dev_max
+            .iter()
+            .find(|(d, _)| *d == group)
+            .map(|(_, b)| *b as f64 / BLOCK_SIZE as f64);
+        (group, bytes)
+    }
+
+    fn push_series(&mut self, now_ns: u64, values: Vec<(&'static str, f64)>) {
+        self.ticks += 1;
+        if !self.ticks.is_multiple_of(self.series_every) {
+            return;
+        }
+        if self.series.len() >= MAX_SERIES_POINTS {
+            let mut i = 0;
+            self.series.retain(|_| {
+                i += 1;
+                i % 2 == 0
+            });
+            self.series_every *= 2;
+        }
+        self.series.push(SeriesPoint {
+            time_ns: now_ns,
+            values,
+        });
+    }
+
+    /// One polling interval's work (Algorithm 1's loop body).
+    fn tick(&mut self, now_ns: u64, sink: &mut Sink<'_>) {
+        let elapsed_ns = now_ns.saturating_sub(self.last_tick_ns);
+        if elapsed_ns == 0 {
+            return;
+        }
+        self.last_tick_ns = now_ns;
+        let elapsed_s = elapsed_ns as f64 * 1e-9;
+        let interval_s = self.p.interval_ms as f64 * 1e-3;
+
+        // Pattern recognition and the uncapped prefetch rate per stream.
+        struct Plan {
+            key: Key,
+            pattern: Option<(Pattern, f64)>,
+            rate: f64,
+            random: f64,
+            group: Option<u32>,
+            max: Option<f64>,
+        }
+        let mut plans: Vec<Plan> = Vec::new();
+        let (mut app_blocks, mut app_linear, mut disk_linear) = (0u64, 0u64, 0u64);
+        for (key, m) in &self.machines {
+            let c = &m.app.counts;
+            app_blocks += c.total;
+            app_linear += c.linear();
+            disk_linear += m.disk.counts.linear();
+            if c.total == 0 {
+                continue;
+            }
+            let app_rate = c.total as f64 / elapsed_s;
+            let pattern = m.app.pattern(self.p.threshold);
+            let frac = pattern.map_or(0.0, |p| p.1);
+            let (group, max) = self.max_rate(key.1);
+            plans.push(Plan {
+                key: *key,
+                pattern,
+                rate: quota::uncapped_rate(self.scale, frac, app_rate),
+                random: quota::random_rate(frac, app_rate),
+                group,
+                max,
+            });
+        }
+
+        // The throughput cap (§IV-C), per device group or per stream.
+        if self.p.share_cap {
+            let mut groups: Vec<Option<u32>> = plans.iter().map(|p| p.group).collect();
+            groups.sort_unstable();
+            groups.dedup();
+            for g in groups {
+                let random_sum: f64 = plans
+                    .iter()
+                    .filter(|p| p.group == g)
+                    .map(|p| p.random)
+                    .sum();
+                let max = plans.iter().find(|p| p.group == g).and_then(|p| p.max);
+                let mut rates: Vec<f64> = plans
+                    .iter()
+                    .filter(|p| p.group == g)
+                    .map(|p| p.rate)
+                    .collect();
+                quota::cap_shared(&mut rates, max, random_sum);
+                for (p, r) in plans.iter_mut().filter(|p| p.group == g).zip(rates) {
+                    p.rate = r;
+                }
+            }
+        } else {
+            for p in &mut plans {
+                p.rate = quota::cap_one(p.rate, p.max, p.random);
+            }
+        }
+
+        // Block prefetching: ranges per stream, in chunks.
+        let mut report = TickReport {
+            elapsed_ns,
+            ..TickReport::default()
+        };
+        self.win_owner.clear();
+        let mut quota_total = 0u64;
+        for plan in &plans {
+            let Some((pattern, frac)) = plan.pattern else {
+                continue;
+            };
+            let q = quota::quota_blocks(plan.rate, interval_s);
+            let m = &self.machines[&plan.key];
+            let (Some(last), Some(jump)) = (m.app.last, m.app.last_jump.or(Some(0))) else {
+                continue;
+            };
+            pattern::ranges(
+                pattern,
+                last,
+                jump,
+                q,
+                self.p.max_ranges as usize,
+                &mut self.scratch,
+            );
+            if self.scratch.is_empty() {
+                continue;
+            }
+            report.plans.push((plan.key, pattern, frac, q));
+            let w = sink.new_window();
+            self.win_owner.push((w.0, plan.key));
+            for &(start, n) in &self.scratch {
+                let end = (start + n).min(MAX_BLOCK);
+                let mut s = start;
+                while s < end {
+                    let len = (end - s).min(self.chunk_blocks);
+                    sink.prefetch(
+                        Target::Block {
+                            dev: plan.key.1,
+                            lbn: s,
+                        },
+                        len as u32,
+                        w,
+                    );
+                    quota_total += len;
+                    s += len;
+                }
+            }
+        }
+
+        // Feedback (§IV-D): adjust the scale for the next interval.
+        let stats = IntervalStats {
+            app_linear,
+            disk_linear,
+            prefetch_disk: self.prefetch_disk,
+            prefetched: self.prefetched_prev,
+        };
+        let scale_used = self.scale;
+        report.adjust = self
+            .p
+            .feedback
+            .then(|| self.monitor.adjust(&mut self.scale, &stats));
+        report.stats = stats;
+        report.scale = self.scale;
+        self.prefetched_prev = quota_total > 0;
+
+        // Fig. 5: application vs prefetch throughput, and the scale.
+        let mb = |blocks: u64| blocks as f64 * BLOCK_SIZE as f64 / elapsed_s / 1e6;
+        let values = vec![
+            ("app_mb_s", mb(app_blocks)),
+            ("prefetch_mb_s", mb(self.prefetch_disk)),
+            ("miss_mb_s", mb(self.miss_disk)),
+            (
+                "quota_mb_s",
+                quota_total as f64 * BLOCK_SIZE as f64 / interval_s / 1e6,
+            ),
+            ("scale", scale_used),
+        ];
+        self.push_series(now_ns, values);
+
+        // Next interval: fresh counters; forget streams idle too long.
+        self.prefetch_disk = 0;
+        self.miss_disk = 0;
+        let idle = self.p.idle;
+        self.machines.retain(|_, m| {
+            if m.app.counts.total == 0 {
+                m.idle_ticks += 1;
+            } else {
+                m.idle_ticks = 0;
+            }
+            m.app.counts = Default::default();
+            m.disk.counts = Default::default();
+            m.idle_ticks <= idle
+        });
+        self.last_tick = report;
+    }
+}
+
+impl Policy for Flashy {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn on_access(&mut self, a: &Access, _o: &Outcome, _sink: &mut Sink<'_>) {
+        if a.op != Op::Read || a.origin != Origin::Demand || a.blocks == 0 {
+            return;
+        }
+        if let Some(k) = self.find(a.pid, a.dev, a.lbn, a.end_lbn(), true) {
+            let m = self.machines.get_mut(&k).expect("found");
+            m.app.observe(a.lbn, a.blocks, true);
+        }
+    }
+
+    fn on_device_request(&mut self, r: &DeviceRequest) {
+        match r.origin {
+            Origin::OurPrefetch => {
+                self.prefetch_disk += u64::from(r.blocks);
+                let owner = r
+                    .window
+                    .and_then(|w| self.win_owner.iter().find(|o| o.0 == w.0))
+                    .map(|o| o.1);
+                if let Some(m) = owner.and_then(|k| self.machines.get_mut(&k)) {
+                    m.disk.observe(r.lbn, r.blocks, false);
+                }
+            }
+            Origin::Demand => {
+                self.miss_disk += u64::from(r.blocks);
+                if let Some(k) = self.find(r.pid, r.dev, r.lbn, r.end_lbn(), false) {
+                    let m = self.machines.get_mut(&k).expect("found");
+                    m.disk.observe(r.lbn, r.blocks, true);
+                }
+            }
+            Origin::FilePrefetch => {}
+        }
+    }
+
+    fn on_device_info(&mut self, info: &DeviceInfo) {
+        self.dev_max.retain(|(d, _)| *d != info.dev);
+        if let Some(b) = info.max_read_bytes_per_s.filter(|&b| b > 0) {
+            self.dev_max.push((info.dev, b));
+        }
+    }
+
+    fn on_tick(&mut self, now_ns: u64, sink: &mut Sink<'_>) {
+        self.tick(now_ns, sink);
+    }
+
+    fn tick_interval_ns(&self) -> Option<u64> {
+        Some(self.p.interval_ms.saturating_mul(1_000_000))
+    }
+
+    fn on_run_start(&mut self, _run: u32) {
+        // Streams and interval counters are per run; the scale factor is
+        // learned history and carries over.
+        self.machines.clear();
+        self.win_owner.clear();
+        self.series.clear();
+        self.series_every = 1;
+        self.ticks = 0;
+        self.last_tick_ns = 0;
+        self.prefetch_disk = 0;
+        self.miss_disk = 0;
+        self.prefetched_prev = false;
+    }
+
+    fn series(&self) -> Vec<SeriesPoint> {
+        self.series.clone()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.machines.len() * (std::mem::size_of::<(Key, Machine)>() + 16)
+            + self.series.len() * (std::mem::size_of::<SeriesPoint>() + 5 * 24)
+    }
+
+    fn box_clone(&self) -> BoxedPolicy {
+        Box::new(self.clone())
+    }
+}

@@ -1,0 +1,530 @@
+//! A directed-prefetching client (libprefetch §4): registered regions, the
+//! access list, tracked reads, rounds.
+//!
+//! A tracked read (`pread`/`read`/`readv`, or [`Client::note_access`]) of a
+//! registered region goes through three checks before the data is read:
+//!
+//! 1. **Position** (§4.1): the page is looked up on the access list at or
+//!    after the current position. Not found → the program *strayed*: the
+//!    callback is asked for a new list (reason [`Reason::Strayed`]) and a new
+//!    round is planned from the new list.
+//! 2. **Round** (§4.5): past the end of the current round, or the list was
+//!    replaced → a new round. Inside the round, the page's residency is
+//!    checked with `cachestat(2)`; a miss is a premature eviction → the AIMD
+//!    controller halves and a new round starts at this entry.
+//! 3. **Low list** (§4.1): fewer than `low` entries left ahead → the
+//!    callback is asked to extend the list (reason [`Reason::Low`]), once per
+//!    list update.
+//!
+//! A round: K unique pages from the current entry on (K from the AIMD
+//! controller or `buffer`), physical positions from FIEMAP, C-LOOK order
+//! from the previous round's last position, infill merge (shared with the
+//! simulator: `outrider_core::policies::directed::plan`). Pages of the
+//! previous round not in the new one are dropped with DONTNEED first, in one
+//! batch of merged ranges (§4.5: "faster to DONTNEED pages in large
+//! batches"). The runs are then issued as WILLNEED in chunks no larger than
+//! the device's readahead cap, from the worker pool; the caller waits until
+//! every chunk is submitted (libprefetch blocks the application during a
+//! round, §4.5) but not for the I/O itself.
+//!
+//! What stock Linux does not allow (§4.5's kernel changes): WILLNEED does not
+//! move pages already cached in the LRU, so the paper's second pass —
+//! re-advising the round in reverse access order so that memory pressure
+//! evicts the pages needed last — has no effect and is not done. Infill is
+//! done in user space: merged runs are one WILLNEED range, so infill pages
+//! enter the page cache (hence `charge=on`).
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+use outrider_core::policies::directed::list::{AccessList, ListEntry, Mode, Observed};
+use outrider_core::policies::directed::plan::{plan_round, Aimd, Page, Run};
+use outrider_core::Params;
+use outrider_sys::{advise, cachestat, fiemap, Advice, Extent, Fetch, Pool};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::config::Config;
+
+const PAGE: u64 = 4096;
+
+/// One access-list entry as the application gives it (§4.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// File descriptor of a registered region.
+    pub fd: RawFd,
+    /// Byte offset of the access (its page is prefetched).
+    pub offset: u64,
+    /// A landmark for the callback (§4.1).
+    pub marked: bool,
+}
+
+/// Why the callback was called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// Few entries left ahead of the position.
+    Low,
+    /// The program read a registered page that is not on the list ahead.
+    Strayed,
+}
+
+/// What the callback is told (§4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Why.
+    pub reason: Reason,
+    /// The access that triggered it: (fd, byte offset of its page).
+    pub current: (RawFd, u64),
+    /// The most recently accessed (or passed) marked entry, if any.
+    pub last_marked: Option<(RawFd, u64)>,
+}
+
+/// The application's callback: extend or replace the list with
+/// [`Client::request_prefetching`].
+pub type Callback = Box<dyn FnMut(&mut Client, &Event) + Send>;
+
+/// Counters of what the client did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Tracked reads.
+    pub tracked_reads: u64,
+    /// Rounds planned.
+    pub rounds: u64,
+    /// Rounds started because a page of the current round was not resident.
+    pub premature_rounds: u64,
+    /// Callbacks for a low list.
+    pub low_callbacks: u64,
+    /// Callbacks because the program strayed.
+    pub stray_callbacks: u64,
+    /// Pages asked for (rounds' unique pages).
+    pub round_pages: u64,
+    /// Pages read as infill.
+    pub infill_pages: u64,
+    /// Pages dropped with DONTNEED.
+    pub dropped_pages: u64,
+    /// Current reorder-buffer size, pages.
+    pub buffer_pages: u64,
+}
+
+struct Region {
+    fd: Arc<OwnedFd>,
+    ranges: Vec<(u64, u64)>,
+    extents: Vec<Extent>,
+    ra_cap: u64,
+}
+
+impl Region {
+    fn covers(&self, off: u64) -> bool {
+        self.ranges.iter().any(|&(o, l)| off >= o && off < o + l)
+    }
+    fn phys_block(&self, page: u64) -> u64 {
+        let off = page * PAGE;
+        let i = self
+            .extents
+            .partition_point(|e| e.logical + e.length <= off);
+        self.extents
+            .get(i)
+            .and_then(|e| e.physical_of(off))
+            .map_or(page, |p| p / PAGE)
+    }
+}
+
+/// A directed-prefetching client (see the module docs).
+pub struct Client {
+    cfg: Config,
+    callback: Option<Callback>,
+    regions: FxHashMap<RawFd, Region>,
+    list: AccessList,
+    /// Absolute list index one past the current round.
+    round_end: u64,
+    /// Pages of the current round (requested, not infill).
+    round_pages: FxHashSet<(u64, u64)>,
+    /// Runs fetched by the current round (for the next round's drops).
+    round_runs: Vec<Run>,
+    replan: bool,
+    low_armed: bool,
+    ignore: u32,
+    aimd: Aimd,
+    head: (u32, u64),
+    pool: Pool,
+    stats: Stats,
+}
+
+impl Client {
+    /// A client with `cfg`; the reorder buffer starts at 90 % of the memory
+    /// available to the page cache (cgroup-aware, §4.6).
+    pub fn new(cfg: Config) -> Client {
+        let avail = available_pages(&cfg);
+        let aimd = Aimd::new(avail, cfg.min.blocks(), cfg.aimd);
+        Client {
+            list: AccessList::new(cfg.list),
+            pool: Pool::new(cfg.threads, 4 * cfg.threads.max(1)),
+            cfg,
+            callback: None,
+            regions: FxHashMap::default(),
+            round_end: 0,
+            round_pages: FxHashSet::default(),
+            round_runs: Vec::new(),
+            replan: true,
+            low_armed: true,
+            ignore: 0,
+            aimd,
+            head: (0, 0),
+            stats: Stats::default(),
+        }
+    }
+
+    /// A client configured from `k=v,...` text (see [`Config`]).
+    pub fn from_params(text: &str) -> Result<Client, outrider_core::ParamError> {
+        Ok(Client::new(Config::parse("directed", text)?))
+    }
+
+    /// Install the callback (`register_client`'s callback, §4).
+    pub fn set_callback(&mut self, cb: impl FnMut(&mut Client, &Event) + Send + 'static) {
+        self.callback = Some(Box::new(cb));
+    }
+
+    /// Move `other`'s callback to this client (used when reconfiguring).
+    pub fn take_callback_from(&mut self, other: &mut Client) {
+        self.callback = other.callback.take();
+    }
+
+    /// Track reads of bytes `[offset, offset + len)` of `fd` (`register_region`).
+    /// The descriptor is duplicated for the I/O workers; its extent map is
+    /// read once here (FIEMAP; files without one are taken as contiguous).
+    pub fn register_region(&mut self, fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<()> {
+        let raw = fd.as_raw_fd();
+        if let Some(r) = self.regions.get_mut(&raw) {
+            r.ranges.push((offset, len));
+            return Ok(());
+        }
+        let dup = fd.try_clone_to_owned()?;
+        let extents = fiemap(fd).unwrap_or_default();
+        self.regions.insert(
+            raw,
+            Region {
+                ra_cap: outrider_sys::ra_cap_bytes(fd),
+                fd: Arc::new(dup),
+                ranges: vec![(offset, len)],
+                extents,
+            },
+        );
+        Ok(())
+    }
+
+    /// `request_prefetching` (§4.2): change the list by `mode`; returns how
+    /// many entries were accepted (fewer once the list buffer is full).
+    /// Replacing the list (`Replace`, `AfterMark`) plans a new round at the
+    /// next tracked read.
+    pub fn request_prefetching(&mut self, entries: &[Entry], mode: Mode) -> usize {
+        let list: Vec<ListEntry> = entries
+            .iter()
+            .map(|e| ListEntry {
+                file: e.fd as u64,
+                page: e.offset / PAGE,
+                marked: e.marked,
+            })
+            .collect();
+        let n = self.list.request(&list, mode);
+        if mode != Mode::Append {
+            self.replan = true;
+        }
+        self.low_armed = true;
+        n
+    }
+
+    /// Stop tracking reads (nested: each call needs an unignore). Used by
+    /// callbacks that read registered data themselves (§4.2).
+    pub fn ignore_accesses(&mut self) {
+        self.ignore += 1;
+    }
+
+    /// Undo one [`Client::ignore_accesses`].
+    pub fn unignore_accesses(&mut self) {
+        self.ignore = self.ignore.saturating_sub(1);
+    }
+
+    /// What the client did so far.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            buffer_pages: self.buffer_pages(),
+            ..self.stats
+        }
+    }
+
+    /// Entries left ahead of the position.
+    pub fn remaining(&self) -> u64 {
+        self.list.remaining()
+    }
+
+    fn buffer_pages(&self) -> u64 {
+        match self.cfg.buffer.blocks() {
+            0 => self.aimd.pages,
+            b => b,
+        }
+    }
+
+    /// `pread` through the client: track, then read.
+    pub fn pread(&mut self, fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.note_access(fd.as_raw_fd(), offset, buf.len() as u64);
+        // SAFETY: `buf` is valid for writes of its length.
+        let r = unsafe {
+            libc::pread(
+                fd.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                offset as libc::off_t,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
+    }
+
+    /// `read` through the client (at the descriptor's file position).
+    pub fn read(&mut self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> io::Result<usize> {
+        self.track_at_position(fd.as_raw_fd(), buf.len() as u64);
+        // SAFETY: `buf` is valid for writes of its length.
+        let r = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
+    }
+
+    /// Track a read of `len` bytes at `fd`'s current file position.
+    pub fn track_at_position(&mut self, fd: RawFd, len: u64) {
+        if self.ignore == 0 && self.regions.contains_key(&fd) {
+            // SAFETY: lseek on a descriptor the caller owns; no side effect.
+            let pos = unsafe { libc::lseek(fd, 0, libc::SEEK_CUR) };
+            if pos >= 0 {
+                self.note_access(fd, pos as u64, len);
+            }
+        }
+    }
+
+    /// Track an access of `len` bytes at `offset` of `fd` without reading
+    /// (for programs that read by other means, e.g. mmap).
+    pub fn note_access(&mut self, fd: RawFd, offset: u64, len: u64) {
+        if self.ignore > 0 || len == 0 {
+            return;
+        }
+        let Some(region) = self.regions.get(&fd) else {
+            return;
+        };
+        if !region.covers(offset) {
+            return;
+        }
+        self.stats.tracked_reads += 1;
+        for page in offset / PAGE..=(offset + len - 1) / PAGE {
+            self.track_page(fd, page);
+        }
+    }
+
+    fn track_page(&mut self, fd: RawFd, page: u64) {
+        let key = (fd as u64, page);
+        let index = match self.list.observe(key.0, key.1) {
+            Observed::Same => return,
+            Observed::OnList { index, .. } => Some(index),
+            Observed::Strayed => {
+                self.stats.stray_callbacks += 1;
+                self.call_back(Reason::Strayed, fd, page);
+                self.replan = true;
+                // The new list should start with (or contain) this access.
+                match self.list.observe(key.0, key.1) {
+                    Observed::OnList { index, .. } => Some(index),
+                    _ => None,
+                }
+            }
+        };
+        if let Some(index) = index {
+            if self.replan || index >= self.round_end {
+                self.new_round(index, false);
+            } else if self.round_pages.contains(&key) && !self.resident(fd, page) {
+                // §4.5: a listed page of this round is gone: premature eviction.
+                self.stats.premature_rounds += 1;
+                self.new_round(index, true);
+            }
+        }
+        if self.low_armed && (self.list.remaining() as usize) < self.cfg.low {
+            self.low_armed = false;
+            self.stats.low_callbacks += 1;
+            self.call_back(Reason::Low, fd, page);
+        }
+    }
+
+    fn resident(&self, fd: RawFd, page: u64) -> bool {
+        let Some(r) = self.regions.get(&fd) else {
+            return true;
+        };
+        cachestat(r.fd.as_fd(), page * PAGE, PAGE).map_or(true, |s| s.cache > 0)
+    }
+
+    fn call_back(&mut self, reason: Reason, fd: RawFd, page: u64) {
+        let Some(mut cb) = self.callback.take() else {
+            return;
+        };
+        let ev = Event {
+            reason,
+            current: (fd, page * PAGE),
+            last_marked: self
+                .list
+                .last_marked()
+                .map(|e| (e.file as RawFd, e.page * PAGE)),
+        };
+        cb(self, &ev);
+        if self.callback.is_none() {
+            self.callback = Some(cb);
+        }
+    }
+
+    /// Plan and issue a round starting at list entry `index` (§4.5).
+    fn new_round(&mut self, index: u64, premature: bool) {
+        if self.stats.rounds > 0 {
+            self.aimd.round_done(premature);
+        }
+        let avail = available_pages(&self.cfg);
+        self.aimd.set_available(avail);
+        self.replan = false;
+        let k = self.buffer_pages();
+        let upcoming: Vec<Page> = {
+            let mut v = Vec::new();
+            let mut i = index;
+            while let Some(e) = self.list.get(i) {
+                let phys = self
+                    .regions
+                    .get(&(e.file as RawFd))
+                    .map_or(e.page, |r| r.phys_block(e.page));
+                v.push(Page {
+                    file: e.file,
+                    page: e.page,
+                    dev: 0,
+                    phys,
+                });
+                i += 1;
+                // Enough to find k unique pages in any list shape is unknown;
+                // stop at 4k entries past k unique candidates at most.
+                if v.len() as u64 >= 4 * k.max(1) + 1024 {
+                    break;
+                }
+            }
+            v
+        };
+        let round = plan_round(
+            upcoming,
+            k,
+            self.cfg.infill.0 / PAGE,
+            self.cfg.charge,
+            self.head,
+        );
+        // Drop the previous round's pages that the new round does not read.
+        let mut keep: FxHashSet<(u64, u64)> = FxHashSet::default();
+        for r in &round.runs {
+            keep.extend((r.page..r.page + r.pages).map(|p| (r.file, p)));
+        }
+        if self.cfg.drop {
+            let mut drop: Vec<(u64, u64)> = Vec::new();
+            for r in &self.round_runs {
+                drop.extend(
+                    (r.page..r.page + r.pages)
+                        .map(|p| (r.file, p))
+                        .filter(|k| !keep.contains(k)),
+                );
+            }
+            drop.sort_unstable();
+            self.stats.dropped_pages += drop.len() as u64;
+            for (file, page, pages) in coalesce(&drop) {
+                if let Some(r) = self.regions.get(&(file as RawFd)) {
+                    let _ = advise(r.fd.as_fd(), page * PAGE, pages * PAGE, Advice::DontNeed);
+                }
+            }
+        }
+        // Issue the runs in C-LOOK order from the workers, batched.
+        let mut batch: Vec<(u64, u64)> = Vec::new();
+        let mut batch_fd: Option<RawFd> = None;
+        let mut batch_bytes = 0u64;
+        for r in &round.runs {
+            let fd = r.file as RawFd;
+            let Some(region) = self.regions.get(&fd) else {
+                continue;
+            };
+            if batch_fd != Some(fd) || batch_bytes >= region.ra_cap || batch.len() >= 256 {
+                self.flush_batch(batch_fd, &mut batch);
+                batch_fd = Some(fd);
+                batch_bytes = 0;
+            }
+            batch.push((r.page * PAGE, r.pages * PAGE));
+            batch_bytes += r.pages * PAGE;
+        }
+        self.flush_batch(batch_fd, &mut batch);
+        let _ = self.pool.wait();
+        if let Some(last) = round.runs.last() {
+            self.head = (last.dev, last.phys + last.pages);
+        }
+        self.stats.rounds += 1;
+        self.stats.round_pages += round.pages.len() as u64;
+        self.stats.infill_pages += outrider_core::policies::directed::plan::run_pages(&round.runs)
+            - round.pages.len() as u64;
+        self.round_end = index + round.entries as u64;
+        self.round_pages = round.pages.iter().map(|p| (p.file, p.page)).collect();
+        self.round_runs = round.runs;
+    }
+
+    fn flush_batch(&self, fd: Option<RawFd>, batch: &mut Vec<(u64, u64)>) {
+        let Some(region) = fd.and_then(|fd| self.regions.get(&fd)) else {
+            batch.clear();
+            return;
+        };
+        if batch.is_empty() {
+            return;
+        }
+        let ranges = std::mem::take(batch);
+        let file = Arc::clone(&region.fd);
+        let cap = region.ra_cap;
+        self.pool.submit(move || {
+            for (off, len) in ranges {
+                outrider_sys::fetch_chunks(file.as_fd(), off, len, cap, Fetch::WillNeed)?;
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Sorted (file, page) pairs → (file, first page, pages) ranges.
+fn coalesce(sorted: &[(u64, u64)]) -> Vec<(u64, u64, u64)> {
+    let mut out: Vec<(u64, u64, u64)> = Vec::new();
+    for &(f, p) in sorted {
+        match out.last_mut() {
+            Some((lf, lp, n)) if *lf == f && *lp + *n == p => *n += 1,
+            _ => out.push((f, p, 1)),
+        }
+    }
+    out
+}
+
+/// Pages of memory the page cache may use for this process: the cgroup's
+/// room (limit − anonymous memory) and `MemAvailable`, whichever is
+/// smaller; `memory=SIZE` overrides.
+pub fn available_pages(cfg: &Config) -> u64 {
+    if cfg.memory.0 > 0 {
+        return cfg.memory.blocks();
+    }
+    let avail = outrider_sys::mem_available_bytes().unwrap_or(1 << 30);
+    let room = outrider_sys::cgroup_memory(None)
+        .ok()
+        .flatten()
+        .and_then(|c| c.cache_room_bytes())
+        .unwrap_or(u64::MAX);
+    avail.min(room) / PAGE
+}
+
+/// Wrap a raw descriptor number for the duration of a call.
+///
+/// # Safety
+/// `fd` must be open for the duration of the borrow.
+pub unsafe fn borrow_fd<'a>(fd: RawFd) -> BorrowedFd<'a> {
+    BorrowedFd::borrow_raw(fd)
+}

@@ -1,0 +1,31 @@
+//! Library settings, parsed from `k=v,...` text with the same parameter
+//! machinery as the policies (`OUTRIDER_DIRECTED` in the C example, the
+//! `params` argument of `outrider_configure`).
+
+use outrider_core::size::ByteSize;
+
+outrider_core::params! {
+    /// Settings of a directed-prefetching client (libprefetch defaults).
+    pub struct Config {
+        /// fixed reorder-buffer size; 0 = set by the AIMD controller (libprefetch §3.2, §4.6)
+        buffer: ByteSize = ByteSize(0),
+        /// merge fetches whose physical gap is at most this (§3.3: 32 KiB)
+        infill: ByteSize = ByteSize(32 << 10),
+        /// AIMD contention controller: 90% of the page-cache memory, +10%, halve on premature eviction (§4.6)
+        aimd: bool = true,
+        /// infill pages count against the reorder buffer (they occupy the page cache)
+        charge: bool = true,
+        /// smallest reorder buffer the AIMD controller shrinks to
+        min: ByteSize = ByteSize(256 << 10),
+        /// access-list buffer size in entries (§4.2: request_prefetching accepts at most this many)
+        list: usize = 1 << 20,
+        /// call back for more entries when fewer than this many remain ahead
+        low: usize = 256,
+        /// I/O worker threads issuing WILLNEED chunks
+        threads: usize = 4,
+        /// memory available to the page cache; 0 = discover (cgroup limit, MemAvailable)
+        memory: ByteSize = ByteSize(0),
+        /// drop the previous round's pages not in the new round (DONTNEED, §4.5)
+        drop: bool = true,
+    }
+}
