@@ -58,8 +58,15 @@ fn run_inner(a: RecordArgs) -> anyhow::Result<u8> {
         }
     };
     let mut rec = Recorder::new(level, a.max_records);
-    let out = run_traced(&a.cmd, &InstanceOptions::default(), &mut rec)
-        .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
+    let out = run_traced(
+        &a.cmd,
+        &InstanceOptions {
+            follow_pid: Some(std::process::id()),
+            ..InstanceOptions::default()
+        },
+        &mut rec,
+    )
+    .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
     let code = exit_code(&out.status);
     let dropped = rec.dropped;
     let n = rec.len();

@@ -83,10 +83,16 @@ fn run_inner(a: RunArgs) -> anyhow::Result<u8> {
         workers: a.workers.max(1),
         ..ControllerOptions::default()
     };
-    let budget = opts.budget_bytes;
     let mut ctl = Controller::new(policy, opts);
-    let out = run_traced(&a.cmd, &InstanceOptions::default(), &mut ctl)
-        .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
+    let out = run_traced(
+        &a.cmd,
+        &InstanceOptions {
+            follow_pid: Some(std::process::id()),
+            ..InstanceOptions::default()
+        },
+        &mut ctl,
+    )
+    .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
     let code = exit_code(&out.status);
     let s = &ctl.stats;
     if !a.quiet {
@@ -115,7 +121,7 @@ fn run_inner(a: RunArgs) -> anyhow::Result<u8> {
             s.accuracy(),
             mib(s.skipped_cached_pages),
             mib(s.dropped_budget_pages + s.dropped_queue_pages),
-            budget as f64 / (1u64 << 20) as f64,
+            ctl.budget_bytes() as f64 / (1u64 << 20) as f64,
             s.throttled_requests,
             out.source.events,
             out.source.lost_events
@@ -127,7 +133,7 @@ fn run_inner(a: RunArgs) -> anyhow::Result<u8> {
             "policy": ctl.policy_name(),
             "exit_code": code,
             "elapsed_s": out.elapsed_s,
-            "budget_bytes": budget,
+            "budget_bytes": ctl.budget_bytes(),
             "stats": s,
             "coverage": s.coverage(),
             "cost": s.cost(),

@@ -194,3 +194,32 @@ fn stat_warm_evict_json_counts() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("use -r"), "{}", stderr(&o));
 }
+
+/// SIGTERM sent to outrider reaches the program; outrider waits for it,
+/// removes its tracing instance and passes the status on (128 + 15).
+#[test]
+fn sigterm_is_forwarded_and_the_instance_removed() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs");
+        return;
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
+        .args(["run", "-q", "--", "sleep", "30"])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let inst = format!("/sys/kernel/tracing/instances/outrider-{pid}");
+    for _ in 0..200 {
+        if Path::new(&inst).exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(Path::new(&inst).exists(), "instance created");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(128 + 15));
+    assert!(!Path::new(&inst).exists(), "instance removed");
+}

@@ -10,9 +10,10 @@
 //!
 //! Directory walks stream: one directory handle is open at a time, files
 //! are processed as they are listed, and only the paths of directories still
-//! to visit are kept. With the pool's queue bound, at most
-//! `threads + queue_bound + 2` descriptors are open at once, so 10^6 files
-//! need neither 10^6 descriptors nor a list of 10^6 names. Symbolic links
+//! to visit are kept. With the pool's queue bound (lowered to fit the
+//! descriptor limit), at most `threads + queue_bound + 2` descriptors are
+//! open at once, so 10^6 files need neither 10^6 descriptors nor a list of
+//! 10^6 names (measured: `bench/results/live-files.md`, `ulimit -n 64`). Symbolic links
 //! are not followed inside a walk.
 
 use crate::files::open_readonly;
@@ -105,6 +106,20 @@ pub enum WalkError {
     },
 }
 
+/// The soft `RLIMIT_NOFILE` (1024 when it cannot be read).
+fn nofile_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid out-pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+        r.rlim_cur
+    } else {
+        1024
+    }
+}
+
 /// Resident pages of a whole open file.
 pub fn resident_pages(fd: &OwnedFd) -> io::Result<u64> {
     Ok(outrider_sys::cachestat(fd.as_fd(), 0, 0)?.cache)
@@ -130,7 +145,13 @@ pub fn walk(
             return Err(WalkError::IsDirectory(r.clone()));
         }
     }
-    let pool = (action == Action::Warm).then(|| Pool::new(opts.threads, opts.queue_bound));
+    // Every queued warm job holds a descriptor: keep the queue within the
+    // descriptor limit (minus stdio, the directory handle and slack).
+    let queue_bound = opts
+        .queue_bound
+        .min(nofile_limit().saturating_sub(16 + opts.threads as u64) as usize)
+        .max(1);
+    let pool = (action == Action::Warm).then(|| Pool::new(opts.threads, queue_bound));
     let advised = Arc::new(AtomicU64::new(0));
     let mut totals = Totals::default();
     let mut stack: Vec<PathBuf> = Vec::new();
@@ -185,9 +206,25 @@ fn do_file(
     totals: &mut Totals,
     each: &mut impl FnMut(&FileReport),
 ) {
-    let Ok(file) = open_readonly(path) else {
-        totals.errors += 1;
-        return;
+    let file = match open_readonly(path) {
+        Ok(f) => f,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+            // Out of descriptors: let the queued jobs finish, retry once.
+            if let Some(p) = pool {
+                let _ = p.wait();
+            }
+            match open_readonly(path) {
+                Ok(f) => f,
+                Err(_) => {
+                    totals.errors += 1;
+                    return;
+                }
+            }
+        }
+        Err(_) => {
+            totals.errors += 1;
+            return;
+        }
     };
     let Ok(md) = file.metadata() else {
         totals.errors += 1;

@@ -70,6 +70,10 @@ pub struct ControllerOptions {
     pub skip_cached: bool,
     /// Chunk cap in bytes (default 0: the device's readahead cap).
     pub chunk_bytes: u64,
+    /// When the program turns out to live in a memory cgroup of its own,
+    /// the budget is capped at this fraction of the room that cgroup leaves
+    /// to the page cache (default 0.25).
+    pub cgroup_fraction: f64,
 }
 
 impl Default for ControllerOptions {
@@ -82,6 +86,7 @@ impl Default for ControllerOptions {
             qc_interval_ns: 200_000_000,
             skip_cached: true,
             chunk_bytes: 0,
+            cgroup_fraction: 0.25,
         }
     }
 }
@@ -162,10 +167,15 @@ fn ratio(a: u64, b: u64) -> f64 {
 /// Most recently accessed files remembered per device for block → file
 /// translation.
 const RECENT_FILES: usize = 8;
+/// How often the program's memory cgroup is looked up again (1 s).
+const CGROUP_RECHECK_NS: u64 = 1_000_000_000;
 /// Most add-to-cache events remembered per task between two reads.
 const MAX_PENDING_ADDS: usize = 4096;
 
-struct Unused<'a>(&'a FxHashMap<(FileId, u64), u64>);
+/// What the policy may ask while deciding: pages outrider prefetched and
+/// not yet used count as cached; `block_of` answers from the extent maps
+/// already computed (files the program touched).
+struct Unused<'a>(&'a FxHashMap<(FileId, u64), u64>, &'a FileTable);
 
 impl Residency for Unused<'_> {
     fn is_cached(&self, _dev: u32, _lbn: u64) -> bool {
@@ -173,6 +183,11 @@ impl Residency for Unused<'_> {
     }
     fn is_page_cached(&self, file: FileId, page: u64) -> bool {
         self.0.contains_key(&(file, page))
+    }
+    fn block_of(&self, file: FileId, page: u64) -> Option<(u32, u64)> {
+        let (dev, _) = self.1.key_of(file)?;
+        let phys = physical_of(self.1.cached_extents(file)?, page * BLOCK_SIZE)?;
+        Some((dev as u32, phys / BLOCK_SIZE))
     }
 }
 
@@ -201,48 +216,23 @@ pub struct Controller {
     disabled: Option<String>,
     root_pid: u32,
     cgroup_target: Arc<CgroupTarget>,
+    last_cgroup_check_ns: u64,
     seen_files: FxHashSet<FileId>,
     /// Counters.
     pub stats: LiveStats,
 }
 
-/// Where I/O workers should be charged: the traced program's memory
-/// cgroup (issue 7 "Safety"). Workers compare `generation` with the one
-/// they last joined and, when it moved, write their thread id to `tasks`
-/// (cgroup v1; per thread) or the process id to `cgroup.procs` (v2, where
-/// all threads of a process share a domain cgroup).
+/// Where prefetching is charged: the traced program's memory cgroup
+/// (issue 7 "Safety"). The kernel charges page cache to the memory cgroup of
+/// the reading thread's `mm->owner` — the process, not the thread (measured
+/// here on cgroup v1: moving only the worker threads to the program's
+/// cgroup charged nothing there) — so outrider moves its whole process
+/// (`cgroup.procs`) into the program's memory cgroup when they differ.
 #[derive(Debug, Default)]
 pub struct CgroupTarget {
-    generation: AtomicU64,
     path: std::sync::Mutex<Option<(u8, std::path::PathBuf)>>,
-    /// Workers that joined.
+    /// Times outrider moved itself.
     pub joins: AtomicU64,
-}
-
-thread_local! {
-    static JOINED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-impl CgroupTarget {
-    fn join_if_moved(&self) {
-        let g = self.generation.load(Ordering::Acquire);
-        if g == 0 || JOINED.with(|j| j.get()) == g {
-            return;
-        }
-        JOINED.with(|j| j.set(g));
-        let target = self.path.lock().expect("not poisoned").clone();
-        if let Some((version, dir)) = target {
-            let (file, id) = if version == 1 {
-                // SAFETY: no preconditions.
-                ("tasks", unsafe { libc::gettid() } as u32)
-            } else {
-                ("cgroup.procs", std::process::id())
-            };
-            if std::fs::write(dir.join(file), id.to_string()).is_ok() {
-                self.joins.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
 }
 
 impl Controller {
@@ -270,6 +260,7 @@ impl Controller {
             disabled: None,
             root_pid: 0,
             cgroup_target: Arc::new(CgroupTarget::default()),
+            last_cgroup_check_ns: 0,
             seen_files: FxHashSet::default(),
             opts,
             stats: LiveStats::default(),
@@ -286,24 +277,47 @@ impl Controller {
         self.policy.name()
     }
 
-    /// Workers that joined the program's cgroup.
+    /// The memory budget in force (it shrinks when the program moves to a
+    /// smaller cgroup).
+    pub fn budget_bytes(&self) -> u64 {
+        self.opts.budget_bytes
+    }
+
+    /// Times outrider moved itself into the program's cgroup.
     pub fn cgroup_joins(&self) -> u64 {
         self.cgroup_target.joins.load(Ordering::Relaxed)
     }
 
-    /// Point the workers at the memory cgroup of `pid` if it differs from
-    /// ours.
+    /// Follow the memory cgroup of `pid`: when it differs from the one
+    /// last seen (and, on the first look, from ours), move outrider into it
+    /// and cap the budget at `cgroup_fraction` of the room it leaves to the
+    /// page cache.
     fn follow_cgroup(&mut self, pid: u32) {
-        let theirs = outrider_sys::cgroup_memory(Some(pid)).ok().flatten();
-        let ours = outrider_sys::cgroup_memory(None).ok().flatten();
-        if let (Some(t), Some(o)) = (theirs, ours) {
-            if t.dir != o.dir {
-                *self.cgroup_target.path.lock().expect("not poisoned") = Some((t.version, t.dir));
-                self.cgroup_target
-                    .generation
-                    .fetch_add(1, Ordering::Release);
+        let Some(t) = outrider_sys::cgroup_memory(Some(pid)).ok().flatten() else {
+            return;
+        };
+        let mut cur = self.cgroup_target.path.lock().expect("not poisoned");
+        let known = cur.as_ref().map(|(_, d)| d.clone());
+        if known.as_ref() == Some(&t.dir) {
+            return;
+        }
+        if known.is_none() {
+            // First look: nothing to do while the program shares our cgroup.
+            let ours = outrider_sys::cgroup_memory(None).ok().flatten();
+            if ours.is_some_and(|o| o.dir == t.dir) {
+                *cur = Some((t.version, t.dir));
+                return;
             }
         }
+        if let Some(room) = t.cache_room_bytes() {
+            let cap = (room as f64 * self.opts.cgroup_fraction) as u64;
+            self.opts.budget_bytes = self.opts.budget_bytes.min(cap.max(BLOCK_SIZE * 64));
+        }
+        let procs = t.dir.join("cgroup.procs");
+        if std::fs::write(&procs, std::process::id().to_string()).is_ok() {
+            self.cgroup_target.joins.fetch_add(1, Ordering::Relaxed);
+        }
+        *cur = Some((t.version, t.dir));
     }
 
     fn rel(&self, ts_ns: u64) -> u64 {
@@ -400,7 +414,7 @@ impl Controller {
         // Make sure the file is open before the policy answers, so its
         // requests can be acted on.
         let _ = self.files.resolve(id, e.pid);
-        let residency = Unused(&self.unused);
+        let residency = Unused(&self.unused, &self.files);
         let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
         self.policy.on_access(&access, &outcome, &mut sink);
     }
@@ -557,9 +571,7 @@ impl Controller {
                 self.jobs_in_flight.fetch_add(1, Ordering::AcqRel);
                 let fd = Arc::clone(&fd);
                 let inflight = Arc::clone(&self.jobs_in_flight);
-                let cg = Arc::clone(&self.cgroup_target);
                 self.pool.submit(move || {
-                    cg.join_if_moved();
                     let r = outrider_sys::fetch_chunks(fd.as_fd(), o, len, len, Fetch::WillNeed);
                     inflight.fetch_sub(1, Ordering::AcqRel);
                     r
@@ -598,6 +610,12 @@ impl Controller {
         }
         self.qc_used = 0;
         self.qc_wasted = 0;
+        // The program may move itself to another cgroup (cgexec, systemd-run
+        // --scope): look again every CGROUP_RECHECK_NS.
+        if now_rel_ns >= self.last_cgroup_check_ns + CGROUP_RECHECK_NS {
+            self.last_cgroup_check_ns = now_rel_ns;
+            self.follow_cgroup(self.root_pid);
+        }
     }
 }
 
@@ -629,7 +647,7 @@ impl Handler for Controller {
         if let Some(iv) = self.policy.tick_interval_ns() {
             if now >= self.last_tick_ns + iv {
                 self.last_tick_ns = now;
-                let residency = Unused(&self.unused);
+                let residency = Unused(&self.unused, &self.files);
                 let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
                 self.policy.on_tick(now, &mut sink);
                 self.actuate(now);

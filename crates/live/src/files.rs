@@ -233,6 +233,11 @@ impl FileTable {
         false
     }
 
+    /// The extent map of `id` if it was already computed (no system call).
+    pub fn cached_extents(&self, id: FileId) -> Option<&[outrider_sys::Extent]> {
+        self.open.get(&id)?.extents.as_deref().map(|v| v.as_slice())
+    }
+
     /// Extent map of an open file (computed once, until it changes).
     pub fn extents(&mut self, id: FileId) -> Option<Arc<Vec<outrider_sys::Extent>>> {
         let f = self.open.get_mut(&id)?;

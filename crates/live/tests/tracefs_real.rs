@@ -21,6 +21,10 @@ fn reading_a_file_yields_its_get_pages_events_and_instance_is_removed() {
     let path = dir.path().join("f");
     std::fs::write(&path, vec![7u8; 64 * 4096]).unwrap();
     let md = std::fs::metadata(&path).unwrap();
+    // A stale instance of a dead outrider (4194304 = PID_MAX_LIMIT, never a
+    // live pid) is removed by the next open.
+    let stale = std::path::Path::new("/sys/kernel/tracing/instances/outrider-4194304");
+    let _ = std::fs::create_dir(stale);
     let opts = InstanceOptions {
         name: format!("outrider-{}-test", std::process::id()),
         ..InstanceOptions::default()
@@ -33,6 +37,7 @@ fn reading_a_file_yields_its_get_pages_events_and_instance_is_removed() {
         }
     };
     let ipath = inst.path().to_path_buf();
+    assert!(!stale.exists(), "stale instance removed");
     assert!(ipath.is_dir());
     let mut f = std::fs::File::open(&path).unwrap();
     let mut buf = vec![0u8; 4096];

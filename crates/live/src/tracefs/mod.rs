@@ -149,6 +149,13 @@ pub struct InstanceOptions {
     pub name: String,
     /// Events to enable (default [`EVENTS`]).
     pub events: Vec<(String, String)>,
+    /// Kernel-side filter: record only this task and the tasks it forks
+    /// from now on (`set_event_pid` + `options/event-fork`). Default `None`
+    /// (every task). `outrider run` passes its own pid before spawning the
+    /// program, so the program's tree is followed by the kernel and the
+    /// rest of the machine costs nothing; outrider's I/O workers, started
+    /// before, are not in the set.
+    pub follow_pid: Option<u32>,
 }
 
 impl Default for InstanceOptions {
@@ -160,6 +167,7 @@ impl Default for InstanceOptions {
                 .iter()
                 .map(|(s, e)| (s.to_string(), e.to_string()))
                 .collect(),
+            follow_pid: None,
         }
     }
 }
@@ -220,6 +228,10 @@ impl Instance {
             &path.join("buffer_size_kb"),
             &opts.buffer_kb_per_cpu.to_string(),
         )?;
+        if let Some(pid) = opts.follow_pid {
+            write_text(&path.join("options/event-fork"), "1")?;
+            write_text(&path.join("set_event_pid"), &pid.to_string())?;
+        }
         let mut formats = Vec::new();
         for (sys, ev) in &opts.events {
             let dir = path.join("events").join(sys).join(ev);
