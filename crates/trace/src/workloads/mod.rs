@@ -13,6 +13,9 @@
 //! | `random` | uniform random aligned reads over a file | DiskSeen TPC-H Q17 / flashy LFS random phase; worst case | `size=256MiB req=4KiB count=4096 start=0 think=0 seed=1` | 4096 |
 //! | `interleaved` | two processes, each reading its own tree of files sequentially, alternating | DiskSeen §4.3 *CVS*/*diff* (two datasets 50 GB apart) | `size=32MiB files=16 distance=50GiB burst=1 req=4KiB start=0 think=5us seed=1` | 16384 |
 //! | `tree-scan` | a source tree of small files in ext3-like block groups, inode reads before files, visited in name order | DiskSeen §4.3 *grep*/*diff* over a Linux tree; EPCM's many-small-files workloads | `files=2000 dirs=100 dirs_per_group=8 median=5KiB spread=1.2 group=128MiB order=name fragment=0 req=4KiB start=0 think=5us seed=1` | 6192 (175 metadata) |
+//! | `slowthink` | 1 MB records with compute time between them | flashy §VI-A SlowThink | `size=64MiB record=1MiB think=2ms start=0 seed=1` | 64 |
+//! | `lfs` | sequential read, random reads, sequential re-read of one large file | flashy §VI-A LFS (Sprite large-file benchmark, reads) | `size=64MiB req=64KiB rreq=8KiB count=2048 think=0 start=0 seed=1` | 4096 |
+//! | `blast` | multi-phase sequential scan with gaps, varying compute, random reads between phases | flashy §VI-B BLAST (Fig. 4) | `size=64MiB phases=4 req=64KiB gap=2MiB random=64 think=100us start=0 seed=1` | 1152 |
 //! | `mixed` | several of the above at once, separate processes in distinct regions, randomly interleaved | DiskSeen §4.5 concurrent *grep*/*diff*; flashy multi-application runs | `parts=seq+reversed+strided+random+tree-scan size=16MiB spacing=4GiB start=0 think=0 seed=1` | 20536 |
 //!
 //! Suites ([`suite`], [`SUITE_NAMES`]): `paper-suite` (every workload at its
@@ -42,6 +45,7 @@
 //!   order from `start`; `fragment=SIZE` cuts files into extents of that
 //!   size with seeded gaps between them.
 
+mod flashy_apps;
 pub mod layout;
 mod mixed;
 pub mod rng;
@@ -213,7 +217,7 @@ impl ParamValue for Nanos {
 /// reads mapped (and split) through the files' extents.
 pub(crate) struct Emitter {
     records: Vec<Record>,
-    think_ns: u64,
+    pub(crate) think_ns: u64,
     now_ns: u64,
     last_ns: Vec<(u32, u64)>,
 }
@@ -309,6 +313,9 @@ const REGISTRY: &[Entry] = &[
     two_trees::ENTRY,
     tree::ENTRY,
     mixed::ENTRY,
+    flashy_apps::SLOWTHINK,
+    flashy_apps::LFS,
+    flashy_apps::BLAST,
 ];
 
 /// Names of every workload [`generate`] builds (suites excluded: see
@@ -321,6 +328,9 @@ pub const WORKLOAD_NAMES: &[&str] = &[
     "interleaved",
     "tree-scan",
     "mixed",
+    "slowthink",
+    "lfs",
+    "blast",
 ];
 
 /// Names of the suites [`suite`] expands.
@@ -350,6 +360,9 @@ pub fn suite(name: &str) -> Option<Vec<String>> {
             "tree-scan",
             "tree-scan:order=layout",
             "mixed",
+            "slowthink",
+            "lfs",
+            "blast",
         ],
         "paper-suite-large" => &[
             "seq:size=1GiB",
@@ -361,6 +374,9 @@ pub fn suite(name: &str) -> Option<Vec<String>> {
             "tree-scan:files=17000,dirs=1000,dirs_per_group=64",
             "tree-scan:files=17000,dirs=1000,dirs_per_group=64,order=layout",
             "mixed:size=256MiB",
+            "slowthink:size=16GiB",
+            "lfs:size=1GiB,count=16384",
+            "blast:size=2GiB,phases=8,gap=16MiB",
         ],
         _ => return None,
     };
