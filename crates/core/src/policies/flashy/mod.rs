@@ -32,8 +32,8 @@
 //! 1. For each machine whose pattern reaches `threshold` (0.60): the quota
 //!    of [`quota`] (scale × linear fraction × measured application rate,
 //!    capped by the device's maximum throughput minus the unpredictable
-//!    rate), turned into ranges by [`pattern::ranges`] and issued in chunks
-//!    of at most `chunk` (8 MiB, the kernel's per-call readahead(2) cap).
+//!    rate), turned into ranges by [`pattern::ranges`] and cut into chunks
+//!    of at most `chunk` (default 1 MiB).
 //!    Rates use the *actual* elapsed time since the previous tick (§IV-B:
 //!    "careful to use the actual elapsed time"), the quota the nominal
 //!    interval (the next sleep).
@@ -47,6 +47,18 @@
 //! driver tells it through [`crate::Policy::on_device_info`] (simulator:
 //! the device model; live: `outrider calibrate`); `max_mb_s` overrides it.
 //! Unknown, the cap is not applied.
+//!
+//! # Pacing (departure, setting `depth`)
+//!
+//! prefetchd issues its readahead calls at the tick. In the simulator's
+//! FIFO device queues, half a second's worth of prefetch submitted at once
+//! delays every demand read queued behind it (live, readahead(2) submits
+//! synchronously in the caller, which paces a single-threaded daemon). By
+//! default at most `depth` (4) chunks of ours are outstanding at the
+//! device; the next is issued when one completes
+//! ([`crate::Policy::on_prefetch_done`]); chunks already resident are
+//! skipped; a new tick's plan replaces what is left of the previous one.
+//! `depth=0` issues the whole plan at the tick, as the paper describes.
 //!
 //! # What is approximate
 //!
@@ -62,7 +74,10 @@ pub mod quota;
 #[cfg(test)]
 mod tests;
 
-use crate::event::{Access, DeviceInfo, DeviceRequest, Op, Origin, Outcome, Target, BLOCK_SIZE};
+use crate::event::{
+    Access, DeviceInfo, DeviceRequest, Op, Origin, Outcome, PrefetchDone, Target, WindowId,
+    BLOCK_SIZE,
+};
 use crate::params::{ParamError, Params};
 use crate::policy::{BoxedPolicy, Policy, SeriesPoint, Sink};
 use crate::size::ByteSize;
@@ -79,6 +94,10 @@ pub const SUMMARY: &str =
 /// Bound on the points of the time series kept per run; past it every
 /// other point is dropped and points are recorded half as often.
 pub const MAX_SERIES_POINTS: usize = 1 << 14;
+
+/// Bound on chunks planned but not yet issued (the rest of a tick's plan
+/// is dropped past it; the quota is bounded by the device rate anyway).
+pub const MAX_PENDING_CHUNKS: usize = 1 << 16;
 
 /// Highest block a prefetch may reach: the 2^40-block (4 PiB) region a
 /// device has in the simulator; live, the kernel clips at the device end.
@@ -111,8 +130,10 @@ crate::params! {
         share_cap: bool = true,
         /// block region of a state machine (V-A; size ours)
         region: ByteSize = ByteSize(256 << 20),
-        /// largest single prefetch request (kernel readahead(2) cap)
-        chunk: ByteSize = ByteSize(8 << 20),
+        /// largest single prefetch request (ours; the kernel caps a readahead(2) call at 8MiB here)
+        chunk: ByteSize = ByteSize(1 << 20),
+        /// most prefetch chunks outstanding at the device; 0 = issue the whole plan at the tick (paper)
+        depth: u32 = 4,
         /// most strided ranges issued per stream per tick
         max_ranges: u32 = 4096,
         /// most state machines kept
@@ -233,6 +254,10 @@ pub struct Flashy {
     series_every: u64,
     ticks: u64,
     scratch: Vec<(u64, u64)>,
+    /// Chunks of the current plan not yet issued: (dev, lbn, blocks, window).
+    pending: std::collections::VecDeque<(u32, u64, u64, WindowId)>,
+    /// Our device reads submitted and not yet completed.
+    in_flight: u32,
     /// The last tick's decisions.
     pub last_tick: TickReport,
 }
@@ -262,6 +287,8 @@ impl Flashy {
             series_every: 1,
             ticks: 0,
             scratch: Vec::new(),
+            pending: std::collections::VecDeque::new(),
+            in_flight: 0,
             last_tick: TickReport::default(),
             p,
         }
@@ -342,6 +369,35 @@ impl Flashy {
             .find(|(d, _)| *d == group)
             .map(|(_, b)| *b as f64 / BLOCK_SIZE as f64);
         (group, bytes)
+    }
+
+    /// Issue pending chunks while fewer than `depth` of ours are at the
+    /// device, skipping resident blocks (each uncached run is one device
+    /// read, so `in_flight` counts exactly what the driver submits).
+    fn pump(&mut self, sink: &mut Sink<'_>) {
+        let depth = self.p.depth;
+        let mut issued = 0u32;
+        while depth == 0 || self.in_flight + issued < depth {
+            let Some((dev, lbn, n, w)) = self.pending.pop_front() else {
+                break;
+            };
+            let mut run: Option<u64> = None;
+            for b in lbn..lbn + n {
+                match (sink.is_cached(dev, b), run) {
+                    (true, Some(s)) => {
+                        sink.prefetch(Target::Block { dev, lbn: s }, (b - s) as u32, w);
+                        issued += 1;
+                        run = None;
+                    }
+                    (false, None) => run = Some(b),
+                    _ => {}
+                }
+            }
+            if let Some(s) = run {
+                sink.prefetch(Target::Block { dev, lbn: s }, (lbn + n - s) as u32, w);
+                issued += 1;
+            }
+        }
     }
 
     fn push_series(&mut self, now_ns: u64, values: Vec<(&'static str, f64)>) {
@@ -440,6 +496,7 @@ impl Flashy {
             ..TickReport::default()
         };
         self.win_owner.clear();
+        self.pending.clear();
         let mut quota_total = 0u64;
         for plan in &plans {
             let Some((pattern, frac)) = plan.pattern else {
@@ -467,21 +524,15 @@ impl Flashy {
             for &(start, n) in &self.scratch {
                 let end = (start + n).min(MAX_BLOCK);
                 let mut s = start;
-                while s < end {
+                while s < end && self.pending.len() < MAX_PENDING_CHUNKS {
                     let len = (end - s).min(self.chunk_blocks);
-                    sink.prefetch(
-                        Target::Block {
-                            dev: plan.key.1,
-                            lbn: s,
-                        },
-                        len as u32,
-                        w,
-                    );
+                    self.pending.push_back((plan.key.1, s, len, w));
                     quota_total += len;
                     s += len;
                 }
             }
         }
+        self.pump(sink);
 
         // Feedback (§IV-D): adjust the scale for the next interval.
         let stats = IntervalStats {
@@ -550,6 +601,7 @@ impl Policy for Flashy {
         match r.origin {
             Origin::OurPrefetch => {
                 self.prefetch_disk += u64::from(r.blocks);
+                self.in_flight += 1;
                 let owner = r
                     .window
                     .and_then(|w| self.win_owner.iter().find(|o| o.0 == w.0))
@@ -567,6 +619,11 @@ impl Policy for Flashy {
             }
             Origin::FilePrefetch => {}
         }
+    }
+
+    fn on_prefetch_done(&mut self, _done: &PrefetchDone, sink: &mut Sink<'_>) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.pump(sink);
     }
 
     fn on_device_info(&mut self, info: &DeviceInfo) {
@@ -596,6 +653,8 @@ impl Policy for Flashy {
         self.prefetch_disk = 0;
         self.miss_disk = 0;
         self.prefetched_prev = false;
+        self.pending.clear();
+        self.in_flight = 0;
     }
 
     fn series(&self) -> Vec<SeriesPoint> {
