@@ -256,8 +256,9 @@ pub struct Flashy {
     scratch: Vec<(u64, u64)>,
     /// Chunks of the current plan not yet issued: (dev, lbn, blocks, window).
     pending: std::collections::VecDeque<(u32, u64, u64, WindowId)>,
-    /// Our device reads submitted and not yet completed.
-    in_flight: u32,
+    /// Our device reads submitted and not yet completed, per window
+    /// (completions of other policies' windows in a stack are not ours).
+    in_flight: Vec<(u64, u32)>,
     /// The last tick's decisions.
     pub last_tick: TickReport,
 }
@@ -288,7 +289,7 @@ impl Flashy {
             ticks: 0,
             scratch: Vec::new(),
             pending: std::collections::VecDeque::new(),
-            in_flight: 0,
+            in_flight: Vec::new(),
             last_tick: TickReport::default(),
             p,
         }
@@ -377,7 +378,8 @@ impl Flashy {
     fn pump(&mut self, sink: &mut Sink<'_>) {
         let depth = self.p.depth;
         let mut issued = 0u32;
-        while depth == 0 || self.in_flight + issued < depth {
+        let outstanding: u32 = self.in_flight.iter().map(|w| w.1).sum();
+        while depth == 0 || outstanding + issued < depth {
             let Some((dev, lbn, n, w)) = self.pending.pop_front() else {
                 break;
             };
@@ -600,14 +602,24 @@ impl Policy for Flashy {
     fn on_device_request(&mut self, r: &DeviceRequest) {
         match r.origin {
             Origin::OurPrefetch => {
-                self.prefetch_disk += u64::from(r.blocks);
-                self.in_flight += 1;
+                // Ours if the window is one of this tick's plan; a stacked
+                // policy's prefetches are not. A driver that cannot tell
+                // windows (window None) has every prefetch counted as ours.
                 let owner = r
                     .window
                     .and_then(|w| self.win_owner.iter().find(|o| o.0 == w.0))
-                    .map(|o| o.1);
-                if let Some(m) = owner.and_then(|k| self.machines.get_mut(&k)) {
-                    m.disk.observe(r.lbn, r.blocks, false);
+                    .copied();
+                if r.window.is_none() || owner.is_some() {
+                    self.prefetch_disk += u64::from(r.blocks);
+                }
+                if let Some((w, k)) = owner {
+                    match self.in_flight.iter_mut().find(|f| f.0 == w) {
+                        Some(f) => f.1 += 1,
+                        None => self.in_flight.push((w, 1)),
+                    }
+                    if let Some(m) = self.machines.get_mut(&k) {
+                        m.disk.observe(r.lbn, r.blocks, false);
+                    }
                 }
             }
             Origin::Demand => {
@@ -621,9 +633,14 @@ impl Policy for Flashy {
         }
     }
 
-    fn on_prefetch_done(&mut self, _done: &PrefetchDone, sink: &mut Sink<'_>) {
-        self.in_flight = self.in_flight.saturating_sub(1);
-        self.pump(sink);
+    fn on_prefetch_done(&mut self, done: &PrefetchDone, sink: &mut Sink<'_>) {
+        if let Some(i) = self.in_flight.iter().position(|w| w.0 == done.window.0) {
+            self.in_flight[i].1 -= 1;
+            if self.in_flight[i].1 == 0 {
+                self.in_flight.swap_remove(i);
+            }
+            self.pump(sink);
+        }
     }
 
     fn on_device_info(&mut self, info: &DeviceInfo) {
@@ -654,7 +671,7 @@ impl Policy for Flashy {
         self.miss_disk = 0;
         self.prefetched_prev = false;
         self.pending.clear();
-        self.in_flight = 0;
+        self.in_flight.clear();
     }
 
     fn series(&self) -> Vec<SeriesPoint> {
