@@ -4,6 +4,7 @@
 //! policy or workload specification) with a message naming what was wrong;
 //! 1 anything else.
 
+mod calibrate;
 mod input;
 mod output;
 mod simcmd;
@@ -56,6 +57,8 @@ enum Cmd {
     Policies,
     /// List the built-in workloads and their parameters.
     Workloads,
+    /// Measure a device's maximum read throughput (flashy's cap) and store it.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Cmd::Sim(a) => simcmd::sim(a),
         Cmd::Compare(a) => simcmd::compare(a),
         Cmd::Trace { cmd } => tracecmd::run(cmd),
+        Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Policies => {
             for e in outrider_core::policies::REGISTRY {
                 print!(
