@@ -135,7 +135,7 @@ crate::params! {
         /// most prefetch chunks outstanding at the device; 0 = issue the whole plan at the tick (paper)
         depth: u32 = 4,
         /// most strided ranges issued per stream per tick
-        max_ranges: u32 = 4096,
+        max_ranges: u32 = 16384,
         /// most state machines kept
         machines: u32 = 1024,
         /// intervals without a read before a state machine is dropped
