@@ -5,6 +5,7 @@
 //! 1 anything else.
 
 mod cachecmd;
+mod calibrate;
 mod input;
 mod output;
 mod recordcmd;
@@ -69,6 +70,8 @@ enum Cmd {
     Policies,
     /// List the built-in workloads and their parameters.
     Workloads,
+    /// Measure a device's maximum read throughput (flashy's cap) and store it.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Cmd::Stat(a) => cachecmd::run(outrider_live::cachetool::Action::Stat, a),
         Cmd::Warm(a) => cachecmd::run(outrider_live::cachetool::Action::Warm, a),
         Cmd::Evict(a) => cachecmd::run(outrider_live::cachetool::Action::Evict, a),
+        Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Policies => {
             for e in outrider_core::policies::REGISTRY {
                 print!(

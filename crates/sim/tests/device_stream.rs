@@ -135,3 +135,28 @@ fn flashy_in_the_simulator_prefetches_a_sequential_scan_ahead() {
     assert_eq!(s.len() as u64, ticks);
     assert!(s.iter().all(|p| p.values.len() == 5));
 }
+
+#[test]
+fn a_stack_forwards_device_requests_device_info_and_series() {
+    // readahead above flashy: flashy still sees the device (its cap and its
+    // misses), ticks, and its series comes out of the stack.
+    let records: Vec<Record> = (0..2048u64)
+        .map(|i| Record::block(i * 1_000_000, 0, i * 65536, 65536, false, 1))
+        .collect();
+    let trace = Trace::new(TraceMeta::default(), records);
+    let mut p = outrider_core::build_policy("readahead+flashy").unwrap();
+    let res = simulate_on(
+        &trace,
+        &mut p,
+        "readahead+flashy",
+        &SimConfig::default(),
+        build_device("ssd").unwrap(),
+        &mut |_| {},
+    );
+    let s = &res.series[0];
+    assert_eq!(s.len() as u64, res.counters[0].elapsed_ns / 500_000_000);
+    // The first interval was all misses: flashy heard of them.
+    let miss = s[0].values.iter().find(|v| v.0 == "miss_mb_s").unwrap().1;
+    assert!(miss > 0.0);
+    assert!(res.reports[0].coverage > 0.7, "{}", res.reports[0].coverage);
+}

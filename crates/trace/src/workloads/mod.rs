@@ -13,6 +13,9 @@
 //! | `random` | uniform random aligned reads over a file | DiskSeen TPC-H Q17 / flashy LFS random phase; worst case | `size=256MiB req=4KiB count=4096 start=0 think=0 seed=1` | 4096 |
 //! | `interleaved` | two processes, each reading its own tree of files sequentially, alternating | DiskSeen §4.3 *CVS*/*diff* (two datasets 50 GB apart) | `size=32MiB files=16 distance=50GiB burst=1 req=4KiB start=0 think=5us seed=1` | 16384 |
 //! | `tree-scan` | a source tree of small files in ext3-like block groups, inode reads before files, visited in name order | DiskSeen §4.3 *grep*/*diff* over a Linux tree; EPCM's many-small-files workloads | `files=2000 dirs=100 dirs_per_group=8 median=5KiB spread=1.2 group=128MiB order=name fragment=0 req=4KiB start=0 think=5us seed=1` | 6192 (175 metadata) |
+//! | `slowthink` | 1 MB records with compute time between them | flashy §VI-A SlowThink | `size=64MiB record=1MiB think=2ms start=0 seed=1` | 64 |
+//! | `lfs` | sequential read, random reads, sequential re-read of one large file | flashy §VI-A LFS (Sprite large-file benchmark, reads) | `size=64MiB req=64KiB rreq=8KiB count=2048 think=0 start=0 seed=1` | 4096 |
+//! | `blast` | multi-phase sequential scan with gaps, varying compute, random reads between phases | flashy §VI-B BLAST (Fig. 4) | `size=64MiB phases=4 req=64KiB gap=2MiB random=64 think=100us start=0 seed=1` | 1152 |
 //! | `mixed` | several of the above at once, separate processes in distinct regions, randomly interleaved | DiskSeen §4.5 concurrent *grep*/*diff*; flashy multi-application runs | `parts=seq+reversed+strided+random+tree-scan size=16MiB spacing=4GiB start=0 think=0 seed=1` | 20536 |
 //! | `build` | make compiles 17 units (headers shared, Makefile order), then two libraries and a program | EPCM §4.2 Andrew phase 5 | `units=17 headers=24 sys=4 per_unit=6 source=431KiB exec=128KiB req=16KiB fragment=0 start=0 think=2ms seed=1` | ~320 (file-level) |
 //! | `link` | ld links 180 fragmented objects in 51 commands, pages read out of order | EPCM §4.3 GNU ld | `dirs=12 per_dir=15 group=5 median=40KiB exec=128KiB fragment=16KiB start=0 think=1ms seed=1` | ~3000 |
@@ -49,6 +52,7 @@
 //!   size with seeded gaps between them.
 
 mod compile;
+mod flashy_apps;
 pub mod layout;
 mod link;
 mod mixed;
@@ -223,7 +227,7 @@ impl ParamValue for Nanos {
 /// reads mapped (and split) through the files' extents.
 pub(crate) struct Emitter {
     records: Vec<Record>,
-    think_ns: u64,
+    pub(crate) think_ns: u64,
     now_ns: u64,
     last_ns: Vec<(u32, u64)>,
 }
@@ -323,6 +327,9 @@ const REGISTRY: &[Entry] = &[
     link::ENTRY,
     traversal::ENTRY,
     patch_build::ENTRY,
+    flashy_apps::SLOWTHINK,
+    flashy_apps::LFS,
+    flashy_apps::BLAST,
 ];
 
 /// Names of every workload [`generate`] builds (suites excluded: see
@@ -339,6 +346,9 @@ pub const WORKLOAD_NAMES: &[&str] = &[
     "link",
     "traversal",
     "patch-build",
+    "slowthink",
+    "lfs",
+    "blast",
 ];
 
 /// Names of the suites [`suite`] expands.
@@ -372,6 +382,9 @@ pub fn suite(name: &str) -> Option<Vec<String>> {
             "link",
             "traversal",
             "patch-build",
+            "slowthink",
+            "lfs",
+            "blast",
         ],
         "paper-suite-large" => &[
             "seq:size=1GiB",
@@ -387,6 +400,9 @@ pub fn suite(name: &str) -> Option<Vec<String>> {
             "link:dirs=120",
             "traversal:files=20000,dirs=1000",
             "patch-build:to=13,req=4KiB",
+            "slowthink:size=16GiB",
+            "lfs:size=1GiB,count=16384",
+            "blast:size=2GiB,phases=8,gap=16MiB",
         ],
         _ => return None,
     };

@@ -32,8 +32,8 @@
 //! 1. For each machine whose pattern reaches `threshold` (0.60): the quota
 //!    of [`quota`] (scale × linear fraction × measured application rate,
 //!    capped by the device's maximum throughput minus the unpredictable
-//!    rate), turned into ranges by [`pattern::ranges`] and issued in chunks
-//!    of at most `chunk` (8 MiB, the kernel's per-call readahead(2) cap).
+//!    rate), turned into ranges by [`pattern::ranges`] and cut into chunks
+//!    of at most `chunk` (default 1 MiB).
 //!    Rates use the *actual* elapsed time since the previous tick (§IV-B:
 //!    "careful to use the actual elapsed time"), the quota the nominal
 //!    interval (the next sleep).
@@ -48,6 +48,18 @@
 //! the device model; live: `outrider calibrate`); `max_mb_s` overrides it.
 //! Unknown, the cap is not applied.
 //!
+//! # Pacing (departure, setting `depth`)
+//!
+//! prefetchd issues its readahead calls at the tick. In the simulator's
+//! FIFO device queues, half a second's worth of prefetch submitted at once
+//! delays every demand read queued behind it (live, readahead(2) submits
+//! synchronously in the caller, which paces a single-threaded daemon). By
+//! default at most `depth` (4) chunks of ours are outstanding at the
+//! device; the next is issued when one completes
+//! ([`crate::Policy::on_prefetch_done`]); chunks already resident are
+//! skipped; a new tick's plan replaces what is left of the previous one.
+//! `depth=0` issues the whole plan at the tick, as the paper describes.
+//!
 //! # What is approximate
 //!
 //! - Our prefetch reads are attributed to their stream by window id (the
@@ -57,16 +69,19 @@
 //!   [`feedback`]); the paper gives none.
 
 pub mod feedback;
+mod params;
 pub mod pattern;
 pub mod quota;
 #[cfg(test)]
 mod tests;
 
-use crate::event::{Access, DeviceInfo, DeviceRequest, Op, Origin, Outcome, Target, BLOCK_SIZE};
-use crate::params::{ParamError, Params};
+use crate::event::{
+    Access, DeviceInfo, DeviceRequest, Op, Origin, Outcome, PrefetchDone, Target, WindowId,
+    BLOCK_SIZE,
+};
 use crate::policy::{BoxedPolicy, Policy, SeriesPoint, Sink};
-use crate::size::ByteSize;
 use feedback::{Adjust, IntervalStats, Monitor};
+pub use params::{parse_params, FlashyParams};
 use pattern::{Pattern, Tracker};
 use std::collections::BTreeMap;
 
@@ -80,103 +95,13 @@ pub const SUMMARY: &str =
 /// other point is dropped and points are recorded half as often.
 pub const MAX_SERIES_POINTS: usize = 1 << 14;
 
+/// Bound on chunks planned but not yet issued (the rest of a tick's plan
+/// is dropped past it; the quota is bounded by the device rate anyway).
+pub const MAX_PENDING_CHUNKS: usize = 1 << 16;
+
 /// Highest block a prefetch may reach: the 2^40-block (4 PiB) region a
 /// device has in the simulator; live, the kernel clips at the device end.
 pub const MAX_BLOCK: u64 = 1 << 40;
-
-crate::params! {
-    /// flashy parameters (paper defaults where the paper gives one).
-    pub struct FlashyParams {
-        /// polling interval in ms (section IV-B: 0.50 s)
-        interval_ms: u64 = 500,
-        /// pattern match threshold: fraction of the interval's blocks in one pattern (IV-B: 0.60)
-        threshold: f64 = 0.60,
-        /// application throughput scale factor, start value (IV-C: near 1.0)
-        scale: f64 = 1.0,
-        /// feedback monitor (IV-D); off = static scale (Fig. 2 normal / aggressive)
-        feedback: bool = true,
-        /// raise the scale when linear reads reaching disk / linear app reads exceed this (ours)
-        raise_at: f64 = 0.10,
-        /// scale multiplier when raising (ours)
-        up: f64 = 1.25,
-        /// scale multiplier when lowering (ours)
-        down: f64 = 0.8,
-        /// lower bound of the scale (ours)
-        scale_min: f64 = 0.25,
-        /// upper bound of the scale (ours)
-        scale_max: f64 = 8.0,
-        /// maximum device read throughput in MB/s; 0 = measured (device model / outrider calibrate)
-        max_mb_s: f64 = 0.0,
-        /// cap the sum of a device's streams (on) or each stream alone as the paper (off)
-        share_cap: bool = true,
-        /// block region of a state machine (V-A; size ours)
-        region: ByteSize = ByteSize(256 << 20),
-        /// largest single prefetch request (kernel readahead(2) cap)
-        chunk: ByteSize = ByteSize(8 << 20),
-        /// most strided ranges issued per stream per tick
-        max_ranges: u32 = 4096,
-        /// most state machines kept
-        machines: u32 = 1024,
-        /// intervals without a read before a state machine is dropped
-        idle: u32 = 8,
-    }
-}
-
-fn bad(key: &str, value: impl std::fmt::Display, expected: &str) -> ParamError {
-    ParamError::BadValue {
-        policy: NAME.into(),
-        key: key.into(),
-        value: value.to_string(),
-        expected: expected.into(),
-    }
-}
-
-/// Parse and check `k=v,...` (relations the macro cannot check).
-pub fn parse_params(text: &str) -> Result<FlashyParams, ParamError> {
-    let p = FlashyParams::parse(NAME, text)?;
-    if p.interval_ms == 0 {
-        return Err(bad("interval_ms", p.interval_ms, "a positive number of ms"));
-    }
-    if !(p.threshold > 0.0 && p.threshold <= 1.0) {
-        return Err(bad("threshold", p.threshold, "a fraction in (0, 1]"));
-    }
-    if !(p.scale_min > 0.0 && p.scale_min <= p.scale_max) {
-        return Err(bad("scale_min", p.scale_min, "0 < scale_min <= scale_max"));
-    }
-    if p.scale <= 0.0 {
-        return Err(bad("scale", p.scale, "a positive number"));
-    }
-    if p.up < 1.0 {
-        return Err(bad("up", p.up, "a multiplier >= 1"));
-    }
-    if !(p.down > 0.0 && p.down <= 1.0) {
-        return Err(bad("down", p.down, "a multiplier in (0, 1]"));
-    }
-    if p.max_mb_s < 0.0 {
-        return Err(bad(
-            "max_mb_s",
-            p.max_mb_s,
-            "0 (measured) or a positive MB/s",
-        ));
-    }
-    for (k, v) in [("region", p.region), ("chunk", p.chunk)] {
-        if v.0 < BLOCK_SIZE || v.0 % BLOCK_SIZE != 0 {
-            return Err(bad(k, v, "a positive multiple of 4KiB"));
-        }
-    }
-    if p.chunk.0 / BLOCK_SIZE > u64::from(u32::MAX) {
-        return Err(bad("chunk", p.chunk, "at most 16TiB"));
-    }
-    if p.machines == 0 || p.max_ranges == 0 {
-        let (k, v) = if p.machines == 0 {
-            ("machines", p.machines)
-        } else {
-            ("max_ranges", p.max_ranges)
-        };
-        return Err(bad(k, v, "at least 1"));
-    }
-    Ok(p)
-}
 
 /// State machine key: (pid, device, block region).
 pub type Key = (u32, u32, u64);
@@ -233,6 +158,11 @@ pub struct Flashy {
     series_every: u64,
     ticks: u64,
     scratch: Vec<(u64, u64)>,
+    /// Chunks of the current plan not yet issued: (dev, lbn, blocks, window).
+    pending: std::collections::VecDeque<(u32, u64, u64, WindowId)>,
+    /// Our device reads submitted and not yet completed, per window
+    /// (completions of other policies' windows in a stack are not ours).
+    in_flight: Vec<(u64, u32)>,
     /// The last tick's decisions.
     pub last_tick: TickReport,
 }
@@ -262,6 +192,8 @@ impl Flashy {
             series_every: 1,
             ticks: 0,
             scratch: Vec::new(),
+            pending: std::collections::VecDeque::new(),
+            in_flight: Vec::new(),
             last_tick: TickReport::default(),
             p,
         }
@@ -342,6 +274,36 @@ impl Flashy {
             .find(|(d, _)| *d == group)
             .map(|(_, b)| *b as f64 / BLOCK_SIZE as f64);
         (group, bytes)
+    }
+
+    /// Issue pending chunks while fewer than `depth` of ours are at the
+    /// device, skipping resident blocks (each uncached run is one device
+    /// read, so `in_flight` counts exactly what the driver submits).
+    fn pump(&mut self, sink: &mut Sink<'_>) {
+        let depth = self.p.depth;
+        let mut issued = 0u32;
+        let outstanding: u32 = self.in_flight.iter().map(|w| w.1).sum();
+        while depth == 0 || outstanding + issued < depth {
+            let Some((dev, lbn, n, w)) = self.pending.pop_front() else {
+                break;
+            };
+            let mut run: Option<u64> = None;
+            for b in lbn..lbn + n {
+                match (sink.is_cached(dev, b), run) {
+                    (true, Some(s)) => {
+                        sink.prefetch(Target::Block { dev, lbn: s }, (b - s) as u32, w);
+                        issued += 1;
+                        run = None;
+                    }
+                    (false, None) => run = Some(b),
+                    _ => {}
+                }
+            }
+            if let Some(s) = run {
+                sink.prefetch(Target::Block { dev, lbn: s }, (lbn + n - s) as u32, w);
+                issued += 1;
+            }
+        }
     }
 
     fn push_series(&mut self, now_ns: u64, values: Vec<(&'static str, f64)>) {
@@ -440,6 +402,7 @@ impl Flashy {
             ..TickReport::default()
         };
         self.win_owner.clear();
+        self.pending.clear();
         let mut quota_total = 0u64;
         for plan in &plans {
             let Some((pattern, frac)) = plan.pattern else {
@@ -467,21 +430,15 @@ impl Flashy {
             for &(start, n) in &self.scratch {
                 let end = (start + n).min(MAX_BLOCK);
                 let mut s = start;
-                while s < end {
+                while s < end && self.pending.len() < MAX_PENDING_CHUNKS {
                     let len = (end - s).min(self.chunk_blocks);
-                    sink.prefetch(
-                        Target::Block {
-                            dev: plan.key.1,
-                            lbn: s,
-                        },
-                        len as u32,
-                        w,
-                    );
+                    self.pending.push_back((plan.key.1, s, len, w));
                     quota_total += len;
                     s += len;
                 }
             }
         }
+        self.pump(sink);
 
         // Feedback (§IV-D): adjust the scale for the next interval.
         let stats = IntervalStats {
@@ -549,13 +506,24 @@ impl Policy for Flashy {
     fn on_device_request(&mut self, r: &DeviceRequest) {
         match r.origin {
             Origin::OurPrefetch => {
-                self.prefetch_disk += u64::from(r.blocks);
+                // Ours if the window is one of this tick's plan; a stacked
+                // policy's prefetches are not. A driver that cannot tell
+                // windows (window None) has every prefetch counted as ours.
                 let owner = r
                     .window
                     .and_then(|w| self.win_owner.iter().find(|o| o.0 == w.0))
-                    .map(|o| o.1);
-                if let Some(m) = owner.and_then(|k| self.machines.get_mut(&k)) {
-                    m.disk.observe(r.lbn, r.blocks, false);
+                    .copied();
+                if r.window.is_none() || owner.is_some() {
+                    self.prefetch_disk += u64::from(r.blocks);
+                }
+                if let Some((w, k)) = owner {
+                    match self.in_flight.iter_mut().find(|f| f.0 == w) {
+                        Some(f) => f.1 += 1,
+                        None => self.in_flight.push((w, 1)),
+                    }
+                    if let Some(m) = self.machines.get_mut(&k) {
+                        m.disk.observe(r.lbn, r.blocks, false);
+                    }
                 }
             }
             Origin::Demand => {
@@ -566,6 +534,16 @@ impl Policy for Flashy {
                 }
             }
             Origin::FilePrefetch => {}
+        }
+    }
+
+    fn on_prefetch_done(&mut self, done: &PrefetchDone, sink: &mut Sink<'_>) {
+        if let Some(i) = self.in_flight.iter().position(|w| w.0 == done.window.0) {
+            self.in_flight[i].1 -= 1;
+            if self.in_flight[i].1 == 0 {
+                self.in_flight.swap_remove(i);
+            }
+            self.pump(sink);
         }
     }
 
@@ -596,6 +574,8 @@ impl Policy for Flashy {
         self.prefetch_disk = 0;
         self.miss_disk = 0;
         self.prefetched_prev = false;
+        self.pending.clear();
+        self.in_flight.clear();
     }
 
     fn series(&self) -> Vec<SeriesPoint> {

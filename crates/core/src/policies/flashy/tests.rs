@@ -4,7 +4,7 @@
 use super::feedback::{Adjust, IntervalStats, Monitor};
 use super::pattern::{ranges, Pattern, Tracker};
 use super::*;
-use crate::event::{PrefetchRequest, WindowId};
+use crate::event::{PrefetchDone, PrefetchRequest, WindowId};
 use crate::policy::NoResidency;
 
 const MS: u64 = 1_000_000;
@@ -143,9 +143,11 @@ struct Harness {
 }
 
 impl Harness {
+    /// A flashy with `params`; 8 MiB chunks unless `params` says otherwise,
+    /// so that one range is one request.
     fn new(params: &str) -> Self {
         Harness {
-            f: Flashy::new(parse_params(params).unwrap()),
+            f: Flashy::new(parse_params(&format!("chunk=8MiB,{params}")).unwrap()),
             out: vec![],
             next_window: 0,
         }
@@ -279,7 +281,7 @@ fn the_cap_subtracts_unpredictable_reads_and_is_shared_per_device() {
 
 #[test]
 fn large_quotas_are_issued_in_chunks() {
-    let mut h = Harness::new("chunk=16KiB,feedback=off,scale=2");
+    let mut h = Harness::new("chunk=16KiB,feedback=off,scale=2,depth=0");
     h.seq(1, 0, 6, 1); // 5 consecutive of 6: quota 2 x 5/6 x 12 x 0.5 = 10
     assert_eq!(h.tick(500), vec![(6, 4, 1), (10, 4, 1), (14, 2, 1)]);
 }
@@ -295,8 +297,8 @@ fn strided_and_backward_streams_prefetch_their_way() {
     assert_eq!(h.tick(500), vec![(960, 20, 1)]);
     // Strided: 2 blocks every 10, 12 reads from 0: 10 of 12 reads strided
     // (20 of 24 blocks), quota 1 x 20/24 x 48 x 0.5 = 20 blocks = 10
-    // strides after the last read at 110.
-    let mut h = Harness::new("");
+    // strides after the last read at 110 (all issued at the tick: depth=0).
+    let mut h = Harness::new("depth=0");
     for i in 0..12u64 {
         h.read(1, i * 10, 2);
     }
@@ -340,6 +342,41 @@ fn the_machine_table_is_bounded() {
         h.read(1, i * 1000, 1);
     }
     assert_eq!(h.f.machines().len(), 3);
+}
+
+#[test]
+fn pacing_keeps_at_most_depth_chunks_at_the_device() {
+    // Quota 200 blocks in 16 KiB (4-block) chunks, depth 2: two chunks at
+    // the tick, the next one each time one completes.
+    let mut h = Harness::new("chunk=16KiB,depth=2,feedback=off,scale=2");
+    h.seq(1, 0, 101, 1);
+    assert_eq!(h.tick(500), vec![(101, 4, 1), (105, 4, 1)]);
+    h.disk(Origin::OurPrefetch, 0, 101, 4, Some(1));
+    h.disk(Origin::OurPrefetch, 0, 105, 4, Some(1));
+    h.out.clear();
+    let done = PrefetchDone {
+        window: WindowId(1),
+        dev: 0,
+        lbn: 101,
+        blocks: 4,
+        issue_ns: 0,
+        done_ns: 1,
+    };
+    let mut sink = Sink::new(&mut h.out, &mut h.next_window, &NoResidency);
+    h.f.on_prefetch_done(&done, &mut sink);
+    let next: Vec<u64> = h
+        .out
+        .iter()
+        .map(|r| match r.target {
+            Target::Block { lbn, .. } => lbn,
+            Target::File { .. } => unreachable!(),
+        })
+        .collect();
+    assert_eq!(next, vec![109]);
+    // A new tick replaces what is left of the plan.
+    h.seq(1, 101, 10, 1);
+    let reqs = h.tick(1000);
+    assert_eq!(reqs[0].0, 111);
 }
 
 // ---- §IV-D: the feedback monitor ----

@@ -1,0 +1,266 @@
+//! `outrider calibrate DEVICE-OR-FILE`: measure the maximum read throughput
+//! flashy prefetching caps itself by (flashy §IV-C: "we measure the raw
+//! throughput from each disk by reading a large, uncached file, and using
+//! this as the maximum").
+//!
+//! Reads up to `--bytes` (default 1 GiB) from the start of the path in
+//! `--block` pieces (default 1 MiB) with `O_DIRECT`, so the page cache
+//! neither helps nor is disturbed. Where `O_DIRECT` is refused (tmpfs, some
+//! FUSE file systems) it reads through the cache and says so: the number
+//! is then only an upper bound. The result is stored in
+//! `calibration.tsv` under `$XDG_STATE_HOME/outrider/` (default
+//! `~/.local/state/outrider/`), or `/var/lib/outrider/` when run as root,
+//! and reused on the next call for the same path unless `--force`.
+//!
+//! File format, one line per calibrated path, tab-separated:
+//! `canonical-path  bytes_per_s  bytes_read  direct(0|1)  unix_time`.
+
+use crate::usage;
+use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// `O_DIRECT` (not in std; the CLI links no libc crate).
+#[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
+const O_DIRECT: i32 = 0o200000;
+#[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
+const O_DIRECT: i32 = 0o40000;
+
+/// Alignment O_DIRECT buffers need (the logical block size; 4 KiB covers
+/// every common device).
+const ALIGN: usize = 4096;
+
+/// Bound on the lines kept in the calibration file.
+const MAX_ENTRIES: usize = 1024;
+
+/// `outrider calibrate`.
+#[derive(clap::Args, Debug)]
+pub struct CalibrateArgs {
+    /// Block device (e.g. /dev/nvme0n1) or a large file on it.
+    pub path: PathBuf,
+    /// How much to read (a size: 256MiB, 1GiB).
+    #[arg(long, default_value = "1GiB")]
+    pub bytes: String,
+    /// Size of each read.
+    #[arg(long, default_value = "1MiB")]
+    pub block: String,
+    /// Measure again even if a stored result exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Where results are stored (default: $XDG_STATE_HOME/outrider, or
+    /// /var/lib/outrider as root).
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Print one JSON object instead of a sentence.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One calibration result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Calibration {
+    /// Canonical path measured.
+    pub path: String,
+    /// Measured read throughput, bytes per second.
+    pub bytes_per_s: u64,
+    /// Bytes read to measure it.
+    pub bytes_read: u64,
+    /// Read with O_DIRECT (uncached).
+    pub direct: bool,
+    /// When (Unix seconds).
+    pub unix_time: u64,
+    /// Taken from the stored file rather than measured now.
+    pub reused: bool,
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// The default state directory.
+pub fn state_dir() -> Option<PathBuf> {
+    if is_root() {
+        return Some(PathBuf::from("/var/lib/outrider"));
+    }
+    if let Some(x) = std::env::var_os("XDG_STATE_HOME").filter(|x| !x.is_empty()) {
+        return Some(PathBuf::from(x).join("outrider"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state/outrider"))
+}
+
+fn parse_line(line: &str) -> Option<Calibration> {
+    let f: Vec<&str> = line.split('\t').collect();
+    if f.len() != 5 {
+        return None;
+    }
+    Some(Calibration {
+        path: f[0].to_string(),
+        bytes_per_s: f[1].parse().ok()?,
+        bytes_read: f[2].parse().ok()?,
+        direct: f[3] == "1",
+        unix_time: f[4].parse().ok()?,
+        reused: true,
+    })
+}
+
+/// The stored calibration of `path` in `dir`, if any (for the live
+/// runtime: `max_read_bytes_per_s` of `DeviceInfo`).
+pub fn lookup(dir: &Path, path: &Path) -> Option<Calibration> {
+    let canon = std::fs::canonicalize(path).ok()?;
+    let text = std::fs::read_to_string(dir.join("calibration.tsv")).ok()?;
+    text.lines()
+        .filter_map(parse_line)
+        .find(|c| Path::new(&c.path) == canon)
+}
+
+fn store(dir: &Path, c: &Calibration) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    let file = dir.join("calibration.tsv");
+    let old = std::fs::read_to_string(&file).unwrap_or_default();
+    let mut lines: Vec<String> = old
+        .lines()
+        .filter(|l| parse_line(l).is_some_and(|o| o.path != c.path))
+        .map(String::from)
+        .collect();
+    lines.push(format!(
+        "{}\t{}\t{}\t{}\t{}",
+        c.path,
+        c.bytes_per_s,
+        c.bytes_read,
+        u8::from(c.direct),
+        c.unix_time
+    ));
+    let skip = lines.len().saturating_sub(MAX_ENTRIES);
+    let tmp = dir.join(format!("calibration.tsv.{}", std::process::id()));
+    std::fs::write(&tmp, lines[skip..].join("\n") + "\n")
+        .and_then(|()| std::fs::rename(&tmp, &file))
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
+    Ok(())
+}
+
+/// A zeroed buffer of `len` bytes aligned to [`ALIGN`] (for O_DIRECT).
+struct Aligned {
+    buf: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl Aligned {
+    fn new(len: usize) -> Self {
+        let buf = vec![0u8; len + ALIGN];
+        let start = buf.as_ptr().align_offset(ALIGN);
+        Aligned { buf, start, len }
+    }
+    fn slice(&mut self) -> &mut [u8] {
+        &mut self.buf[self.start..self.start + self.len]
+    }
+}
+
+/// Read up to `want` bytes from the start of `path` in `block` pieces;
+/// returns (bytes read, seconds, direct).
+fn measure(path: &Path, want: u64, block: usize) -> anyhow::Result<(u64, f64, bool)> {
+    let open = |flags: i32| OpenOptions::new().read(true).custom_flags(flags).open(path);
+    let (mut f, direct): (File, bool) = match open(O_DIRECT) {
+        Ok(f) => (f, true),
+        Err(e) if e.raw_os_error() == Some(22) => (
+            open(0).map_err(|e| usage(format!("{}: {e}", path.display())))?,
+            false,
+        ),
+        Err(e) => return Err(usage(format!("{}: {e}", path.display()))),
+    };
+    let size = f
+        .seek(SeekFrom::End(0))
+        .and_then(|s| f.seek(SeekFrom::Start(0)).map(|_| s))
+        .map_err(|e| usage(format!("{}: cannot seek: {e}", path.display())))?;
+    let want = want.min(size) / ALIGN as u64 * ALIGN as u64;
+    if want == 0 {
+        return Err(usage(format!(
+            "{}: holds {size} bytes; calibration needs at least 4 KiB to read",
+            path.display()
+        )));
+    }
+    let mut buf = Aligned::new(block);
+    let mut done = 0u64;
+    let t0 = Instant::now();
+    while done < want {
+        let n = ((want - done) as usize).min(block);
+        let got = f
+            .read(&mut buf.slice()[..n])
+            .map_err(|e| anyhow::anyhow!("{}: read at {done}: {e}", path.display()))?;
+        if got == 0 {
+            break;
+        }
+        done += got as u64;
+    }
+    Ok((done, t0.elapsed().as_secs_f64(), direct))
+}
+
+/// Run `outrider calibrate`.
+pub fn run(a: CalibrateArgs) -> anyhow::Result<()> {
+    let want =
+        outrider_core::size::parse_size(&a.bytes).map_err(|e| usage(format!("--bytes: {e}")))?;
+    let block =
+        outrider_core::size::parse_size(&a.block).map_err(|e| usage(format!("--block: {e}")))?;
+    if block == 0 || block % ALIGN as u64 != 0 || block > 1 << 30 {
+        return Err(usage(format!(
+            "--block '{}': expected a multiple of 4KiB, at most 1GiB",
+            a.block
+        )));
+    }
+    let canon =
+        std::fs::canonicalize(&a.path).map_err(|e| usage(format!("{}: {e}", a.path.display())))?;
+    let dir = a.state_dir.clone().or_else(state_dir).ok_or_else(|| {
+        usage("no state directory: set XDG_STATE_HOME or HOME, or pass --state-dir")
+    })?;
+    let c = match (a.force, lookup(&dir, &canon)) {
+        (false, Some(c)) => c,
+        _ => {
+            let (bytes, secs, direct) = measure(&canon, want, block as usize)?;
+            let c = Calibration {
+                path: canon.display().to_string(),
+                bytes_per_s: (bytes as f64 / secs.max(1e-9)) as u64,
+                bytes_read: bytes,
+                direct,
+                unix_time: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+                reused: false,
+            };
+            store(&dir, &c)?;
+            c
+        }
+    };
+    if a.json {
+        println!("{}", serde_json::to_string(&c)?);
+    } else {
+        println!(
+            "{}: {:.1} MB/s over {} ({}{}), stored in {}",
+            c.path,
+            c.bytes_per_s as f64 / 1e6,
+            outrider_core::size::ByteSize(c.bytes_read),
+            if c.direct {
+                "O_DIRECT"
+            } else {
+                "through the page cache: an upper bound"
+            },
+            if c.reused {
+                ", measured earlier; --force to measure again"
+            } else {
+                ""
+            },
+            dir.join("calibration.tsv").display()
+        );
+    }
+    Ok(())
+}
