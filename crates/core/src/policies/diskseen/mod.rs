@@ -84,6 +84,13 @@ pub const SUMMARY: &str =
 /// is dropped unresolved.
 pub const MAX_PENDING_WINDOWS: usize = 1 << 16;
 
+/// Streams remembered per 64-block chunk of the stream index.
+const OWNERS_PER_CHUNK: usize = 4;
+/// Bound on chunks in the stream index; beyond it the index is rebuilt
+/// from the live streams.
+const MAX_OWNER_CHUNKS: usize = 1 << 16;
+const NO_SLOT: u32 = u32::MAX;
+
 /// How often (in stamped blocks) the table's size is checked against
 /// `table_mib`.
 const PURGE_CHECK_BLOCKS: u64 = 4096;
@@ -168,7 +175,9 @@ pub struct DiskSeen {
     table: BlockTable,
     counter: u64,
     streams: Vec<Option<Stream>>,
-    owner: FxHashMap<u64, u32>,
+    /// Which streams have windows in each 64-block chunk (§3.3.3's
+    /// stream index; verified against the windows on lookup).
+    owner: FxHashMap<u64, [u32; OWNERS_PER_CHUNK]>,
     trails: Trails,
     windows: FxHashMap<u64, WinRec>,
     window_order: VecDeque<u64>,
@@ -266,6 +275,55 @@ impl DiskSeen {
         true
     }
 
+    /// The stream whose current or readahead window holds `lbn`.
+    fn owner_of(&self, dev: u32, lbn: u64) -> Option<usize> {
+        let slots = self.owner.get(&(key(dev, lbn) >> 6))?;
+        slots
+            .iter()
+            .take_while(|&&s| s != NO_SLOT)
+            .map(|&s| s as usize)
+            .find(|&slot| {
+                self.streams
+                    .get(slot)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|s| {
+                        s.dev == dev
+                            && (s.cur.position(lbn).is_some() || s.ra.position(lbn).is_some())
+                    })
+            })
+    }
+
+    /// Index a new window's blocks under stream `slot`.
+    fn index_blocks(&mut self, slot: usize, dev: u32, blocks: &[u64]) {
+        if self.owner.len() >= MAX_OWNER_CHUNKS {
+            self.owner.clear();
+            for i in 0..self.streams.len() {
+                if let Some(s) = self.streams[i].take() {
+                    let all: Vec<u64> = s.cur.blocks.iter().chain(&s.ra.blocks).copied().collect();
+                    self.index_chunks(i, s.dev, &all);
+                    self.streams[i] = Some(s);
+                }
+            }
+        }
+        self.index_chunks(slot, dev, blocks);
+    }
+
+    fn index_chunks(&mut self, slot: usize, dev: u32, blocks: &[u64]) {
+        let mut last = u64::MAX;
+        for &b in blocks {
+            let c = key(dev, b) >> 6;
+            if c == last {
+                continue;
+            }
+            last = c;
+            let e = self.owner.entry(c).or_insert([NO_SLOT; OWNERS_PER_CHUNK]);
+            if !e.contains(&(slot as u32)) {
+                e.rotate_right(1);
+                e[0] = slot as u32;
+            }
+        }
+    }
+
     fn alloc_slot(&mut self) -> usize {
         if let Some(i) = self.streams.iter().position(Option::is_none) {
             return i;
@@ -296,12 +354,7 @@ impl DiskSeen {
     /// A window leaves its stream: unindex its blocks; a virtual window's
     /// outcome goes to quality control now (a read one's at eviction).
     fn retire(&mut self, slot: usize, s: &Stream, w: Window) {
-        for &b in &w.blocks {
-            let k = key(s.dev, b);
-            if self.owner.get(&k) == Some(&(slot as u32)) {
-                self.owner.remove(&k);
-            }
-        }
+        let _ = slot; // stale index entries are filtered on lookup
         if w.virtual_only && !w.blocks.is_empty() {
             self.qc.record(s.pid, w.hits() == 0);
         }
@@ -383,9 +436,7 @@ impl DiskSeen {
         blocks.sort_unstable();
         blocks.dedup();
         let id = sink.new_window();
-        for &b in &blocks {
-            self.owner.insert(key(dev, b), slot as u32);
-        }
+        self.index_blocks(slot, dev, &blocks);
         if !virtual_only {
             self.read_blocks(dev, &blocks, id, pid, group, sink);
         }
@@ -608,17 +659,16 @@ impl DiskSeen {
     /// the caching area, then look for a trail match or a sequence.
     fn block_done(&mut self, a: &Access, lbn: u64, sink: &mut Sink<'_>) {
         let dev = a.dev;
-        let st = self.table.status(dev, lbn);
-        if st & CACHED != 0 {
+        let ts = self.counter + 1;
+        let before = self
+            .table
+            .stamp_cached(dev, lbn, ts, RESIDENT | CACHED, BUSY);
+        if before & CACHED != 0 {
             return;
         }
-        self.counter += 1;
-        let ts = self.counter;
-        self.table.stamp(dev, lbn, ts);
-        self.table.set_status(dev, lbn, RESIDENT | CACHED, true);
-        self.table.set_status(dev, lbn, BUSY, false);
+        self.counter = ts;
         self.maintain_table();
-        if self.owner.contains_key(&key(dev, lbn)) {
+        if self.owner_of(dev, lbn).is_some() {
             return;
         }
         if self.p.history {
@@ -630,6 +680,7 @@ impl DiskSeen {
                     self.trails.hand_over();
                     return;
                 }
+                self.trails.aborted();
             }
         }
         if self.is_sequence_end(dev, lbn) {
@@ -660,15 +711,18 @@ impl Policy for DiskSeen {
             return;
         }
         for lbn in a.lbn..a.end_lbn() {
-            let st = self.table.status(a.dev, lbn);
-            if st & RESIDENT == 0 {
-                self.table.set_status(a.dev, lbn, RESIDENT | BUSY, true);
-            }
-            if st & PREFETCHED != 0 {
-                self.table.set_status(a.dev, lbn, PREFETCHED, false);
-            }
-            if let Some(&slot) = self.owner.get(&key(a.dev, lbn)) {
-                self.hit(slot as usize, lbn, sink);
+            // Resident from now on (busy until the read completes if it
+            // was not); an on-demand access clears the §3.2 mark.
+            self.table.modify_status(a.dev, lbn, |st| {
+                let st = if st & RESIDENT == 0 {
+                    st | RESIDENT | BUSY
+                } else {
+                    st
+                };
+                st & !PREFETCHED
+            });
+            if let Some(slot) = self.owner_of(a.dev, lbn) {
+                self.hit(slot, lbn, sink);
             }
         }
     }
@@ -716,7 +770,7 @@ impl Policy for DiskSeen {
 
     fn memory_bytes(&self) -> usize {
         self.table.memory_bytes()
-            + self.owner.capacity() * 16
+            + self.owner.capacity() * (8 + 4 * OWNERS_PER_CHUNK)
             + self.windows.capacity() * 32
             + self.window_order.capacity() * 8
             + self.streams.capacity() * std::mem::size_of::<Option<Stream>>()
