@@ -23,6 +23,12 @@ pub trait Residency {
     /// Is page `page` of `file` resident or being read? ([`FileId::RAW`]
     /// pages are device blocks.)
     fn is_page_cached(&self, file: FileId, page: u64) -> bool;
+    /// Where page `page` of `file` lives on disk, as `(dev, lbn)`, when the
+    /// driver knows (sim: the layout model; live: the FIEMAP extent map).
+    /// Block-level policies use it to screen file-level requests.
+    fn block_of(&self, _file: FileId, _page: u64) -> Option<(u32, u64)> {
+        None
+    }
 }
 
 /// A [`Residency`] that knows nothing (everything is absent).
@@ -87,9 +93,25 @@ impl<'a> Sink<'a> {
         self.residency.is_page_cached(file, page)
     }
 
+    /// Where page `page` of `file` lives on disk, if the driver knows.
+    pub fn block_of(&self, file: FileId, page: u64) -> Option<(u32, u64)> {
+        self.residency.block_of(file, page)
+    }
+
     /// Requests pushed so far (for stacking operators that screen them).
     pub fn requests(&self) -> &[PrefetchRequest] {
         self.out
+    }
+
+    /// A sink sharing this one's window ids and residency view but
+    /// collecting requests into `out` (the stack operator gathers the upper
+    /// policy's requests this way before the lower policy screens them).
+    pub fn redirect<'b>(&'b mut self, out: &'b mut Vec<PrefetchRequest>) -> Sink<'b> {
+        Sink {
+            out,
+            next_window: &mut *self.next_window,
+            residency: self.residency,
+        }
     }
 }
 
@@ -124,7 +146,16 @@ pub trait Policy: Send {
     /// device read finished). DiskSeen §3.1 records access times here.
     fn on_access_done(&mut self, _access: &Access, _sink: &mut Sink<'_>) {}
 
-    /// A prefetch this policy requested finished reading.
+    /// A request from the policy stacked above this one (`upper+this`, see
+    /// [`crate::policies::stack`]): the lower policy decides what of it to
+    /// issue, e.g. DiskSeen §3.2 screens out resident, busy and
+    /// previously-wasted blocks. Default: pass it through unchanged.
+    fn on_upper_request(&mut self, request: &PrefetchRequest, sink: &mut Sink<'_>) {
+        sink.prefetch(request.target, request.blocks, request.window);
+    }
+
+    /// A prefetch this policy requested finished reading. (Under a stack
+    /// both policies see every completion; ignore windows you did not open.)
     fn on_prefetch_done(&mut self, _done: &PrefetchDone, _sink: &mut Sink<'_>) {}
 
     /// A block left memory.

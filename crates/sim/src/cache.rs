@@ -85,6 +85,8 @@ pub struct Node {
     pub inflight: Option<u32>,
     /// Window of the prefetch that brought it (0 = none).
     pub window: u64,
+    /// That window's slot in the driver's window table (while prefetched).
+    pub window_slot: u32,
     /// When its prefetch was issued (ns).
     pub issue_ns: u64,
 }
@@ -349,6 +351,7 @@ impl Cache {
                 prefetched: false,
                 inflight: None,
                 window: 0,
+                window_slot: 0,
                 issue_ns: 0,
             });
             (self.nodes.len() - 1) as u32

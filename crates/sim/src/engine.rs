@@ -22,10 +22,10 @@
 //! the previous request completes, whichever is later. `think_ns` replaces
 //! the trace's gaps with a constant.
 
-use crate::blockmap::BlockMap;
 use crate::cache::{Cache, CacheModel, Fill, Node};
 use crate::device::{build_device, DevRequest, Device};
 use crate::layout::{block_key, split_key, Layout};
+use crate::windows::WindowTable;
 use outrider_core::metrics::{Counters, Report};
 use outrider_core::{
     Access, BoxedPolicy, Eviction, FileId, Op, Origin, Outcome, PrefetchDone, PrefetchRequest,
@@ -34,7 +34,7 @@ use outrider_core::{
 use outrider_trace::{Record, Trace};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::time::Instant;
 
 /// How many requests ahead the loop warms hash slots.
@@ -122,8 +122,9 @@ struct Inflight {
 }
 
 struct Proc {
-    /// Indices into the trace's records (None: all records, one process).
-    indices: Option<Vec<u32>>,
+    /// Its list of record indices in `Engine::lists` (None: all records,
+    /// one process).
+    list: Option<u32>,
     pos: usize,
     len: usize,
     outstanding: u32,
@@ -131,12 +132,6 @@ struct Proc {
     /// The request in progress, for [`outrider_core::Policy::on_access_done`].
     access: Access,
 }
-
-/// A window's accounting packed in the [`BlockMap`] value: blocks still
-/// unresolved (neither used nor evicted) in the low 31 bits, "some block was
-/// used" in the top bit. (A `HashMap` here suffered the tombstone slowdown
-/// described in `blockmap.rs`: windows are opened and closed constantly.)
-const WINDOW_USED: u32 = 1 << 31;
 
 struct View<'a> {
     cache: &'a Cache,
@@ -153,10 +148,16 @@ impl Residency for View<'_> {
             None => false,
         }
     }
+    fn block_of(&self, file: FileId, page: u64) -> Option<(u32, u64)> {
+        self.layout.block_of(file, page)
+    }
 }
 
 struct Engine<'t> {
     records: &'t [Record],
+    /// Record indices of each process, in order of first appearance; empty
+    /// when the trace has one pid (most block traces need no lists at all).
+    lists: Vec<Vec<u32>>,
     layout: Layout,
     cfg: SimConfig,
     cache: Cache,
@@ -165,12 +166,18 @@ struct Engine<'t> {
     free_inflight: Vec<u32>,
     procs: Vec<Proc>,
     ready: BinaryHeap<Reverse<(u64, u32)>>,
-    windows: BlockMap,
+    windows: WindowTable,
     c: Counters,
     out: Vec<PrefetchRequest>,
     evicted: Vec<Node>,
     pieces: Vec<(u32, u64, u32)>,
     next_window: u64,
+    /// The device completes every request when submitted (`none`): reads
+    /// skip the device queue and prefetch completions wait here, in
+    /// submission order, to be told to the policy before the next event --
+    /// exactly when the queue would have delivered them.
+    instant: bool,
+    instant_done: VecDeque<PrefetchDone>,
     seq: u64,
     t0_ns: u64,
     live: usize,
@@ -232,20 +239,23 @@ pub fn simulate_on(
     let records: &[Record] = &trace.records;
     let mut e = Engine {
         records,
+        lists: process_lists(records),
         layout: Layout::from_meta(&trace.meta),
         cfg: cfg.clone(),
         cache: Cache::new(cfg.cache_model, cfg.cache_blocks),
+        instant: device.is_instantaneous(),
         device,
         inflight: Vec::new(),
         free_inflight: Vec::new(),
         procs: Vec::new(),
         ready: BinaryHeap::new(),
-        windows: BlockMap::default(),
+        windows: WindowTable::default(),
         c: Counters::default(),
         out: Vec::new(),
         evicted: Vec::new(),
         pieces: Vec::new(),
         next_window: 0,
+        instant_done: VecDeque::new(),
         seq: 0,
         live: 0,
         end_ns: 0,
@@ -269,6 +279,25 @@ pub fn simulate_on(
     result
 }
 
+/// Record indices per pid, in order of first appearance; empty for a
+/// single-pid trace.
+fn process_lists(records: &[Record]) -> Vec<Vec<u32>> {
+    let first_pid = records.first().map_or(0, |r| r.pid);
+    if records.iter().all(|r| r.pid == first_pid) {
+        return Vec::new();
+    }
+    let mut pid_index: FxHashMap<u32, usize> = FxHashMap::default();
+    let mut lists: Vec<Vec<u32>> = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let k = *pid_index.entry(r.pid).or_insert_with(|| {
+            lists.push(Vec::new());
+            lists.len() - 1
+        });
+        lists[k].push(i as u32);
+    }
+    lists
+}
+
 impl Engine<'_> {
     fn reset(&mut self) {
         self.cache.clear();
@@ -277,24 +306,12 @@ impl Engine<'_> {
         self.free_inflight.clear();
         self.windows.clear();
         self.ready.clear();
+        self.instant_done.clear();
         self.c = Counters::default();
         self.procs.clear();
-        // One process per pid, in order of first appearance. A single-pid
-        // trace (most block traces) needs no index lists at all.
-        let mut pid_index: FxHashMap<u32, usize> = FxHashMap::default();
-        let mut lists: Vec<Vec<u32>> = Vec::new();
-        let first_pid = self.records.first().map_or(0, |r| r.pid);
-        let single = self.records.iter().all(|r| r.pid == first_pid);
-        for (i, r) in self.records.iter().enumerate().filter(|_| !single) {
-            let k = *pid_index.entry(r.pid).or_insert_with(|| {
-                lists.push(Vec::new());
-                lists.len() - 1
-            });
-            lists[k].push(i as u32);
-        }
-        if lists.len() <= 1 {
+        if self.lists.is_empty() {
             self.procs.push(Proc {
-                indices: None,
+                list: None,
                 pos: 0,
                 len: self.records.len(),
                 outstanding: 0,
@@ -302,11 +319,11 @@ impl Engine<'_> {
                 access: Access::default(),
             });
         } else {
-            for l in lists {
+            for (k, l) in self.lists.iter().enumerate() {
                 self.procs.push(Proc {
-                    len: l.len(),
-                    indices: Some(l),
+                    list: Some(k as u32),
                     pos: 0,
+                    len: l.len(),
                     outstanding: 0,
                     wait_start_ns: 0,
                     access: Access::default(),
@@ -323,9 +340,9 @@ impl Engine<'_> {
 
     fn record_of(&self, p: usize, pos: usize) -> &Record {
         let proc = &self.procs[p];
-        let i = match &proc.indices {
+        let i = match proc.list {
             None => pos,
-            Some(v) => v[pos] as usize,
+            Some(k) => self.lists[k as usize][pos] as usize,
         };
         &self.records[i]
     }
@@ -358,7 +375,12 @@ impl Engine<'_> {
         self.live = self.procs.iter().filter(|p| p.len > 0).count();
         self.end_ns = 0;
         while self.live > 0 {
-            let t_dev = self.device.next_completion_ns().unwrap_or(u64::MAX);
+            // An instantaneous device never holds a request (see `instant`).
+            let t_dev = if self.instant {
+                u64::MAX
+            } else {
+                self.device.next_completion_ns().unwrap_or(u64::MAX)
+            };
             let t_proc = self.ready.peek().map_or(u64::MAX, |r| r.0 .0);
             assert!(
                 t_dev != u64::MAX || t_proc != u64::MAX,
@@ -391,6 +413,9 @@ impl Engine<'_> {
                 if self.procs[p].outstanding == 0 {
                     self.advance(p, now);
                 }
+            }
+            if !self.instant_done.is_empty() {
+                self.deliver_instant(policy);
             }
         }
         self.c.elapsed_ns = self.end_ns;
@@ -516,24 +541,17 @@ impl Engine<'_> {
     fn use_prefetched(&mut self, idx: u32, now: u64) {
         let n = self.cache.node_mut(idx);
         n.prefetched = false;
-        let (window, issue) = (n.window, n.issue_ns);
+        let (slot, issue) = (n.window_slot, n.issue_ns);
         self.c.prefetched_used_blocks += 1;
         self.c.prefetch_served_blocks += 1;
         self.c.lead_time_sum_ns += u128::from(now.saturating_sub(issue));
-        self.resolve_window(window, true);
+        self.resolve_window(slot, true);
     }
 
-    fn resolve_window(&mut self, window: u64, used: bool) {
-        if let Some(w) = self.windows.get(window) {
-            let w = (w - 1) | if used { WINDOW_USED } else { 0 };
-            if w & !WINDOW_USED == 0 {
-                if w & WINDOW_USED == 0 {
-                    self.c.mis_prefetched_windows += 1;
-                }
-                self.windows.remove(window);
-            } else {
-                self.windows.insert(window, w);
-            }
+    /// One prefetched block of the window in `slot` was used or evicted.
+    fn resolve_window(&mut self, slot: u32, used: bool) {
+        if self.windows.resolve(slot, used) == Some(true) {
+            self.c.mis_prefetched_windows += 1;
         }
     }
 
@@ -560,6 +578,13 @@ impl Engine<'_> {
     }
 
     fn demand_read(&mut self, p: usize, key: u64, blocks: u32, now: u64) {
+        if self.instant {
+            for i in 0..u64::from(blocks) {
+                self.cache.insert(key + i, Fill::Demand, &mut self.evicted);
+            }
+            self.c.device_requests += 1;
+            return;
+        }
         let id = self.alloc_inflight(Inflight {
             kind: Kind::Demand,
             window: 0,
@@ -636,33 +661,62 @@ impl Engine<'_> {
     }
 
     fn prefetch_read(&mut self, window: WindowId, key: u64, blocks: u32, now: u64) {
-        let id = self.alloc_inflight(Inflight {
-            kind: Kind::Prefetch,
-            window: window.0,
-            key,
-            blocks,
-            issue_ns: now,
-            waiters: Vec::new(),
-        });
+        let id = if self.instant {
+            u32::MAX
+        } else {
+            self.alloc_inflight(Inflight {
+                kind: Kind::Prefetch,
+                window: window.0,
+                key,
+                blocks,
+                issue_ns: now,
+                waiters: Vec::new(),
+            })
+        };
+        let (slot, opened) = self.windows.add(window.0, blocks);
+        if opened {
+            self.c.windows += 1;
+        }
         for i in 0..u64::from(blocks) {
             let idx = self
                 .cache
                 .insert(key + i, Fill::Prefetch, &mut self.evicted);
             let n = self.cache.node_mut(idx);
-            n.inflight = Some(id);
+            n.inflight = (!self.instant).then_some(id);
             n.window = window.0;
+            n.window_slot = slot;
             n.issue_ns = now;
         }
-        let w = match self.windows.get(window.0) {
-            Some(w) => w,
-            None => {
-                self.c.windows += 1;
-                0
-            }
-        };
-        self.windows.insert(window.0, w + blocks);
         self.c.prefetched_blocks += u64::from(blocks);
-        self.submit(id, key, blocks, now);
+        if self.instant {
+            let (dev, lbn) = split_key(key);
+            self.c.device_requests += 1;
+            self.instant_done.push_back(PrefetchDone {
+                window,
+                dev,
+                lbn,
+                blocks,
+                issue_ns: now,
+                done_ns: now,
+            });
+        } else {
+            self.submit(id, key, blocks, now);
+        }
+    }
+
+    /// Tell the policy about the prefetches an instantaneous device
+    /// completed, in submission order; what it asks for in reply completes
+    /// too and is told after them.
+    fn deliver_instant(&mut self, policy: &mut dyn outrider_core::Policy) {
+        while let Some(done) = self.instant_done.pop_front() {
+            let view = View {
+                cache: &self.cache,
+                layout: &self.layout,
+            };
+            let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
+            policy.on_prefetch_done(&done, &mut sink);
+            self.issue_prefetches(policy, done.done_ns);
+        }
     }
 
     /// Account evicted blocks and tell the policy.
@@ -674,7 +728,7 @@ impl Engine<'_> {
         for n in &evicted {
             if n.prefetched {
                 self.c.prefetched_unused_blocks += 1;
-                self.resolve_window(n.window, false);
+                self.resolve_window(n.window_slot, false);
             }
             let (dev, lbn) = split_key(n.key);
             policy.on_evict(&Eviction {
@@ -742,7 +796,7 @@ impl Engine<'_> {
         for n in &left {
             if n.prefetched {
                 self.c.prefetched_unused_blocks += 1;
-                self.resolve_window(n.window, false);
+                self.resolve_window(n.window_slot, false);
             }
         }
         // Windows whose blocks were evicted while in flight and re-read are

@@ -15,6 +15,7 @@ pub mod cache;
 pub mod device;
 pub mod engine;
 pub mod layout;
+pub mod windows;
 
 pub use cache::{Cache, CacheModel};
 pub use engine::{simulate, simulate_on, SimConfig, SimResult, Timing};

@@ -9,6 +9,7 @@ pub mod diskseen;
 pub mod none;
 pub mod obl;
 pub mod readahead;
+pub mod stack;
 
 use crate::params::{render_help, ParamError, ParamSpec, Params};
 use crate::policy::BoxedPolicy;
@@ -114,9 +115,20 @@ pub fn policy_help(name: &str) -> Result<String, PolicyError> {
     Ok(render_help(e.name, e.summary, &(e.specs)()))
 }
 
-/// Build a policy from `NAME[:k=v,...]`. `NAME:help` returns
+/// Build a policy from `NAME[:k=v,...]`, or a stack of them joined by `+`
+/// (`readahead+diskseen:k=8`; see [`stack`]). `NAME:help` returns
 /// [`PolicyError::Help`] with the parameter table.
 pub fn build_policy(spec: &str) -> Result<BoxedPolicy, PolicyError> {
+    match spec.split_once('+') {
+        Some((upper, rest)) => Ok(Box::new(stack::Stack::new(
+            build_one(upper)?,
+            build_policy(rest)?,
+        ))),
+        None => build_one(spec),
+    }
+}
+
+fn build_one(spec: &str) -> Result<BoxedPolicy, PolicyError> {
     let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
     let name = name.trim();
     let e = entry(name)?;
@@ -144,6 +156,18 @@ mod tests {
         match build_policy("obl:help") {
             Err(PolicyError::Help(t)) => assert!(t.contains("k=4"), "{t}"),
             _ => panic!("obl:help must return the help text"),
+        }
+    }
+
+    #[test]
+    fn stacks_build_by_plus_and_report_errors_of_any_part() {
+        let p = build_policy("readahead:ra_pages=64+obl:k=2+none").unwrap();
+        assert_eq!(p.name(), "readahead+obl+none");
+        let e = build_policy("readahead+nosuch").err().unwrap().to_string();
+        assert!(e.contains("unknown policy 'nosuch'"), "{e}");
+        match build_policy("readahead+obl:help") {
+            Err(PolicyError::Help(t)) => assert!(t.contains("k=4"), "{t}"),
+            _ => panic!("help of a stacked part must return its help text"),
         }
     }
 

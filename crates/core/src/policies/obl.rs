@@ -29,24 +29,29 @@ crate::params! {
 }
 
 /// The OBL prefetcher.
+///
+/// libCacheSim keeps a ring of the last `k` blocks and compares it with
+/// b−k … b−1; the same test is "the last access was b−1 and closed a run
+/// of at least `k` consecutive ascending accesses", so we keep just the
+/// last block and the run's length (capped at `k`): O(1) per block.
 #[derive(Clone, Debug)]
 pub struct Obl {
-    k: usize,
-    /// Ring of the last `k` accessed blocks; `u64::MAX` = none yet.
-    prev: Vec<u64>,
-    /// Index of the newest entry in `prev`.
-    newest: usize,
+    k: u32,
+    /// Last accessed block (meaningless while `run == 0`).
+    last: u64,
+    /// Length of the run of consecutive ascending blocks ending at `last`,
+    /// capped at `k`; 0 = no access yet.
+    run: u32,
     dev: u32,
 }
 
 impl Obl {
     /// Build from parameters (`k` of 0 is treated as 1).
     pub fn new(p: OblParams) -> Self {
-        let k = p.k.max(1) as usize;
         Obl {
-            k,
-            prev: vec![u64::MAX; k],
-            newest: 0,
+            k: p.k.max(1),
+            last: 0,
+            run: 0,
             dev: 0,
         }
     }
@@ -54,27 +59,14 @@ impl Obl {
     /// libCacheSim `OBL_handle_find`: is b preceded by exactly b-k..b-1?
     /// Records b either way.
     fn observe(&mut self, b: u64) -> bool {
-        let k = self.k;
-        // Oldest entry first: slot newest+1 (wrapping) holds b-k if the run
-        // is sequential, ..., slot newest holds b-1. No division per access.
-        let mut slot = self.newest + 1;
-        let mut sequential = b >= k as u64;
-        for i in 0..k {
-            if slot == k {
-                slot = 0;
-            }
-            if !sequential || self.prev[slot] != b - (k - i) as u64 {
-                sequential = false;
-                break;
-            }
-            slot += 1;
-        }
-        self.newest = if self.newest + 1 == k {
-            0
+        let follows = self.run > 0 && self.last.wrapping_add(1) == b;
+        let sequential = follows && self.run >= self.k;
+        self.run = if follows {
+            (self.run + 1).min(self.k)
         } else {
-            self.newest + 1
+            1
         };
-        self.prev[self.newest] = b;
+        self.last = b;
         sequential
     }
 }
@@ -87,7 +79,7 @@ impl Policy for Obl {
     fn on_access(&mut self, a: &Access, _o: &Outcome, sink: &mut Sink<'_>) {
         if a.dev != self.dev {
             // Another device: its blocks cannot continue this one's run.
-            self.prev.iter_mut().for_each(|b| *b = u64::MAX);
+            self.run = 0;
             self.dev = a.dev;
         }
         let mut sequential = false;
@@ -111,11 +103,11 @@ impl Policy for Obl {
     }
 
     fn on_run_start(&mut self, _run: u32) {
-        self.prev.iter_mut().for_each(|b| *b = u64::MAX);
+        self.run = 0;
     }
 
     fn memory_bytes(&self) -> usize {
-        self.prev.len() * 8
+        std::mem::size_of::<Self>()
     }
 
     fn box_clone(&self) -> BoxedPolicy {
@@ -180,5 +172,46 @@ mod tests {
         assert_eq!(outs[2], vec![4]);
         assert!(outs[3].is_empty() && outs[4].is_empty() && outs[5].is_empty());
         assert_eq!(outs[6], vec![7]);
+    }
+
+    /// libCacheSim's own formulation, a ring of the last k blocks compared
+    /// with b-k..b-1, as the reference for the O(1) run-length test.
+    fn reference(k: usize, blocks: &[u64]) -> Vec<bool> {
+        let mut ring: Vec<u64> = Vec::new();
+        blocks
+            .iter()
+            .map(|&b| {
+                let seq = ring.len() == k
+                    && b >= k as u64
+                    && ring
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &x)| x == b - (k - i) as u64);
+                ring.push(b);
+                if ring.len() > k {
+                    ring.remove(0);
+                }
+                seq
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// The run-length test decides exactly as libCacheSim's ring does.
+        #[test]
+        fn run_length_equals_libcachesim_ring(
+            k in 1usize..6,
+            steps in proptest::collection::vec((0u8..4, 0u64..40), 1..300),
+        ) {
+            // Mostly +1 steps (runs), some repeats and jumps.
+            let mut b = 100u64;
+            let blocks: Vec<u64> = steps.iter().map(|&(kind, x)| {
+                b = match kind { 0 | 1 => b + 1, 2 => b, _ => x };
+                b
+            }).collect();
+            let mut p = Obl::new(OblParams { k: k as u32 });
+            let got: Vec<bool> = feed(&mut p, &blocks).iter().map(|o| !o.is_empty()).collect();
+            proptest::prop_assert_eq!(got, reference(k, &blocks));
+        }
     }
 }

@@ -35,6 +35,9 @@ impl Device for Instantaneous {
     fn reset(&mut self) {
         self.queue.clear();
     }
+    fn is_instantaneous(&self) -> bool {
+        true
+    }
     fn describe(&self) -> String {
         "none: instantaneous (every request completes when submitted)".into()
     }

@@ -111,6 +111,13 @@ pub trait Device: Send {
     /// A one-line description with the model's constants.
     fn describe(&self) -> String;
 
+    /// Every request completes at the instant it is submitted, in
+    /// submission order (the `none` device). The simulator then skips the
+    /// device queue altogether: the outcome is the same, only faster.
+    fn is_instantaneous(&self) -> bool {
+        false
+    }
+
     /// The most bytes per second the device can deliver (large sequential
     /// reads, every server busy), if the model knows it. flashy prefetching
     /// caps its prefetch rate by this ("up to a maximum based on the total

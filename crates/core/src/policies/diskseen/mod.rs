@@ -65,7 +65,7 @@ pub mod trail;
 #[cfg(test)]
 mod tests;
 
-use crate::event::{Access, Op, Origin, Outcome, PrefetchDone, Target, WindowId};
+use crate::event::{Access, Op, Origin, Outcome, PrefetchDone, PrefetchRequest, Target, WindowId};
 use crate::policy::{BoxedPolicy, Eviction, Policy, Sink};
 use quality::{QcParams, Quality};
 use rustc_hash::FxHashMap;
@@ -734,6 +734,62 @@ impl Policy for DiskSeen {
         for lbn in a.lbn..a.end_lbn() {
             self.block_done(a, lbn, sink);
         }
+    }
+
+    /// §3.2: a file-level prefetcher's request is a set of *candidates*.
+    /// Blocks resident or busy are skipped; blocks prefetched before and
+    /// evicted without use are dropped; the rest are read (as block
+    /// requests, in the upper policy's window) and marked prefetched.
+    /// Pages the driver cannot place on disk pass through unchanged.
+    fn on_upper_request(&mut self, r: &PrefetchRequest, sink: &mut Sink<'_>) {
+        let mut run: Option<(u32, u64, u32)> = None;
+        let flush = |run: &mut Option<(u32, u64, u32)>, sink: &mut Sink<'_>| {
+            if let Some((dev, lbn, n)) = run.take() {
+                sink.prefetch(Target::Block { dev, lbn }, n, r.window);
+            }
+        };
+        for i in 0..u64::from(r.blocks) {
+            let (dev, lbn) = match r.target {
+                Target::Block { dev, lbn } => (dev, lbn + i),
+                Target::File { file, page } => match sink.block_of(file, page + i) {
+                    Some(b) => b,
+                    None => {
+                        flush(&mut run, sink);
+                        sink.prefetch(
+                            Target::File {
+                                file,
+                                page: page + i,
+                            },
+                            1,
+                            r.window,
+                        );
+                        continue;
+                    }
+                },
+            };
+            let st = self.table.status(dev, lbn);
+            if st & (RESIDENT | BUSY) != 0 || sink.is_cached(dev, lbn) {
+                self.stats.screened_resident += 1;
+                flush(&mut run, sink);
+                continue;
+            }
+            if st & PREFETCHED != 0 {
+                self.stats.screened_unused += 1;
+                flush(&mut run, sink);
+                continue;
+            }
+            self.table
+                .set_status(dev, lbn, RESIDENT | BUSY | PREFETCHED, true);
+            run = match run {
+                Some((d, s, n)) if d == dev && s + u64::from(n) == lbn => Some((d, s, n + 1)),
+                other => {
+                    let mut other = other;
+                    flush(&mut other, sink);
+                    Some((dev, lbn, 1))
+                }
+            };
+        }
+        flush(&mut run, sink);
     }
 
     fn on_prefetch_done(&mut self, d: &PrefetchDone, _sink: &mut Sink<'_>) {
