@@ -604,3 +604,29 @@ fn readahead_plus_diskseen_drops_blocks_readahead_wasted_before() {
     assert!(wasted.iter().any(|&(b, _)| b >= 1004));
     assert_eq!(blocks_of(&second), vec![1001, 1002, 1003]);
 }
+
+#[test]
+fn infill_reads_strided_history_windows_as_one_request() {
+    // Run 1 reads every other block; run 2 follows the history. The paper
+    // reads exactly the trail's blocks (one request each); infill=1 reads
+    // through the one-block holes, one request per window.
+    let strided = |infill: u32| {
+        let mut h = Harness::new(DiskSeenParams {
+            infill,
+            ..DiskSeenParams::default()
+        });
+        for i in 0..40 {
+            h.read(1, 2000 + 2 * i);
+        }
+        h.new_run();
+        let mut reqs = vec![];
+        for i in 0..6 {
+            reqs.extend(h.read(1, 2000 + 2 * i));
+        }
+        reqs
+    };
+    let exact = strided(0);
+    assert_eq!(&exact[..3], &[(2008, 1), (2010, 1), (2012, 1)]);
+    let filled = strided(1);
+    assert_eq!(&filled[..2], &[(2008, 15), (2024, 15)]);
+}
