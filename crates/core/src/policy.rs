@@ -174,6 +174,13 @@ pub trait Policy: Send {
     /// kept, per-run state (windows, streams) should be dropped.
     fn on_run_start(&mut self, _run: u32) {}
 
+    /// The scheduling group of the requests issued for `window` (DiskSeen
+    /// §3.7: one group per trail, so a coordinated disk array can serve
+    /// one trail at a time); 0 = no group (the default).
+    fn schedule_group(&self, _window: WindowId) -> u32 {
+        0
+    }
+
     /// Bytes of policy state, for memory reports.
     fn memory_bytes(&self) -> usize {
         0

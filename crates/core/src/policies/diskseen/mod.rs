@@ -40,6 +40,13 @@
 //! Resident or busy blocks are left out of every read (windows shrink over
 //! cached data, §3.3.2).
 //!
+//! # Disk arrays (§3.7)
+//!
+//! Every stream is a trail with its own scheduling group; its requests
+//! carry the group ([`crate::Policy::schedule_group`]) and a coordinated
+//! `raid0` device model serves one group at a time (`coordinate=off`
+//! tags nothing, for comparison).
+//!
 //! # Departures from the paper
 //!
 //! - `t` is a parameter (default 2048, the paper's value for its 512 MB
@@ -844,6 +851,10 @@ impl Policy for DiskSeen {
             + self.streams.capacity() * std::mem::size_of::<Option<Stream>>()
             + self.trails.memory_bytes()
             + self.qc.memory_bytes()
+    }
+
+    fn schedule_group(&self, window: WindowId) -> u32 {
+        self.group_of(window)
     }
 
     fn box_clone(&self) -> BoxedPolicy {

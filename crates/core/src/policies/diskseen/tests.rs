@@ -630,3 +630,24 @@ fn infill_reads_strided_history_windows_as_one_request() {
     let filled = strided(1);
     assert_eq!(&filled[..2], &[(2008, 15), (2024, 15)]);
 }
+
+#[test]
+fn stream_requests_carry_their_trail_group_unless_coordination_is_off() {
+    // §3.7: each stream's requests share a scheduling group; two streams
+    // get two groups; `coordinate=off` tags nothing.
+    let groups = |coordinate: bool| {
+        let mut h = Harness::new(DiskSeenParams {
+            coordinate,
+            ..DiskSeenParams::default()
+        });
+        for b in (100..108).chain(5000..5008) {
+            h.read(1, b);
+        }
+        h.log
+            .iter()
+            .map(|r| h.ds.schedule_group(r.window))
+            .collect::<Vec<u32>>()
+    };
+    assert_eq!(groups(true), vec![1, 1, 2, 2]);
+    assert_eq!(groups(false), vec![0, 0, 0, 0]);
+}
