@@ -69,6 +69,8 @@
 //! - Bounds the paper leaves implicit: at most `streams` streams (the
 //!   least recently moved is dropped) and `trails` current trails.
 
+mod hooks;
+mod issue;
 pub mod quality;
 pub mod stream;
 pub mod table;
@@ -77,13 +79,13 @@ pub mod trail;
 #[cfg(test)]
 mod tests;
 
-use crate::event::{Access, Op, Origin, Outcome, PrefetchDone, PrefetchRequest, Target, WindowId};
-use crate::policy::{BoxedPolicy, Eviction, Policy, Sink};
+use crate::event::{Access, WindowId};
+use crate::policy::Sink;
 use quality::{QcParams, Quality};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use stream::{next_window_size, Kind, Stream, Window};
-use table::{BlockTable, BUSY, CACHED, PREFETCHED, RESIDENT};
+use table::{BlockTable, BUSY, CACHED, RESIDENT};
 use trail::{extend, Matched, Reach, Trails};
 
 /// Registered name.
@@ -289,55 +291,6 @@ impl DiskSeen {
         true
     }
 
-    /// The stream whose current or readahead window holds `lbn`.
-    fn owner_of(&self, dev: u32, lbn: u64) -> Option<usize> {
-        let slots = self.owner.get(&(key(dev, lbn) >> 6))?;
-        slots
-            .iter()
-            .take_while(|&&s| s != NO_SLOT)
-            .map(|&s| s as usize)
-            .find(|&slot| {
-                self.streams
-                    .get(slot)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|s| {
-                        s.dev == dev
-                            && (s.cur.position(lbn).is_some() || s.ra.position(lbn).is_some())
-                    })
-            })
-    }
-
-    /// Index a new window's blocks under stream `slot`.
-    fn index_blocks(&mut self, slot: usize, dev: u32, blocks: &[u64]) {
-        if self.owner.len() >= MAX_OWNER_CHUNKS {
-            self.owner.clear();
-            for i in 0..self.streams.len() {
-                if let Some(s) = self.streams[i].take() {
-                    let all: Vec<u64> = s.cur.blocks.iter().chain(&s.ra.blocks).copied().collect();
-                    self.index_chunks(i, s.dev, &all);
-                    self.streams[i] = Some(s);
-                }
-            }
-        }
-        self.index_chunks(slot, dev, blocks);
-    }
-
-    fn index_chunks(&mut self, slot: usize, dev: u32, blocks: &[u64]) {
-        let mut last = u64::MAX;
-        for &b in blocks {
-            let c = key(dev, b) >> 6;
-            if c == last {
-                continue;
-            }
-            last = c;
-            let e = self.owner.entry(c).or_insert([NO_SLOT; OWNERS_PER_CHUNK]);
-            if !e.contains(&(slot as u32)) {
-                e.rotate_right(1);
-                e[0] = slot as u32;
-            }
-        }
-    }
-
     fn alloc_slot(&mut self) -> usize {
         if let Some(i) = self.streams.iter().position(Option::is_none) {
             return i;
@@ -371,108 +324,6 @@ impl DiskSeen {
         let _ = slot; // stale index entries are filtered on lookup
         if w.virtual_only && !w.blocks.is_empty() {
             self.qc.record(s.pid, w.hits() == 0);
-        }
-    }
-
-    /// Read the non-resident, non-busy blocks of `blocks` (LBN order) as
-    /// window `id` of a stream in `group`, one request per contiguous run.
-    fn read_blocks(
-        &mut self,
-        dev: u32,
-        blocks: &[u64],
-        id: WindowId,
-        pid: crate::event::Pid,
-        group: u32,
-        sink: &mut Sink<'_>,
-    ) {
-        let wanted: Vec<u64> = blocks
-            .iter()
-            .copied()
-            .filter(|&b| {
-                self.table.status(dev, b) & (RESIDENT | BUSY) == 0 && !sink.is_cached(dev, b)
-            })
-            .collect();
-        let left = self.emit_runs(dev, &wanted, id, sink);
-        if left > 0 {
-            self.track_window(id, pid, left, group);
-        }
-    }
-
-    /// Issue `wanted` (ascending, none resident) as requests of window
-    /// `id`: one per run, a run bridging gaps of at most `infill` blocks
-    /// (read through; 0 = the paper's exact blocks). Marks what is read
-    /// resident, busy and prefetched; returns how many blocks that is.
-    fn emit_runs(&mut self, dev: u32, wanted: &[u64], id: WindowId, sink: &mut Sink<'_>) -> u32 {
-        let infill = u64::from(self.p.infill);
-        let mut marked = 0u32;
-        let mut run: Option<(u64, u64)> = None;
-        let mut flush = |this: &mut Self, run: Option<(u64, u64)>, sink: &mut Sink<'_>| {
-            if let Some((s, e)) = run {
-                sink.prefetch(Target::Block { dev, lbn: s }, (e - s) as u32, id);
-                for b in s..e {
-                    if this.table.status(dev, b) & (RESIDENT | BUSY) == 0 && !sink.is_cached(dev, b)
-                    {
-                        this.table
-                            .set_status(dev, b, RESIDENT | BUSY | PREFETCHED, true);
-                        marked += 1;
-                    }
-                }
-            }
-        };
-        for &b in wanted {
-            run = match run {
-                Some((s, e)) if b >= e && b - e <= infill => Some((s, b + 1)),
-                other => {
-                    flush(self, other, sink);
-                    Some((b, b + 1))
-                }
-            };
-        }
-        flush(self, run, sink);
-        marked
-    }
-
-    fn track_window(&mut self, id: WindowId, pid: crate::event::Pid, left: u32, group: u32) {
-        self.windows.insert(
-            id.0,
-            WinRec {
-                pid,
-                left,
-                used: false,
-                group,
-            },
-        );
-        self.window_order.push_back(id.0);
-        while self.window_order.len() > MAX_PENDING_WINDOWS {
-            if let Some(old) = self.window_order.pop_front() {
-                self.windows.remove(&old);
-            }
-        }
-    }
-
-    /// Open a window over `blocks` (sorted) for stream `slot`, index it and
-    /// read it unless virtual.
-    fn open_window(
-        &mut self,
-        slot: usize,
-        tag: Tag,
-        mut blocks: Vec<u64>,
-        virtual_only: bool,
-        sink: &mut Sink<'_>,
-    ) -> Window {
-        let Tag { dev, pid, group } = tag;
-        blocks.sort_unstable();
-        blocks.dedup();
-        let id = sink.new_window();
-        self.index_blocks(slot, dev, &blocks);
-        if !virtual_only {
-            self.read_blocks(dev, &blocks, id, pid, group, sink);
-        }
-        Window {
-            id,
-            blocks,
-            hit_mask: 0,
-            virtual_only,
         }
     }
 
@@ -722,142 +573,5 @@ impl DiskSeen {
             return 0;
         }
         self.windows.get(&window.0).map_or(0, |w| w.group)
-    }
-}
-
-fn is_demand_read(a: &Access) -> bool {
-    a.origin == Origin::Demand && a.op == Op::Read
-}
-
-impl Policy for DiskSeen {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn on_access(&mut self, a: &Access, _o: &Outcome, sink: &mut Sink<'_>) {
-        if !is_demand_read(a) {
-            return;
-        }
-        for lbn in a.lbn..a.end_lbn() {
-            // Resident from now on (busy until the read completes if it
-            // was not); an on-demand access clears the §3.2 mark.
-            self.table.modify_status(a.dev, lbn, |st| {
-                let st = if st & RESIDENT == 0 {
-                    st | RESIDENT | BUSY
-                } else {
-                    st
-                };
-                st & !PREFETCHED
-            });
-            if let Some(slot) = self.owner_of(a.dev, lbn) {
-                self.hit(slot, lbn, sink);
-            }
-        }
-    }
-
-    fn on_access_done(&mut self, a: &Access, sink: &mut Sink<'_>) {
-        if !is_demand_read(a) {
-            return;
-        }
-        for lbn in a.lbn..a.end_lbn() {
-            self.block_done(a, lbn, sink);
-        }
-    }
-
-    /// §3.2: a file-level prefetcher's request is a set of *candidates*.
-    /// Blocks resident or busy are skipped; blocks prefetched before and
-    /// evicted without use are dropped; the rest are read (as block
-    /// requests, in the upper policy's window) and marked prefetched.
-    /// Pages the driver cannot place on disk pass through unchanged.
-    fn on_upper_request(&mut self, r: &PrefetchRequest, sink: &mut Sink<'_>) {
-        let mut wanted: Vec<u64> = Vec::new();
-        let mut cur_dev = u32::MAX;
-        for i in 0..u64::from(r.blocks) {
-            let (dev, lbn) = match r.target {
-                Target::Block { dev, lbn } => (dev, lbn + i),
-                Target::File { file, page } => match sink.block_of(file, page + i) {
-                    Some(b) => b,
-                    None => {
-                        self.emit_runs(cur_dev, &wanted, r.window, sink);
-                        wanted.clear();
-                        sink.prefetch(
-                            Target::File {
-                                file,
-                                page: page + i,
-                            },
-                            1,
-                            r.window,
-                        );
-                        continue;
-                    }
-                },
-            };
-            if dev != cur_dev || wanted.last().is_some_and(|&l| lbn <= l) {
-                self.emit_runs(cur_dev, &wanted, r.window, sink);
-                wanted.clear();
-                cur_dev = dev;
-            }
-            let st = self.table.status(dev, lbn);
-            if st & (RESIDENT | BUSY) != 0 || sink.is_cached(dev, lbn) {
-                self.stats.screened_resident += 1;
-                continue;
-            }
-            if st & PREFETCHED != 0 {
-                self.stats.screened_unused += 1;
-                continue;
-            }
-            wanted.push(lbn);
-        }
-        self.emit_runs(cur_dev, &wanted, r.window, sink);
-    }
-
-    fn on_prefetch_done(&mut self, d: &PrefetchDone, _sink: &mut Sink<'_>) {
-        for lbn in d.lbn..d.lbn + u64::from(d.blocks) {
-            self.table.set_status(d.dev, lbn, BUSY, false);
-        }
-    }
-
-    fn on_evict(&mut self, e: &Eviction) {
-        // PREFETCHED survives an unused eviction: the §3.2 mark.
-        self.table
-            .set_status(e.dev, e.lbn, RESIDENT | BUSY | CACHED, false);
-        if let Some(w) = e.window {
-            if let Some(r) = self.windows.get_mut(&w.0) {
-                r.left = r.left.saturating_sub(1);
-                r.used |= e.used;
-                if r.left == 0 {
-                    let (pid, used) = (r.pid, r.used);
-                    self.windows.remove(&w.0);
-                    self.qc.record(pid, !used);
-                }
-            }
-        }
-    }
-
-    fn on_run_start(&mut self, _run: u32) {
-        self.streams.clear();
-        self.owner.clear();
-        self.trails.clear();
-        self.windows.clear();
-        self.window_order.clear();
-        self.table.clear_status_everywhere(RESIDENT | BUSY | CACHED);
-    }
-
-    fn memory_bytes(&self) -> usize {
-        self.table.memory_bytes()
-            + self.owner.capacity() * (8 + 4 * OWNERS_PER_CHUNK)
-            + self.windows.capacity() * 32
-            + self.window_order.capacity() * 8
-            + self.streams.capacity() * std::mem::size_of::<Option<Stream>>()
-            + self.trails.memory_bytes()
-            + self.qc.memory_bytes()
-    }
-
-    fn schedule_group(&self, window: WindowId) -> u32 {
-        self.group_of(window)
-    }
-
-    fn box_clone(&self) -> BoxedPolicy {
-        Box::new(self.clone())
     }
 }

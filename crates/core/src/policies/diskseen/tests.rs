@@ -3,11 +3,13 @@
 
 use super::trail::{extend, Reach, Trails};
 use super::*;
-use crate::event::{Access, FileId, Outcome, Pid, PrefetchRequest};
+use crate::event::{Access, FileId, Outcome, Pid, PrefetchRequest, Target, WindowId};
 use crate::policies::build_policy;
 use crate::policy::Residency;
+use crate::policy::{Eviction, Policy};
 use rustc_hash::FxHashSet;
 use std::cell::RefCell;
+use table::{BlockTable, BUSY, CACHED, PREFETCHED, RESIDENT};
 
 /// Residency for tests: a set of cached blocks of device 0.
 #[derive(Default)]
