@@ -18,6 +18,9 @@ pub struct JsonLine<'a> {
     pub cache_model_bytes_per_block: f64,
     /// Most blocks the cache model held at once.
     pub peak_cache_blocks: usize,
+    /// Bytes of policy state at the end of the last run
+    /// ([`outrider_core::Policy::memory_bytes`]).
+    pub policy_bytes: usize,
     /// The metrics (flattened).
     #[serde(flatten)]
     pub report: &'a Report,
@@ -44,6 +47,7 @@ impl<'a> JsonLine<'a> {
             series,
             cache_model_bytes_per_block: res.cache_bytes_per_block,
             peak_cache_blocks: res.peak_cache_blocks,
+            policy_bytes: res.policy_bytes,
             input,
             cache_bytes: cfg.cache_blocks * outrider_core::BLOCK_SIZE,
             device: &cfg.device,

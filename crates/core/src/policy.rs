@@ -212,6 +212,13 @@ pub trait Policy: Send {
     /// [`Policy::wants_oracle`] says so. Default: ignored.
     fn on_oracle(&mut self, _future: &[Access], _cache_blocks: u64) {}
 
+    /// The scheduling group of the requests issued for `window` (DiskSeen
+    /// §3.7: one group per trail, so a coordinated disk array can serve
+    /// one trail at a time); 0 = no group (the default).
+    fn schedule_group(&self, _window: WindowId) -> u32 {
+        0
+    }
+
     /// Bytes of policy state, for memory reports.
     fn memory_bytes(&self) -> usize {
         0

@@ -644,7 +644,7 @@ impl Engine<'_> {
             self.cache.node_mut(idx).inflight = Some(id);
         }
         self.wait_on(p, id);
-        self.submit(id, key, blocks, now);
+        self.submit(id, key, blocks, now, 0);
     }
 
     fn log_device(
@@ -676,19 +676,21 @@ impl Engine<'_> {
         self.dev_log.clear();
     }
 
-    fn submit(&mut self, id: u32, key: u64, blocks: u32, now: u64) {
+    fn submit(&mut self, id: u32, key: u64, blocks: u32, now: u64, group: u32) {
         let (dev, lbn) = split_key(key);
         self.c.device_requests += 1;
-        self.device.submit(
-            now,
-            DevRequest {
-                id: u64::from(id),
-                dev,
-                lbn,
-                blocks,
-                write: false,
-            },
-        );
+        let req = DevRequest {
+            id: u64::from(id),
+            dev,
+            lbn,
+            blocks,
+            write: false,
+        };
+        if group == 0 {
+            self.device.submit(now, req);
+        } else {
+            self.device.submit_grouped(now, req, group);
+        }
     }
 
     fn issue_prefetches(&mut self, policy: &mut dyn outrider_core::Policy, now: u64) {
@@ -698,6 +700,7 @@ impl Engine<'_> {
         let reqs = std::mem::take(&mut self.out);
         let mut pieces = std::mem::take(&mut self.pieces);
         for r in &reqs {
+            let group = policy.schedule_group(r.window);
             pieces.clear();
             match r.target {
                 Target::Block { dev, lbn } => pieces.push((dev, lbn, r.blocks)),
@@ -714,7 +717,7 @@ impl Engine<'_> {
                     let key = key0 + i;
                     if self.cache.contains(key) {
                         if len > 0 {
-                            self.prefetch_read(r.window, start, len, now);
+                            self.prefetch_read(r.window, start, len, now, group);
                             len = 0;
                         }
                     } else {
@@ -725,7 +728,7 @@ impl Engine<'_> {
                     }
                 }
                 if len > 0 {
-                    self.prefetch_read(r.window, start, len, now);
+                    self.prefetch_read(r.window, start, len, now, group);
                 }
             }
         }
@@ -736,7 +739,7 @@ impl Engine<'_> {
         self.report_device(policy);
     }
 
-    fn prefetch_read(&mut self, window: WindowId, key: u64, blocks: u32, now: u64) {
+    fn prefetch_read(&mut self, window: WindowId, key: u64, blocks: u32, now: u64, group: u32) {
         let id = if self.instant {
             u32::MAX
         } else {
@@ -777,7 +780,7 @@ impl Engine<'_> {
                 done_ns: now,
             });
         } else {
-            self.submit(id, key, blocks, now);
+            self.submit(id, key, blocks, now, group);
         }
     }
 

@@ -187,6 +187,13 @@ impl Policy for Stack {
         self.upper.memory_bytes() + self.lower.memory_bytes()
     }
 
+    fn schedule_group(&self, window: crate::event::WindowId) -> u32 {
+        match self.lower.schedule_group(window) {
+            0 => self.upper.schedule_group(window),
+            g => g,
+        }
+    }
+
     fn box_clone(&self) -> BoxedPolicy {
         Box::new(self.clone())
     }

@@ -95,6 +95,13 @@ pub struct DevRequest {
 pub trait Device: Send {
     /// Queue `req`, arriving at `now_ns` (non-decreasing across calls).
     fn submit(&mut self, now_ns: u64, req: DevRequest);
+
+    /// Submit a request tagged with a scheduling group (DiskSeen §3.7: the
+    /// requests of one trail). Models without group scheduling ignore the
+    /// tag (the default); a coordinated array serves one group at a time.
+    fn submit_grouped(&mut self, now_ns: u64, req: DevRequest, _group: u32) {
+        self.submit(now_ns, req);
+    }
     /// When the earliest queued or in-service request completes, if any.
     /// May dispatch queued requests onto idle servers (hence `&mut`).
     fn next_completion_ns(&mut self) -> Option<u64>;

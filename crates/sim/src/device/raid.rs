@@ -17,7 +17,7 @@
 //! schedule, just not the one an omniscient scheduler would pick.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use super::{DevRegions, DevRequest, Device, DeviceKind, DEV_REGION_SHIFT, MAX_PENDING_REQUESTS};
 
@@ -38,6 +38,42 @@ struct Slot {
     req: DevRequest,
     remaining: u32,
     seq: u64,
+    group: u32,
+}
+
+/// Longest time slice one scheduling group holds the array once another
+/// group is waiting (DiskSeen §3.7 coordination): 20 ms, a few HDD seeks'
+/// worth, so a trail's prefetch window is served as a batch on every disk.
+pub const RAID0_SLICE_NS: u64 = 20_000_000;
+
+/// Bound on scheduling groups tracked at once; requests of further groups
+/// join group 0 (the non-trail group).
+pub const RAID0_MAX_GROUPS: usize = 4096;
+
+/// One scheduling group's requests: held back while another group holds
+/// the array, and in service.
+#[derive(Clone, Debug, Default)]
+struct Group {
+    id: u32,
+    held: VecDeque<DevRequest>,
+    inflight: usize,
+}
+
+/// DiskSeen §3.7 coordinated scheduling: once a tagged request arrives,
+/// the array serves one scheduling group (a trail, or group 0: requests
+/// on no trail) at a time. The group being served keeps the array until
+/// it has nothing queued or in service (a trail whose window is served
+/// and whose next window is not issued yet: the paper's early end of a
+/// slice) or its slice of [`RAID0_SLICE_NS`] is over while another group
+/// waits. Simplification: slices are equal, not proportional to each
+/// group's measured throughput.
+#[derive(Clone, Debug, Default)]
+struct Coord {
+    active: bool,
+    groups: Vec<Group>,
+    cur: u32,
+    slice_end_ns: u64,
+    held: usize,
 }
 
 /// A RAID-0 array of identical members.
@@ -57,6 +93,7 @@ pub struct Raid0<D> {
     ready: BinaryHeap<Reverse<(u64, u64, u32)>>,
     seq: u64,
     last_submit_ns: u64,
+    coord: Coord,
 }
 
 impl<D: Device> Raid0<D> {
@@ -77,6 +114,110 @@ impl<D: Device> Raid0<D> {
             ready: BinaryHeap::new(),
             seq: 0,
             last_submit_ns: 0,
+            coord: Coord::default(),
+        }
+    }
+
+    fn group_ix(&self, id: u32) -> Option<usize> {
+        self.coord.groups.iter().position(|g| g.id == id)
+    }
+
+    /// Dispatch held requests of the group being served; switch groups
+    /// when it is drained or its slice is over and another group waits.
+    fn pump(&mut self, now_ns: u64) {
+        for _ in 0..=self.coord.groups.len() {
+            let cur = self.group_ix(self.coord.cur);
+            if let Some(ix) = cur {
+                let in_slice = now_ns < self.coord.slice_end_ns;
+                if in_slice || self.coord.held == self.coord.groups[ix].held.len() {
+                    if !self.coord.groups[ix].held.is_empty() {
+                        while let Some(req) = self.coord.groups[ix].held.pop_front() {
+                            self.coord.held -= 1;
+                            let g = self.coord.groups[ix].id;
+                            self.dispatch(now_ns, req, g);
+                        }
+                        return;
+                    }
+                    if self.coord.groups[ix].inflight > 0 && in_slice {
+                        return;
+                    }
+                }
+            }
+            // Forget groups with nothing left (trails that ended), then
+            // round robin to the next group with requests waiting.
+            let cur_id = self.coord.cur;
+            self.coord
+                .groups
+                .retain(|g| g.id == 0 || !g.held.is_empty() || g.inflight > 0);
+            let cur = self.group_ix(cur_id);
+            let n = self.coord.groups.len();
+            let start = cur.map_or(0, |i| i + 1);
+            let Some(next) = (0..n)
+                .map(|k| (start + k) % n)
+                .find(|&j| !self.coord.groups[j].held.is_empty())
+            else {
+                return;
+            };
+            self.coord.cur = self.coord.groups[next].id;
+            self.coord.slice_end_ns = now_ns + RAID0_SLICE_NS;
+        }
+    }
+
+    fn dispatch(&mut self, now_ns: u64, req: DevRequest, group: u32) {
+        if self.coord.active {
+            if let Some(ix) = self.group_ix(group) {
+                self.coord.groups[ix].inflight += 1;
+            }
+        }
+        let n = self.members.len() as u64;
+        let g0 = self.regions.linear_block(req.dev, req.lbn);
+        let g1 = g0 + req.blocks as u64;
+        let (s0, s1) = (g0 / STRIPE_BLOCKS, (g1 - 1) / STRIPE_BLOCKS);
+        let stripes = s1 - s0 + 1;
+        let parts = stripes.min(n);
+
+        let slot = Slot {
+            req,
+            remaining: parts as u32,
+            seq: self.seq,
+            group,
+        };
+        self.seq += 1;
+        let slot_ix = match self.free_slots.pop() {
+            Some(i) => {
+                self.slots[i as usize] = slot;
+                i
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+
+        for j in 0..parts {
+            let first = s0 + j;
+            let last = first + (stripes - 1 - j) / n * n;
+            let start = first / n * STRIPE_BLOCKS + if j == 0 { g0 % STRIPE_BLOCKS } else { 0 };
+            let end = last / n * STRIPE_BLOCKS
+                + if last == s1 {
+                    (g1 - 1) % STRIPE_BLOCKS + 1
+                } else {
+                    STRIPE_BLOCKS
+                };
+            debug_assert!(end > start);
+            let member = (first % n) as usize;
+            self.stale[member] = true;
+            let mask = (1u64 << DEV_REGION_SHIFT) - 1;
+            self.members[member].submit(
+                now_ns,
+                DevRequest {
+                    id: slot_ix as u64,
+                    dev: (start >> DEV_REGION_SHIFT) as u32,
+                    lbn: start & mask,
+                    blocks: (end - start) as u32,
+                    write: req.write,
+                },
+            );
         }
     }
 
@@ -135,55 +276,45 @@ impl<D: Device> Device for Raid0<D> {
             "device queue overflow"
         );
         self.last_submit_ns = now_ns;
-        let n = self.members.len() as u64;
-        let g0 = self.regions.linear_block(req.dev, req.lbn);
-        let g1 = g0 + req.blocks as u64;
-        let (s0, s1) = (g0 / STRIPE_BLOCKS, (g1 - 1) / STRIPE_BLOCKS);
-        let stripes = s1 - s0 + 1;
-        let parts = stripes.min(n);
-
-        let slot = Slot {
-            req,
-            remaining: parts as u32,
-            seq: self.seq,
-        };
-        self.seq += 1;
-        let slot_ix = match self.free_slots.pop() {
-            Some(i) => {
-                self.slots[i as usize] = slot;
-                i
-            }
-            None => {
-                self.slots.push(slot);
-                (self.slots.len() - 1) as u32
-            }
-        };
-
-        for j in 0..parts {
-            let first = s0 + j;
-            let last = first + (stripes - 1 - j) / n * n;
-            let start = first / n * STRIPE_BLOCKS + if j == 0 { g0 % STRIPE_BLOCKS } else { 0 };
-            let end = last / n * STRIPE_BLOCKS
-                + if last == s1 {
-                    (g1 - 1) % STRIPE_BLOCKS + 1
-                } else {
-                    STRIPE_BLOCKS
-                };
-            debug_assert!(end > start);
-            let member = (first % n) as usize;
-            self.stale[member] = true;
-            let mask = (1u64 << DEV_REGION_SHIFT) - 1;
-            self.members[member].submit(
-                now_ns,
-                DevRequest {
-                    id: slot_ix as u64,
-                    dev: (start >> DEV_REGION_SHIFT) as u32,
-                    lbn: start & mask,
-                    blocks: (end - start) as u32,
-                    write: req.write,
-                },
-            );
+        if self.coord.active {
+            self.submit_grouped(now_ns, req, 0);
+        } else {
+            self.dispatch(now_ns, req, 0);
         }
+    }
+
+    fn submit_grouped(&mut self, now_ns: u64, req: DevRequest, group: u32) {
+        self.last_submit_ns = now_ns;
+        if !self.coord.active {
+            if group == 0 {
+                self.dispatch(now_ns, req, 0);
+                return;
+            }
+            // Coordination starts: what is in service so far is group 0's.
+            self.coord.active = true;
+            let inflight = self.pending();
+            self.coord.groups.push(Group {
+                id: 0,
+                held: VecDeque::new(),
+                inflight,
+            });
+            self.coord.cur = 0;
+            self.coord.slice_end_ns = now_ns + RAID0_SLICE_NS;
+        }
+        let ix = match self.group_ix(group) {
+            Some(ix) => ix,
+            None if self.coord.groups.len() < RAID0_MAX_GROUPS => {
+                self.coord.groups.push(Group {
+                    id: group,
+                    ..Group::default()
+                });
+                self.coord.groups.len() - 1
+            }
+            None => self.group_ix(0).expect("group 0 exists while coordinating"),
+        };
+        self.coord.groups[ix].held.push_back(req);
+        self.coord.held += 1;
+        self.pump(now_ns);
     }
 
     fn next_completion_ns(&mut self) -> Option<u64> {
@@ -194,11 +325,22 @@ impl<D: Device> Device for Raid0<D> {
         self.advance()?;
         let Reverse((t, _, slot_ix)) = self.ready.pop().expect("advance found a ready request");
         self.free_slots.push(slot_ix);
-        Some((t, self.slots[slot_ix as usize].req))
+        let slot = self.slots[slot_ix as usize];
+        if self.coord.active {
+            if let Some(ix) = self.group_ix(slot.group) {
+                let g = &mut self.coord.groups[ix];
+                g.inflight = g.inflight.saturating_sub(1);
+                if g.inflight == 0 && g.held.is_empty() && g.id != 0 && g.id != self.coord.cur {
+                    self.coord.groups.remove(ix);
+                }
+            }
+            self.pump(t);
+        }
+        Some((t, slot.req))
     }
 
     fn pending(&self) -> usize {
-        self.slots.len() - self.free_slots.len()
+        self.slots.len() - self.free_slots.len() + self.coord.held
     }
 
     fn busy_ns(&self) -> u64 {
@@ -215,6 +357,7 @@ impl<D: Device> Device for Raid0<D> {
         self.ready.clear();
         self.seq = 0;
         self.last_submit_ns = 0;
+        self.coord = Coord::default();
     }
 
     fn describe(&self) -> String {
@@ -255,6 +398,45 @@ mod tests {
             blocks,
             ..DevRequest::default()
         }
+    }
+
+    fn drain_ids(r: &mut Raid0<Hdd>) -> Vec<u64> {
+        let mut ids = vec![];
+        while let Some((_, q)) = r.complete_next() {
+            ids.push(q.id);
+        }
+        ids
+    }
+
+    /// §3.7: two trails far apart on a 2-disk array, their requests
+    /// arriving interleaved. Without tags C-LOOK serves each disk in LBN
+    /// order; with tags the array serves trail 1's requests, then trail
+    /// 2's (trail 1 keeps the array while it has requests in service).
+    #[test]
+    fn grouped_requests_are_served_one_group_at_a_time() {
+        let far = 1 << 28;
+        let reqs = [
+            (1, 0, 1u32),
+            (2, far, 2),
+            (3, 16, 1),
+            (4, far + 16, 2),
+            (5, 32, 1),
+            (6, far + 32, 2),
+        ];
+        let mut plain = Raid0::new((0..2).map(|_| Hdd::new()).collect());
+        for &(id, lbn, _) in &reqs {
+            plain.submit(0, req(id, lbn, 16));
+        }
+        let mut coord = Raid0::new((0..2).map(|_| Hdd::new()).collect());
+        for &(id, lbn, g) in &reqs {
+            coord.submit_grouped(0, req(id, lbn, 16), g);
+        }
+        assert_eq!(coord.pending(), 6);
+        assert_eq!(drain_ids(&mut coord), vec![1, 3, 5, 2, 4, 6]);
+        let order = drain_ids(&mut plain);
+        assert_eq!(order.len(), 6);
+        assert_ne!(order, vec![1, 3, 5, 2, 4, 6]);
+        assert_eq!(coord.pending(), 0);
     }
 
     /// A 4-member array: 16-block units round-robin over members; a

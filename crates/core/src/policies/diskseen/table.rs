@@ -256,6 +256,55 @@ impl BlockTable {
         self.raise_max(dev, lbn, raw);
     }
 
+    /// §3.1 in one step: if the block is not already in the caching area
+    /// (`CACHED`), stamp it with `ts`, set `set` bits and clear `clear`
+    /// bits. Returns the status before.
+    pub fn stamp_cached(&mut self, dev: u32, lbn: u64, ts: u64, set: u8, clear: u8) -> u8 {
+        let base = self.base;
+        let e = self.entry_mut(dev, lbn);
+        let before = e.status();
+        if before & CACHED != 0 {
+            return before;
+        }
+        let raw = (ts - base) as u32;
+        debug_assert!(raw > 0 && raw <= TS_MASK, "timestamp outside the window");
+        e.push(raw);
+        e.set_status(clear, false);
+        e.set_status(set, true);
+        self.raise_max(dev, lbn, raw);
+        before
+    }
+
+    /// Visit the blocks `from..=to` of `dev` that have a timestamp, in LBN
+    /// order, with their timestamps (absolute, newest first); one table
+    /// walk per leaf page rather than per block.
+    pub fn scan(&self, dev: u32, from: u64, to: u64, mut f: impl FnMut(u64, [u64; TIMESTAMPS])) {
+        let mut lbn = from;
+        while lbn <= to {
+            let page_end = (lbn | (ENTRIES as u64 - 1)).min(to);
+            if let Some(leaf) = self.leaf(dev, lbn) {
+                for b in lbn..=page_end {
+                    let e = &leaf.e[(b & (ENTRIES as u64 - 1)) as usize];
+                    if e.raw(0) == 0 {
+                        continue;
+                    }
+                    let mut out = [0u64; TIMESTAMPS];
+                    for (i, o) in out.iter_mut().enumerate() {
+                        let r = e.raw(i);
+                        if r != 0 {
+                            *o = self.base + u64::from(r);
+                        }
+                    }
+                    f(b, out);
+                }
+            }
+            if page_end == u64::MAX {
+                break;
+            }
+            lbn = page_end + 1;
+        }
+    }
+
     /// Timestamps of a block, absolute, newest first.
     pub fn timestamps(&self, dev: u32, lbn: u64) -> [u64; TIMESTAMPS] {
         let mut out = [0u64; TIMESTAMPS];
@@ -293,6 +342,18 @@ impl BlockTable {
         } else if self.get(dev, lbn).is_some() {
             self.entry_mut(dev, lbn).set_status(bits, false);
         }
+    }
+
+    /// Replace a block's status bits with `f(old)`; returns the old bits.
+    pub fn modify_status(&mut self, dev: u32, lbn: u64, f: impl FnOnce(u8) -> u8) -> u8 {
+        let e = self.entry_mut(dev, lbn);
+        let old = e.status();
+        let new = f(old);
+        if new != old {
+            e.set_status(old & !new, false);
+            e.set_status(new, true);
+        }
+        old
     }
 
     /// Clear `bits` on every block (a new run starts with an empty cache).

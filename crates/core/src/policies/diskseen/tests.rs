@@ -3,10 +3,13 @@
 
 use super::trail::{extend, Reach, Trails};
 use super::*;
-use crate::event::{Access, Outcome, Pid, PrefetchRequest};
+use crate::event::{Access, FileId, Outcome, Pid, PrefetchRequest, Target, WindowId};
+use crate::policies::build_policy;
 use crate::policy::Residency;
+use crate::policy::{Eviction, Policy};
 use rustc_hash::FxHashSet;
 use std::cell::RefCell;
+use table::{BlockTable, BUSY, CACHED, PREFETCHED, RESIDENT};
 
 /// Residency for tests: a set of cached blocks of device 0.
 #[derive(Default)]
@@ -16,8 +19,15 @@ impl Residency for Mem {
     fn is_cached(&self, _dev: u32, lbn: u64) -> bool {
         self.0.borrow().contains(&lbn)
     }
-    fn is_page_cached(&self, _f: crate::event::FileId, page: u64) -> bool {
-        self.0.borrow().contains(&page)
+    fn is_page_cached(&self, f: FileId, page: u64) -> bool {
+        match self.block_of(f, page) {
+            Some((_, lbn)) => self.0.borrow().contains(&lbn),
+            None => false,
+        }
+    }
+    /// File 7 lies contiguously from block 1000; other files are unknown.
+    fn block_of(&self, f: FileId, page: u64) -> Option<(u32, u64)> {
+        (f == FileId(7)).then_some((0, 1000 + page))
     }
 }
 
@@ -422,4 +432,224 @@ fn purge_bounds_the_table_and_keeps_recent_history() {
     assert!(h.ds.stats().purges > 0);
     let last = (PURGE_CHECK_BLOCKS * 2 - 1) % 400 * 512 + (PURGE_CHECK_BLOCKS * 2 - 1) / 400 * 7;
     assert_eq!(h.ds.table().newest(0, last), PURGE_CHECK_BLOCKS * 2);
+}
+
+/// Drive any policy over reads of file 7 (pages → blocks 1000 + page) with
+/// the harness's pretend cache; returns every request.
+fn drive_file(
+    p: &mut dyn Policy,
+    mem: &Mem,
+    next: &mut u64,
+    pages: &[u64],
+) -> Vec<PrefetchRequest> {
+    let mut all = vec![];
+    for (i, &page) in pages.iter().enumerate() {
+        let a = Access {
+            seq: i as u64 + 1,
+            pid: 1,
+            file: FileId(7),
+            page,
+            lbn: 1000 + page,
+            blocks: 1,
+            ..Access::default()
+        };
+        let missed = !mem.0.borrow().contains(&a.lbn);
+        let o = Outcome {
+            miss_blocks: u32::from(missed),
+            hit_blocks: u32::from(!missed),
+            ..Outcome::default()
+        };
+        let mut out = vec![];
+        {
+            let mut sink = Sink::new(&mut out, next, mem);
+            p.on_access(&a, &o, &mut sink);
+        }
+        mem.0.borrow_mut().insert(a.lbn);
+        {
+            let mut sink = Sink::new(&mut out, next, mem);
+            p.on_access_done(&a, &mut sink);
+        }
+        for r in &out {
+            let (lbn0, n) = match r.target {
+                Target::Block { lbn, .. } => (lbn, r.blocks),
+                Target::File { page, .. } => (1000 + page, r.blocks),
+            };
+            for b in lbn0..lbn0 + u64::from(n) {
+                mem.0.borrow_mut().insert(b);
+            }
+        }
+        all.extend(out);
+    }
+    all
+}
+
+/// The blocks a list of requests reads (file 7 pages mapped).
+fn blocks_of(reqs: &[PrefetchRequest]) -> Vec<u64> {
+    let mut v = vec![];
+    for r in reqs {
+        let l = match r.target {
+            Target::Block { lbn, .. } => lbn,
+            Target::File { page, .. } => 1000 + page,
+        };
+        v.extend(l..l + u64::from(r.blocks));
+    }
+    v
+}
+
+fn upper(h: &mut Harness, r: PrefetchRequest) -> Vec<(u64, u32, u64)> {
+    let mut out = vec![];
+    let mut sink = Sink::new(&mut out, &mut h.next_window, &h.mem);
+    h.ds.on_upper_request(&r, &mut sink);
+    out.iter()
+        .map(|r| match r.target {
+            Target::Block { lbn, .. } => (lbn, r.blocks, r.window.0),
+            Target::File { page, .. } => (page, r.blocks, r.window.0),
+        })
+        .collect()
+}
+
+#[test]
+fn upper_requests_skip_resident_and_busy_blocks_and_drop_wasted_ones() {
+    // §3.2: of the candidates pages 0..8 (blocks 1000..1008), 1003 is
+    // resident, 1005 busy (a read under way), 1006 was prefetched and
+    // evicted unused. The rest are read as block requests in the upper
+    // policy's window, and marked prefetched.
+    let mut h = Harness::new(DiskSeenParams::default());
+    h.read(1, 1003);
+    h.ds.table.set_status(0, 1005, BUSY, true);
+    h.ds.table.set_status(0, 1006, PREFETCHED, true);
+    let r = PrefetchRequest {
+        target: Target::File {
+            file: FileId(7),
+            page: 0,
+        },
+        blocks: 8,
+        window: WindowId(99),
+    };
+    assert_eq!(
+        upper(&mut h, r),
+        vec![(1000, 3, 99), (1004, 1, 99), (1007, 1, 99)]
+    );
+    assert_eq!(h.ds.stats().screened_resident, 2);
+    assert_eq!(h.ds.stats().screened_unused, 1);
+    assert_eq!(h.ds.table().status(0, 1000), RESIDENT | BUSY | PREFETCHED);
+    // Asked again while those reads are under way: nothing is issued twice.
+    assert!(upper(&mut h, r).is_empty());
+    // Pages the driver cannot place pass through unchanged.
+    let other = PrefetchRequest {
+        target: Target::File {
+            file: FileId(8),
+            page: 5,
+        },
+        blocks: 2,
+        window: WindowId(100),
+    };
+    assert_eq!(upper(&mut h, other), vec![(5, 1, 100), (6, 1, 100)]);
+}
+
+#[test]
+fn readahead_plus_diskseen_passes_readahead_windows_as_blocks() {
+    // Fresh candidates go through untouched (same windows, blocks mapped);
+    // DiskSeen adds its own sequence stream after 8 blocks.
+    let pages: Vec<u64> = (0..16).collect();
+    let mut next = 0;
+    let mem = Mem::default();
+    let mut alone = build_policy("readahead").unwrap();
+    let ra = drive_file(alone.as_mut(), &mem, &mut next, &pages);
+    let mut next = 0;
+    let mem = Mem::default();
+    let mut stack = build_policy("readahead+diskseen").unwrap();
+    assert_eq!(stack.name(), "readahead+diskseen");
+    let st = drive_file(stack.as_mut(), &mem, &mut next, &pages);
+    assert!(!ra.is_empty());
+    // (Window ids differ: DiskSeen's own windows take ids too.)
+    let stacked = blocks_of(&st);
+    for b in blocks_of(&ra) {
+        assert!(stacked.contains(&b), "readahead block {b} went through");
+    }
+    assert!(st.iter().all(|r| matches!(r.target, Target::Block { .. })));
+}
+
+#[test]
+fn readahead_plus_diskseen_drops_blocks_readahead_wasted_before() {
+    // Run 1: readahead prefetches ahead of a reader that stops at page 4
+    // (pages 1..3 of its first window are used, 4.. are not); everything
+    // is evicted. Run 2: readahead asks for the same blocks; the used ones
+    // are read again, the wasted ones screened out by DiskSeen's
+    // prefetched mark (§3.2).
+    let pages: Vec<u64> = (0..4).collect();
+    let mut stack = build_policy("readahead+diskseen").unwrap();
+    let (mem, mut next) = (Mem::default(), 0);
+    let first = drive_file(stack.as_mut(), &mem, &mut next, &pages);
+    let wasted: Vec<(u64, WindowId)> = first
+        .iter()
+        .flat_map(|r| {
+            let Target::Block { lbn, .. } = r.target else {
+                panic!("block requests")
+            };
+            (lbn..lbn + u64::from(r.blocks)).map(move |b| (b, r.window))
+        })
+        .collect();
+    assert!(!wasted.is_empty(), "readahead read ahead of page 3");
+    for &(b, w) in &wasted {
+        stack.on_evict(&Eviction {
+            dev: 0,
+            lbn: b,
+            prefetched: true,
+            used: b < 1004,
+            window: Some(w),
+        });
+    }
+    stack.on_run_start(2);
+    let mem = Mem::default();
+    let second = drive_file(stack.as_mut(), &mem, &mut next, &pages);
+    assert!(wasted.iter().any(|&(b, _)| b >= 1004));
+    assert_eq!(blocks_of(&second), vec![1001, 1002, 1003]);
+}
+
+#[test]
+fn infill_reads_strided_history_windows_as_one_request() {
+    // Run 1 reads every other block; run 2 follows the history. The paper
+    // reads exactly the trail's blocks (one request each); infill=1 reads
+    // through the one-block holes, one request per window.
+    let strided = |infill: u32| {
+        let mut h = Harness::new(DiskSeenParams {
+            infill,
+            ..DiskSeenParams::default()
+        });
+        for i in 0..40 {
+            h.read(1, 2000 + 2 * i);
+        }
+        h.new_run();
+        let mut reqs = vec![];
+        for i in 0..6 {
+            reqs.extend(h.read(1, 2000 + 2 * i));
+        }
+        reqs
+    };
+    let exact = strided(0);
+    assert_eq!(&exact[..3], &[(2008, 1), (2010, 1), (2012, 1)]);
+    let filled = strided(1);
+    assert_eq!(&filled[..2], &[(2008, 15), (2024, 15)]);
+}
+
+#[test]
+fn stream_requests_carry_their_trail_group_unless_coordination_is_off() {
+    // §3.7: each stream's requests share a scheduling group; two streams
+    // get two groups; `coordinate=off` tags nothing.
+    let groups = |coordinate: bool| {
+        let mut h = Harness::new(DiskSeenParams {
+            coordinate,
+            ..DiskSeenParams::default()
+        });
+        for b in (100..108).chain(5000..5008) {
+            h.read(1, b);
+        }
+        h.log
+            .iter()
+            .map(|r| h.ds.schedule_group(r.window))
+            .collect::<Vec<u32>>()
+    };
+    assert_eq!(groups(true), vec![1, 1, 2, 2]);
+    assert_eq!(groups(false), vec![0, 0, 0, 0]);
 }

@@ -44,6 +44,9 @@ pub struct Trail {
     blocks: u32,
     /// Each surviving history trail's timestamp at `last`.
     cursors: Vec<u64>,
+    /// History prefetching aborted when this many trails matched; it is
+    /// tried again only once fewer (a different intersection) remain.
+    aborted_with: usize,
 }
 
 /// The current trails, most recent last, at most `cap`.
@@ -131,6 +134,7 @@ impl Trails {
                 last_ts: ts,
                 blocks: 1,
                 cursors,
+                aborted_with: usize::MAX,
             });
             return None;
         };
@@ -149,7 +153,10 @@ impl Trails {
         }
         tr.last = lbn;
         tr.last_ts = ts;
-        let matched = (tr.blocks >= match_blocks && !tr.cursors.is_empty()).then(|| Matched {
+        let ready = tr.blocks >= match_blocks
+            && !tr.cursors.is_empty()
+            && tr.cursors.len() < tr.aborted_with;
+        let matched = ready.then(|| Matched {
             cursors: tr.cursors.clone(),
             before: tr.start_ts,
         });
@@ -163,6 +170,14 @@ impl Trails {
     /// extension succeeds.)
     pub fn hand_over(&mut self) {
         self.list.pop();
+    }
+
+    /// History prefetching from the trail [`Trails::observe`] just matched
+    /// aborted (too few blocks follow): do not retry with the same trails.
+    pub fn aborted(&mut self) {
+        if let Some(t) = self.list.last_mut() {
+            t.aborted_with = t.cursors.len();
+        }
     }
 
     /// Cursors of the most recently extended trail (for tests).
@@ -200,25 +215,26 @@ pub fn extend(
         return Vec::new();
     }
     let mut found: Vec<(u64, u64)> = Vec::new(); // (ts for cursor 0, lbn)
-    for lbn in center.saturating_sub(s)..=center.saturating_add(s) {
-        let stamps = table.timestamps(dev, lbn);
-        if stamps[0] == 0 {
-            continue;
-        }
-        let in_range = |c: u64| {
-            stamps
-                .iter()
-                .copied()
-                .filter(|&x| x > c && x - c <= t && x < before)
-                .min()
-        };
-        let Some(x0) = in_range(cursors[0]) else {
-            continue;
-        };
-        if cursors[1..].iter().all(|&c| in_range(c).is_some()) {
-            found.push((x0, lbn));
-        }
-    }
+    let in_range = |stamps: &[u64; 4], c: u64| {
+        stamps
+            .iter()
+            .copied()
+            .filter(|&x| x > c && x - c <= t && x < before)
+            .min()
+    };
+    table.scan(
+        dev,
+        center.saturating_sub(s),
+        center.saturating_add(s),
+        |lbn, stamps| {
+            let Some(x0) = in_range(&stamps, cursors[0]) else {
+                return;
+            };
+            if cursors[1..].iter().all(|&c| in_range(&stamps, c).is_some()) {
+                found.push((x0, lbn));
+            }
+        },
+    );
     found.sort_unstable();
     found.truncate(size);
     if let Some(&(_, last)) = found.last() {

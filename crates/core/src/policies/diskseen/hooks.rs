@@ -1,0 +1,146 @@
+//! DiskSeen's [`Policy`] hooks: demand accesses and their completion
+//! (§3.1, §3.3), the upper policy's candidates (§3.2), evictions (§3.5),
+//! runs and scheduling groups (§3.7). The mechanisms live in `mod.rs`.
+
+use super::table::{BUSY, CACHED, PREFETCHED, RESIDENT};
+use super::{DiskSeen, NAME, OWNERS_PER_CHUNK};
+use crate::event::{Access, Op, Origin, Outcome, PrefetchDone, PrefetchRequest, Target, WindowId};
+use crate::policy::{BoxedPolicy, Eviction, Policy, Sink};
+use std::mem::size_of;
+
+fn is_demand_read(a: &Access) -> bool {
+    a.origin == Origin::Demand && a.op == Op::Read
+}
+
+impl Policy for DiskSeen {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn on_access(&mut self, a: &Access, _o: &Outcome, sink: &mut Sink<'_>) {
+        if !is_demand_read(a) {
+            return;
+        }
+        for lbn in a.lbn..a.end_lbn() {
+            // Resident from now on (busy until the read completes if it
+            // was not); an on-demand access clears the §3.2 mark.
+            self.table.modify_status(a.dev, lbn, |st| {
+                let st = if st & RESIDENT == 0 {
+                    st | RESIDENT | BUSY
+                } else {
+                    st
+                };
+                st & !PREFETCHED
+            });
+            if let Some(slot) = self.owner_of(a.dev, lbn) {
+                self.hit(slot, lbn, sink);
+            }
+        }
+    }
+
+    fn on_access_done(&mut self, a: &Access, sink: &mut Sink<'_>) {
+        if !is_demand_read(a) {
+            return;
+        }
+        for lbn in a.lbn..a.end_lbn() {
+            self.block_done(a, lbn, sink);
+        }
+    }
+
+    /// §3.2: a file-level prefetcher's request is a set of *candidates*.
+    /// Blocks resident or busy are skipped; blocks prefetched before and
+    /// evicted without use are dropped; the rest are read (as block
+    /// requests, in the upper policy's window) and marked prefetched.
+    /// Pages the driver cannot place on disk pass through unchanged.
+    fn on_upper_request(&mut self, r: &PrefetchRequest, sink: &mut Sink<'_>) {
+        let mut wanted: Vec<u64> = Vec::new();
+        let mut cur_dev = u32::MAX;
+        for i in 0..u64::from(r.blocks) {
+            let (dev, lbn) = match r.target {
+                Target::Block { dev, lbn } => (dev, lbn + i),
+                Target::File { file, page } => match sink.block_of(file, page + i) {
+                    Some(b) => b,
+                    None => {
+                        self.emit_runs(cur_dev, &wanted, r.window, sink);
+                        wanted.clear();
+                        sink.prefetch(
+                            Target::File {
+                                file,
+                                page: page + i,
+                            },
+                            1,
+                            r.window,
+                        );
+                        continue;
+                    }
+                },
+            };
+            if dev != cur_dev || wanted.last().is_some_and(|&l| lbn <= l) {
+                self.emit_runs(cur_dev, &wanted, r.window, sink);
+                wanted.clear();
+                cur_dev = dev;
+            }
+            let st = self.table.status(dev, lbn);
+            if st & (RESIDENT | BUSY) != 0 || sink.is_cached(dev, lbn) {
+                self.stats.screened_resident += 1;
+                continue;
+            }
+            if st & PREFETCHED != 0 {
+                self.stats.screened_unused += 1;
+                continue;
+            }
+            wanted.push(lbn);
+        }
+        self.emit_runs(cur_dev, &wanted, r.window, sink);
+    }
+
+    fn on_prefetch_done(&mut self, d: &PrefetchDone, _sink: &mut Sink<'_>) {
+        for lbn in d.lbn..d.lbn + u64::from(d.blocks) {
+            self.table.set_status(d.dev, lbn, BUSY, false);
+        }
+    }
+
+    fn on_evict(&mut self, e: &Eviction) {
+        // PREFETCHED survives an unused eviction: the §3.2 mark.
+        self.table
+            .set_status(e.dev, e.lbn, RESIDENT | BUSY | CACHED, false);
+        if let Some(w) = e.window {
+            if let Some(r) = self.windows.get_mut(&w.0) {
+                r.left = r.left.saturating_sub(1);
+                r.used |= e.used;
+                if r.left == 0 {
+                    let (pid, used) = (r.pid, r.used);
+                    self.windows.remove(&w.0);
+                    self.qc.record(pid, !used);
+                }
+            }
+        }
+    }
+
+    fn on_run_start(&mut self, _run: u32) {
+        self.streams.clear();
+        self.owner.clear();
+        self.trails.clear();
+        self.windows.clear();
+        self.window_order.clear();
+        self.table.clear_status_everywhere(RESIDENT | BUSY | CACHED);
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes()
+            + self.owner.capacity() * (8 + 4 * OWNERS_PER_CHUNK)
+            + self.windows.capacity() * 32
+            + self.window_order.capacity() * 8
+            + self.streams.capacity() * size_of::<Option<super::stream::Stream>>()
+            + self.trails.memory_bytes()
+            + self.qc.memory_bytes()
+    }
+
+    fn schedule_group(&self, window: WindowId) -> u32 {
+        self.group_of(window)
+    }
+
+    fn box_clone(&self) -> BoxedPolicy {
+        Box::new(self.clone())
+    }
+}

@@ -1,0 +1,171 @@
+//! Issuing and indexing prefetch windows (§3.3.2–3.3.3): which blocks of
+//! a window are read (resident and busy ones are left out), the runs they
+//! are read in, per-window outcome tracking for quality control (§3.5),
+//! and the block → stream index.
+
+use super::stream::Window;
+use super::table::{BUSY, PREFETCHED, RESIDENT};
+use super::{
+    key, DiskSeen, Tag, WinRec, MAX_OWNER_CHUNKS, MAX_PENDING_WINDOWS, NO_SLOT, OWNERS_PER_CHUNK,
+};
+use crate::event::{Pid, Target, WindowId};
+use crate::policy::Sink;
+
+impl DiskSeen {
+    /// The stream whose current or readahead window holds `lbn`.
+    pub(super) fn owner_of(&self, dev: u32, lbn: u64) -> Option<usize> {
+        let slots = self.owner.get(&(key(dev, lbn) >> 6))?;
+        slots
+            .iter()
+            .take_while(|&&s| s != NO_SLOT)
+            .map(|&s| s as usize)
+            .find(|&slot| {
+                self.streams
+                    .get(slot)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|s| {
+                        s.dev == dev
+                            && (s.cur.position(lbn).is_some() || s.ra.position(lbn).is_some())
+                    })
+            })
+    }
+
+    /// Index a new window's blocks under stream `slot`.
+    pub(super) fn index_blocks(&mut self, slot: usize, dev: u32, blocks: &[u64]) {
+        if self.owner.len() >= MAX_OWNER_CHUNKS {
+            self.owner.clear();
+            for i in 0..self.streams.len() {
+                if let Some(s) = self.streams[i].take() {
+                    let all: Vec<u64> = s.cur.blocks.iter().chain(&s.ra.blocks).copied().collect();
+                    self.index_chunks(i, s.dev, &all);
+                    self.streams[i] = Some(s);
+                }
+            }
+        }
+        self.index_chunks(slot, dev, blocks);
+    }
+
+    pub(super) fn index_chunks(&mut self, slot: usize, dev: u32, blocks: &[u64]) {
+        let mut last = u64::MAX;
+        for &b in blocks {
+            let c = key(dev, b) >> 6;
+            if c == last {
+                continue;
+            }
+            last = c;
+            let e = self.owner.entry(c).or_insert([NO_SLOT; OWNERS_PER_CHUNK]);
+            if !e.contains(&(slot as u32)) {
+                e.rotate_right(1);
+                e[0] = slot as u32;
+            }
+        }
+    }
+
+    /// Read the non-resident, non-busy blocks of `blocks` (LBN order) as
+    /// window `id` of a stream in `group`, one request per contiguous run.
+    pub(super) fn read_blocks(
+        &mut self,
+        dev: u32,
+        blocks: &[u64],
+        id: WindowId,
+        pid: Pid,
+        group: u32,
+        sink: &mut Sink<'_>,
+    ) {
+        let wanted: Vec<u64> = blocks
+            .iter()
+            .copied()
+            .filter(|&b| {
+                self.table.status(dev, b) & (RESIDENT | BUSY) == 0 && !sink.is_cached(dev, b)
+            })
+            .collect();
+        let left = self.emit_runs(dev, &wanted, id, sink);
+        if left > 0 {
+            self.track_window(id, pid, left, group);
+        }
+    }
+
+    /// Issue `wanted` (ascending, none resident) as requests of window
+    /// `id`: one per run, a run bridging gaps of at most `infill` blocks
+    /// (read through; 0 = the paper's exact blocks). Marks what is read
+    /// resident, busy and prefetched; returns how many blocks that is.
+    pub(super) fn emit_runs(
+        &mut self,
+        dev: u32,
+        wanted: &[u64],
+        id: WindowId,
+        sink: &mut Sink<'_>,
+    ) -> u32 {
+        let infill = u64::from(self.p.infill);
+        let mut marked = 0u32;
+        let mut run: Option<(u64, u64)> = None;
+        let mut flush = |this: &mut Self, run: Option<(u64, u64)>, sink: &mut Sink<'_>| {
+            if let Some((s, e)) = run {
+                sink.prefetch(Target::Block { dev, lbn: s }, (e - s) as u32, id);
+                for b in s..e {
+                    if this.table.status(dev, b) & (RESIDENT | BUSY) == 0 && !sink.is_cached(dev, b)
+                    {
+                        this.table
+                            .set_status(dev, b, RESIDENT | BUSY | PREFETCHED, true);
+                        marked += 1;
+                    }
+                }
+            }
+        };
+        for &b in wanted {
+            run = match run {
+                Some((s, e)) if b >= e && b - e <= infill => Some((s, b + 1)),
+                other => {
+                    flush(self, other, sink);
+                    Some((b, b + 1))
+                }
+            };
+        }
+        flush(self, run, sink);
+        marked
+    }
+
+    pub(super) fn track_window(&mut self, id: WindowId, pid: Pid, left: u32, group: u32) {
+        self.windows.insert(
+            id.0,
+            WinRec {
+                pid,
+                left,
+                used: false,
+                group,
+            },
+        );
+        self.window_order.push_back(id.0);
+        while self.window_order.len() > MAX_PENDING_WINDOWS {
+            if let Some(old) = self.window_order.pop_front() {
+                self.windows.remove(&old);
+            }
+        }
+    }
+
+    /// Open a window over `blocks` (sorted) for stream `slot`, index it and
+    /// read it unless virtual.
+    pub(super) fn open_window(
+        &mut self,
+        slot: usize,
+        tag: Tag,
+        mut blocks: Vec<u64>,
+        virtual_only: bool,
+        sink: &mut Sink<'_>,
+    ) -> Window {
+        let Tag { dev, pid, group } = tag;
+        blocks.sort_unstable();
+        blocks.dedup();
+        let id = sink.new_window();
+        self.index_blocks(slot, dev, &blocks);
+        if !virtual_only {
+            self.read_blocks(dev, &blocks, id, pid, group, sink);
+        }
+        Window {
+            id,
+            blocks,
+            hit_mask: 0,
+            virtual_only,
+        }
+    }
+}
