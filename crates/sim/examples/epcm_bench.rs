@@ -217,7 +217,14 @@ fn main() {
         let ev: Vec<u64> = t.records.iter().map(|r| r.first_block()).collect();
         let accs: Vec<String> = ["last-successor", "pcm", "epcm"]
             .iter()
-            .map(|s| format!("{:.3}", accuracy(s, &[], std::slice::from_ref(&ev)).unwrap().accuracy()))
+            .map(|s| {
+                format!(
+                    "{:.3}",
+                    accuracy(s, &[], std::slice::from_ref(&ev))
+                        .unwrap()
+                        .accuracy()
+                )
+            })
             .collect();
         let name = std::path::Path::new(path)
             .file_name()
