@@ -4,6 +4,7 @@
 //! policy or workload specification) with a message naming what was wrong;
 //! 1 anything else.
 
+mod history;
 mod input;
 mod output;
 mod simcmd;

@@ -23,7 +23,7 @@
 //! CREATE TABLE models (
 //!     app_key TEXT NOT NULL,   -- whose history: an application, a workload, "global"
 //!     name    TEXT NOT NULL,   -- model name (policy spec, e.g. "epcm")
-//!     kind    TEXT NOT NULL,   -- last-successor | trie
+//!     kind    TEXT NOT NULL,   -- last-successor | trie | policy (save_history blob)
 //!     format  INTEGER NOT NULL,-- blob format (codec::FORMAT)
 //!     data    BLOB NOT NULL,   -- codec-encoded ModelSnapshot
 //!     saved_unix INTEGER NOT NULL,
@@ -36,7 +36,7 @@
 //! the connection for their own tables.
 #![deny(missing_docs)]
 
-pub mod codec;
+pub use outrider_core::policies::filepred::codec;
 
 use outrider_core::policies::filepred::model::ModelSnapshot;
 use outrider_core::policies::filepred::FilePred;
@@ -230,6 +230,39 @@ impl Store {
             )
             .map_err(|e| self.sql(e))?;
         Ok(())
+    }
+
+    /// Save (replace) an opaque history blob `name` of `app_key` (what
+    /// [`outrider_core::Policy::save_history`] returns).
+    pub fn save_history(
+        &mut self,
+        app_key: &str,
+        name: &str,
+        data: &[u8],
+    ) -> Result<(), StoreError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO models (app_key, name, kind, format, data, saved_unix)
+                 VALUES (?1, ?2, 'policy', ?3, ?4, ?5)",
+                params![app_key, name, codec::FORMAT, data, now],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(())
+    }
+
+    /// The history blob `name` of `app_key`, if saved.
+    pub fn load_history(&self, app_key: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT data FROM models WHERE app_key = ?1 AND name = ?2",
+                params![app_key, name],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))
     }
 
     /// Load the model `name` of history `app_key`; `Ok(None)` if none was

@@ -1,4 +1,6 @@
-//! Binary encoding of [`ModelSnapshot`]s (the `models.data` blob).
+//! Binary encoding of [`ModelSnapshot`]s: what [`crate::Policy::save_history`]
+//! returns for the file-prediction policies and `outrider-store` keeps in
+//! its `models.data` blob (pure: core does no I/O).
 //!
 //! Little-endian, versioned, and decoded defensively: every length is
 //! checked against the bytes that remain before anything is allocated, so a
@@ -14,9 +16,7 @@
 //!         u64 walks, walks × (u32 part, u16 node), u64 recent, recent × u64
 //! ```
 
-use outrider_core::policies::filepred::model::{
-    ModelSnapshot, NodeSnapshot, PartitionSnapshot, TrieSnapshot,
-};
+use super::model::{ModelSnapshot, NodeSnapshot, PartitionSnapshot, TrieSnapshot};
 
 const MAGIC: &[u8; 4] = b"OMDL";
 /// Blob format version.
