@@ -6,6 +6,7 @@
 
 mod cachecmd;
 mod calibrate;
+mod history;
 mod input;
 mod output;
 mod recordcmd;

@@ -39,6 +39,15 @@ pub struct SimOpts {
     /// One JSON object per (policy, run) line instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// History store (SQLite): learned models (last-successor, pcm, epcm)
+    /// are loaded from it before the simulation and saved after, under the
+    /// policy specification and --history-key. A bad file is a warning and
+    /// a fresh model.
+    #[arg(long)]
+    pub history: Option<PathBuf>,
+    /// Whose history in --history (an application, a workload).
+    #[arg(long, default_value = "global")]
+    pub history_key: String,
 }
 
 /// `outrider sim`.
@@ -184,6 +193,10 @@ fn run_all(policies: &[String], o: &SimOpts, html: Option<&PathBuf>) -> anyhow::
         let mut base = 0u64;
         for spec in policies {
             let mut policy = build_policy(spec).map_err(|e| usage(e.to_string()))?;
+            let mut store = o
+                .history
+                .as_deref()
+                .and_then(|db| crate::history::load(db, &o.history_key, spec, &mut policy));
             let res = simulate(&input.trace, &mut policy, spec, &cfg, &mut |n| {
                 if let Some(b) = &bar {
                     b.set_position(base + n);
@@ -191,6 +204,9 @@ fn run_all(policies: &[String], o: &SimOpts, html: Option<&PathBuf>) -> anyhow::
             })
             .map_err(usage)?;
             base += input.trace.records.len() as u64 * u64::from(cfg.runs);
+            if let Some(store) = store.as_mut() {
+                crate::history::save(store, &o.history_key, spec, policy.as_ref());
+            }
             for r in &res.reports {
                 if o.json {
                     let line = JsonLine::new(&input.name, &cfg, &res, r);

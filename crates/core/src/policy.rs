@@ -219,6 +219,20 @@ pub trait Policy: Send {
         0
     }
 
+    /// Learned history worth keeping across processes (EPCM §6/§7: the
+    /// model persists), as an opaque blob the driver stores (the CLI's
+    /// `--history DB`, `outrider-store`); `None` (the default) when the
+    /// policy keeps nothing.
+    fn save_history(&self) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Replace learned history with a blob from [`Policy::save_history`] of
+    /// the same policy. On error the policy must be left as it was (fresh).
+    fn load_history(&mut self, _data: &[u8]) -> Result<(), String> {
+        Err(format!("policy '{}' keeps no history", self.name()))
+    }
+
     /// Bytes of policy state, for memory reports.
     fn memory_bytes(&self) -> usize {
         0

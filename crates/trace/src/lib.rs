@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod filelayout;
 pub mod formats;
 pub mod record;
 pub mod stats;

@@ -183,6 +183,16 @@ impl Policy for Stack {
         self.lower.on_run_start(run);
     }
 
+    /// The upper (file-level) policy's history: the lower, block-level
+    /// part learns nothing worth keeping across processes today.
+    fn save_history(&self) -> Option<Vec<u8>> {
+        self.upper.save_history()
+    }
+
+    fn load_history(&mut self, data: &[u8]) -> Result<(), String> {
+        self.upper.load_history(data)
+    }
+
     fn memory_bytes(&self) -> usize {
         self.upper.memory_bytes() + self.lower.memory_bytes()
     }

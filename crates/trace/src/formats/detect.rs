@@ -14,18 +14,19 @@
 //!    `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime` →
 //!    `msr`). Without one, the first 32 non-blank lines are each checked
 //!    against every text reader's own line parser, and the first format
-//!    (in the order lcs-csv, spc, msr, blkparse, disksim, lines) that
+//!    (in the order lcs-csv, spc, msr, blkparse, strace, disksim, lines) that
 //!    accepts all of them wins: a 5-field CSV with a hex opcode is
 //!    `lcs-csv`; with `r`/`w` it is `spc`; a 7-field CSV with
 //!    `Read`/`Write` is `msr`; lines starting `maj,min cpu seq time pid
 //!    action` are `blkparse` (at least one such event is required; its
-//!    summary lines are accepted); five numbers separated by spaces are
+//!    summary lines are accepted); `[pid N] TIME syscall(...) = RESULT`
+//!    lines (and their unfinished/resumed halves) are `strace`; five numbers separated by spaces are
 //!    `disksim`; a single integer per line (with `#` comments) is `lines`.
 //!
 //! Detection reads only the start: a file that changes format later is
 //! caught by the reader, record by record.
 
-use super::{blkparse, disksim, lcs_csv, lines, msr, oracle, spc, text::Line, Format};
+use super::{blkparse, disksim, lcs_csv, lines, msr, oracle, spc, strace, text::Line, Format};
 use crate::TraceError;
 use std::io::Read;
 use std::path::Path;
@@ -38,11 +39,12 @@ const SNIFF_LINES: usize = 32;
 const SNIFF_RECORDS: usize = 1000;
 
 /// Text formats in the order detection prefers them.
-const TEXT_ORDER: [Format; 6] = [
+const TEXT_ORDER: [Format; 7] = [
     Format::LcsCsv,
     Format::Spc,
     Format::Msr,
     Format::Blkparse,
+    Format::Strace,
     Format::Disksim,
     Format::Lines,
 ];
@@ -174,6 +176,7 @@ fn accepts(format: Format, line: &str) -> bool {
         Format::Msr => is_record(msr::parse_row(line)),
         Format::Disksim => is_record(disksim::parse_line(line, 1)),
         Format::Lines => lines::parse_line(line).is_ok(),
+        Format::Strace => strace::accepts_line(line),
         Format::Blkparse => {
             let first = line.split_whitespace().next().unwrap_or("");
             let event = blkparse::dev_pair(first).is_some() && line.split_whitespace().count() >= 6;
@@ -206,6 +209,10 @@ mod tests {
             Ok(Format::Blkparse)
         );
         assert_eq!(d("# blocks\n12\n13\n"), Ok(Format::Lines));
+        assert_eq!(
+            d("42  10:00:00.000001 openat(AT_FDCWD, \"a.h\", O_RDONLY) = 3\n42  10:00:00.000002 read(3,  <unfinished ...>\n"),
+            Ok(Format::Strace)
+        );
         assert!(d("hello world\n").is_err());
         assert!(d("").is_err());
         assert!(d("CPU0 (8,0):\n").is_err());

@@ -21,6 +21,7 @@ mod msr;
 mod native;
 mod oracle;
 mod spc;
+mod strace;
 mod text;
 
 pub use detect::detect_format;
@@ -57,11 +58,15 @@ pub enum Format {
     Blkparse,
     /// `lines`: one 4 KiB block number per line (LIRS-style traces).
     Lines,
+    /// `strace`: file-level trace from
+    /// `strace -f -tt -e trace=open,openat,execve,read,pread64,close`
+    /// (opens, execs and reads per pid; files laid out contiguously).
+    Strace,
 }
 
 impl Format {
     /// Every format, in the order `--help` lists them.
-    pub const ALL: [Format; 8] = [
+    pub const ALL: [Format; 9] = [
         Format::Native,
         Format::LcsCsv,
         Format::Oracle,
@@ -70,6 +75,7 @@ impl Format {
         Format::Msr,
         Format::Blkparse,
         Format::Lines,
+        Format::Strace,
     ];
 
     /// The name used on the command line (`--format NAME`).
@@ -83,6 +89,7 @@ impl Format {
             Format::Msr => "msr",
             Format::Blkparse => "blkparse",
             Format::Lines => "lines",
+            Format::Strace => "strace",
         }
     }
 
@@ -210,6 +217,7 @@ pub fn read_trace(path: &Path, opts: &ReadOptions) -> Result<(Trace, ReadReport)
         Format::Msr => msr::read(&mut ctx)?,
         Format::Blkparse => blkparse::read(&mut ctx, unit, opts.blkparse_action)?,
         Format::Lines => lines::read(&mut ctx)?,
+        Format::Strace => strace::read(&mut ctx)?,
     };
     if trace.meta.source.is_empty() {
         trace.meta.source = path.display().to_string();

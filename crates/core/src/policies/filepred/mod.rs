@@ -37,6 +37,7 @@
 //! one file); it gives no threshold values. Defaults here: PCM 64/2 at 0.1,
 //! EPCM 64/45 at 0.6.
 
+pub mod codec;
 pub mod model;
 pub mod trie;
 
@@ -374,6 +375,14 @@ impl Policy for FilePred {
         // Learned history (model, pages read) is kept; which file each
         // process read last is per run.
         self.last_file.clear();
+    }
+
+    fn save_history(&self) -> Option<Vec<u8>> {
+        Some(codec::encode(&self.model.snapshot()))
+    }
+
+    fn load_history(&mut self, data: &[u8]) -> Result<(), String> {
+        self.model.restore(&codec::decode(data)?)
     }
 
     fn memory_bytes(&self) -> usize {

@@ -387,3 +387,75 @@ fn bad_parameters_are_clear_errors() {
         .to_string();
     assert!(e.contains("whole or last"), "{e}");
 }
+
+mod props {
+    use super::super::codec;
+    use super::super::trie::Trie;
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Structural invariants of a trie after any sequence.
+    fn check(t: &Trie) {
+        for (pi, p) in t.partitions.iter().enumerate() {
+            let live = p.nodes.len() - p.free.len();
+            assert!(live <= t.partition_size, "partition {pi}: {live} nodes");
+            for (i, n) in p.nodes.iter().enumerate() {
+                if n.depth == 0 {
+                    continue;
+                }
+                assert!(n.depth <= t.max_depth);
+                let mut c = n.child;
+                while c != u16::MAX {
+                    let k = &p.nodes[c as usize];
+                    assert_eq!(usize::from(k.parent), i);
+                    assert_eq!(k.depth, n.depth + 1);
+                    // A halving between a context's occurrence and its
+                    // successor can leave the child one above the parent
+                    // (parent 3 -> 1, child 2 -> 1, then +1): never more.
+                    assert!(k.count <= n.count + 1, "child count above its parent's + 1");
+                    assert!(k.count > 0, "zero-count node left linked");
+                    c = k.sibling;
+                }
+            }
+        }
+        for w in &t.walks {
+            assert!(t.node(*w).depth > 0 && t.node(*w).depth < t.max_depth);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn tries_stay_bounded_and_consistent(
+            seq in prop::collection::vec(0u64..12, 0..400),
+            size in 2usize..12,
+            order in 1usize..8,
+            lz in any::<bool>(),
+        ) {
+            let order = order.min(size - 1).max(1);
+            let mut t = Trie::new(size, order, lz);
+            for &s in &seq {
+                t.observe(s);
+            }
+            check(&t);
+            let mut out = vec![];
+            let mut scratch = vec![];
+            t.predict_sequence(0.5, 3, 40, &mut out, &mut scratch);
+            prop_assert!(out.len() <= 40);
+            t.predict_next(0.2, &mut out);
+        }
+
+        #[test]
+        fn snapshots_round_trip_through_the_codec(seq in prop::collection::vec(0u64..20, 0..300)) {
+            for spec in ["last-successor", "pcm:partition=6", "epcm:partition=8,order=6,jump=2"] {
+                let mut a = build(spec);
+                for &f in &seq {
+                    a.file_event(f);
+                }
+                let blob = codec::encode(&a.snapshot());
+                let mut b = build(spec);
+                b.load_history(&blob).unwrap();
+                prop_assert_eq!(b.snapshot(), a.snapshot());
+            }
+        }
+    }
+}

@@ -290,6 +290,17 @@ impl Trie {
                 p.free.push(i as u16);
             }
         }
+        // Walks standing on a freed node end here, before the slot can be
+        // reused for a node of this event: the event's old walks (marked
+        // dead) and the ones already continued (dropped).
+        let nodes = &p.nodes;
+        let freed = |x: &Ctx| x.part == part && nodes[x.node as usize].depth == 0;
+        for x in self.walks.iter_mut() {
+            if freed(x) {
+                x.part = DEAD;
+            }
+        }
+        self.spare.retain(|x| !freed(x));
     }
 
     /// Create child `sym` of `c` with count 1. Halves a full partition
@@ -332,15 +343,16 @@ impl Trie {
 
     /// Learn one file event.
     pub fn observe(&mut self, sym: u64) {
-        let mut walks = std::mem::take(&mut self.walks);
-        let mut next = std::mem::take(&mut self.spare);
-        next.clear();
-        for k in 0..walks.len() {
-            let w = walks[k];
+        // `self.walks` holds this event's old walks, `self.spare` the
+        // continued ones; a halving prunes both (see `halve`).
+        self.spare.clear();
+        let mut k = 0;
+        while k < self.walks.len() {
+            let w = self.walks[k];
+            k += 1;
             if w.part == DEAD {
                 continue;
             }
-            let halvings = self.halvings;
             let (c, created) = match self.child(w, sym) {
                 Some(c) => {
                     let n = &mut self.partitions[c.part as usize].nodes[c.node as usize];
@@ -352,32 +364,17 @@ impl Trie {
                     None => continue,
                 },
             };
-            if self.halvings != halvings {
-                // The halving freed nodes of this partition: walks (done or
-                // still to do) that stood on one end here, before the slot
-                // can be mistaken for a node created by this event.
-                let part = w.part;
-                let nodes = &self.partitions[part as usize].nodes;
-                let freed = |x: &Ctx| x.part == part && nodes[x.node as usize].depth == 0;
-                next.retain(|x| !freed(x));
-                for x in walks[k + 1..].iter_mut() {
-                    if freed(x) {
-                        x.part = DEAD;
-                    }
-                }
-            }
             if self.node(c).depth < self.max_depth && !(created && self.lz) {
-                next.push(c);
+                self.spare.push(c);
             }
         }
         let part = self.partition_of(sym);
         let root = &mut self.partitions[part as usize].nodes[0];
         root.count = root.count.saturating_add(1);
         if self.max_depth > 1 {
-            next.push(Ctx { part, node: 0 });
+            self.spare.push(Ctx { part, node: 0 });
         }
-        self.spare = walks;
-        self.walks = next;
+        std::mem::swap(&mut self.walks, &mut self.spare);
         if self.recent.len() == MAX_JUMP {
             self.recent.remove(0);
         }
