@@ -86,3 +86,31 @@ fn lower_policy_translates_file_pages_to_blocks_through_the_layout() {
         assert_eq!((a.0, a.1, a.2), (s.0, s.1, s.2));
     }
 }
+
+/// EPCM §1 / DiskSeen §3.2: file-level prediction above block-level
+/// prefetching. On the Andrew-like `build` workload, after training runs the
+/// stack prefetches what each part alone prefetches for it: it covers at
+/// least as many demand blocks as either part alone.
+#[test]
+fn epcm_over_diskseen_covers_what_both_cover() {
+    let cfg = SimConfig {
+        runs: 4,
+        ..config()
+    };
+    let coverage = |spec: &str| {
+        let trace = generate("build").unwrap();
+        let mut p = build_policy(spec).unwrap();
+        let r = simulate(&trace, &mut p, spec, &cfg, &mut |_| {}).unwrap();
+        r.reports.last().unwrap().coverage
+    };
+    let (epcm, diskseen, both) = (
+        coverage("epcm"),
+        coverage("diskseen"),
+        coverage("epcm+diskseen"),
+    );
+    assert!(epcm > 0.0 && diskseen > 0.0, "{epcm} {diskseen}");
+    assert!(
+        both >= epcm.max(diskseen),
+        "{both} < max({epcm}, {diskseen})"
+    );
+}
