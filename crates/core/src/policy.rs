@@ -155,6 +155,12 @@ pub trait Policy: Send {
     /// device read finished). DiskSeen §3.1 records access times here.
     fn on_access_done(&mut self, _access: &Access, _sink: &mut Sink<'_>) {}
 
+    /// Does this policy use [`Policy::on_access_done`]? Drivers skip the
+    /// call otherwise (it is on the per-request hot path). Default: no.
+    fn wants_access_done(&self) -> bool {
+        false
+    }
+
     /// A request from the policy stacked above this one (`upper+this`, see
     /// [`crate::policies::stack`]): the lower policy decides what of it to
     /// issue, e.g. DiskSeen §3.2 screens out resident, busy and
@@ -174,6 +180,12 @@ pub trait Policy: Send {
     /// when it is submitted. Observation only: a policy answers at its next
     /// access or tick. Default: ignored.
     fn on_device_request(&mut self, _req: &DeviceRequest) {}
+
+    /// Does this policy use [`Policy::on_device_request`]? Drivers skip
+    /// building the device stream otherwise. Default: no.
+    fn wants_device_requests(&self) -> bool {
+        false
+    }
 
     /// What the driver knows about the device(s), told after
     /// [`Policy::on_run_start`] of every run. Default: ignored.

@@ -191,6 +191,10 @@ struct Engine<'t> {
     /// exactly when the queue would have delivered them.
     instant: bool,
     instant_done: VecDeque<PrefetchDone>,
+    /// The policy asked for [`outrider_core::Policy::on_device_request`]
+    /// and [`outrider_core::Policy::on_access_done`] (set at each run).
+    wants_device: bool,
+    wants_done: bool,
     seq: u64,
     t0_ns: u64,
     live: usize,
@@ -270,6 +274,8 @@ pub fn simulate_on(
         dev_log: Vec::new(),
         next_window: 0,
         instant_done: VecDeque::new(),
+        wants_device: false,
+        wants_done: false,
         seq: 0,
         live: 0,
         end_ns: 0,
@@ -414,6 +420,8 @@ impl Engine<'_> {
 
     fn run(&mut self, policy: &mut dyn outrider_core::Policy, progress: &mut dyn FnMut(u64)) {
         let tick_iv = policy.tick_interval_ns().filter(|&t| t > 0);
+        self.wants_device = policy.wants_device_requests();
+        self.wants_done = policy.wants_access_done();
         let mut next_tick = tick_iv.unwrap_or(u64::MAX);
         self.live = self.procs.iter().filter(|p| p.len > 0).count();
         self.end_ns = 0;
@@ -573,6 +581,9 @@ impl Engine<'_> {
 
     /// The demand request `access` completed at `now`: tell the policy.
     fn access_done(&mut self, policy: &mut dyn outrider_core::Policy, access: &Access, now: u64) {
+        if !self.wants_done {
+            return;
+        }
         let view = View {
             cache: &self.cache,
             layout: &self.layout,
@@ -622,8 +633,10 @@ impl Engine<'_> {
     }
 
     fn demand_read(&mut self, p: usize, key: u64, blocks: u32, now: u64) {
-        let pid = self.record_of(p, self.procs[p].pos).pid;
-        self.log_device(now, pid, key, blocks, Origin::Demand, None);
+        if self.wants_device {
+            let pid = self.record_of(p, self.procs[p].pos).pid;
+            self.log_device(now, pid, key, blocks, Origin::Demand, None);
+        }
         if self.instant {
             for i in 0..u64::from(blocks) {
                 self.cache.insert(key + i, Fill::Demand, &mut self.evicted);
@@ -656,6 +669,9 @@ impl Engine<'_> {
         origin: Origin,
         window: Option<WindowId>,
     ) {
+        if !self.wants_device {
+            return;
+        }
         let (dev, lbn) = split_key(key);
         self.dev_log.push(DeviceRequest {
             time_ns: now,

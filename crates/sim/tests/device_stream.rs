@@ -34,6 +34,10 @@ impl Policy for Recorder {
         };
         sink.prefetch(t, 2, w);
     }
+    fn wants_device_requests(&self) -> bool {
+        true
+    }
+
     fn on_device_request(&mut self, r: &DeviceRequest) {
         self.0.lock().unwrap().device.push(*r);
     }

@@ -122,6 +122,14 @@ impl Policy for Stack {
         self.lower.on_evict(eviction);
     }
 
+    fn wants_device_requests(&self) -> bool {
+        self.upper.wants_device_requests() || self.lower.wants_device_requests()
+    }
+
+    fn wants_access_done(&self) -> bool {
+        self.upper.wants_access_done() || self.lower.wants_access_done()
+    }
+
     fn on_device_request(&mut self, request: &DeviceRequest) {
         self.upper.on_device_request(request);
         self.lower.on_device_request(request);

@@ -38,6 +38,10 @@ impl Policy for DiskSeen {
         }
     }
 
+    fn wants_access_done(&self) -> bool {
+        true
+    }
+
     fn on_access_done(&mut self, a: &Access, sink: &mut Sink<'_>) {
         if !is_demand_read(a) {
             return;

@@ -503,6 +503,10 @@ impl Policy for Flashy {
         }
     }
 
+    fn wants_device_requests(&self) -> bool {
+        true
+    }
+
     fn on_device_request(&mut self, r: &DeviceRequest) {
         match r.origin {
             Origin::OurPrefetch => {
