@@ -12,8 +12,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Default policy of `run` until `auto` exists.
-pub const DEFAULT_POLICY: &str = "readahead";
+/// Default policy of `run` until `auto` exists: `stride` (forward, reverse
+/// and strided streams), the one measured to help unmodified programs
+/// (`bench/results/live.md`); `readahead` would only repeat the kernel's.
+pub const DEFAULT_POLICY: &str = "stride";
 
 /// `outrider run`.
 #[derive(clap::Args, Debug)]

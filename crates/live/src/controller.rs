@@ -417,6 +417,12 @@ impl Controller {
         let residency = Unused(&self.unused, &self.files);
         let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
         self.policy.on_access(&access, &outcome, &mut sink);
+        if self.policy.wants_access_done() {
+            // mm_filemap_get_pages fires once the read holds its pages, so
+            // the access is complete in memory: DiskSeen §3.1 records its
+            // timestamps here, as the simulator does at completion.
+            self.policy.on_access_done(&access, &mut sink);
+        }
     }
 
     fn on_event(&mut self, e: &LiveEvent) {
