@@ -78,8 +78,8 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
-        Cmd::Run(a) => return runcmd::run(a),
-        Cmd::Record(a) => return recordcmd::run(a),
+        Cmd::Run(a) => return runcmd::run(a).map_or_else(error_exit, ExitCode::from),
+        Cmd::Record(a) => return recordcmd::run(a).map_or_else(error_exit, ExitCode::from),
         Cmd::Sim(a) => simcmd::sim(a),
         Cmd::Compare(a) => simcmd::compare(a),
         Cmd::Trace { cmd } => tracecmd::run(cmd),
@@ -107,15 +107,16 @@ fn main() -> ExitCode {
             Ok(())
         }
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("outrider: {e:#}");
-            if e.downcast_ref::<Usage>().is_some() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
-        }
+    result.map_or_else(error_exit, |()| ExitCode::SUCCESS)
+}
+
+/// One of our own errors: its message on stderr, exit code 2 for bad input
+/// ([`Usage`]), 1 for anything else.
+fn error_exit(e: anyhow::Error) -> ExitCode {
+    eprintln!("outrider: {e:#}");
+    if e.downcast_ref::<Usage>().is_some() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::from(1)
     }
 }

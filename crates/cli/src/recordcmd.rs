@@ -8,7 +8,6 @@ use outrider_live::session::{exit_code, run_traced};
 use outrider_live::tracefs::InstanceOptions;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// `outrider record`.
 #[derive(clap::Args, Debug)]
@@ -32,22 +31,9 @@ pub struct RecordArgs {
     pub cmd: Vec<OsString>,
 }
 
-/// Record; returns the child's exit code (2 / 1 on our own errors).
-pub fn run(a: RecordArgs) -> ExitCode {
-    match run_inner(a) {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            eprintln!("outrider: {e:#}");
-            if e.downcast_ref::<crate::Usage>().is_some() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
-        }
-    }
-}
-
-fn run_inner(a: RecordArgs) -> anyhow::Result<u8> {
+/// Run it; returns the child's exit code. Our own errors are returned
+/// (the caller prints them and exits 2 for bad input, 1 otherwise).
+pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
     let level = match a.level.as_str() {
         "file" => Level::File,
         "block" => Level::Block,

@@ -10,7 +10,6 @@ use outrider_live::session::{exit_code, run_traced};
 use outrider_live::tracefs::InstanceOptions;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 /// Default policy of `run` until `auto` exists: `stride` (forward, reverse
 /// and strided streams), the one measured to help unmodified programs
@@ -59,23 +58,9 @@ fn mib(pages: u64) -> f64 {
     (pages * BLOCK_SIZE) as f64 / (1u64 << 20) as f64
 }
 
-/// Run the command; returns the child's exit code (or 2 / 1 on our own
-/// errors).
-pub fn run(a: RunArgs) -> ExitCode {
-    match run_inner(a) {
-        Ok(code) => ExitCode::from(code),
-        Err(e) => {
-            eprintln!("outrider: {e:#}");
-            if e.downcast_ref::<crate::Usage>().is_some() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
-        }
-    }
-}
-
-fn run_inner(a: RunArgs) -> anyhow::Result<u8> {
+/// Run it; returns the child's exit code. Our own errors are returned
+/// (the caller prints them and exits 2 for bad input, 1 otherwise).
+pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let policy = build_policy(&a.policy).map_err(|e| match e {
         PolicyError::Help(t) => usage(t),
         e => usage(format!("--policy: {e}")),
