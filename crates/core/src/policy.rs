@@ -176,6 +176,19 @@ pub trait Policy: Send {
     /// A block left memory.
     fn on_evict(&mut self, _eviction: &Eviction) {}
 
+    /// Does this policy use [`Policy::on_evict`]? A driver may skip the
+    /// call for policies that answer false (it is made for every eviction,
+    /// the simulator's hottest path). Default: true.
+    fn wants_evictions(&self) -> bool {
+        true
+    }
+
+    /// Does this policy use [`Policy::on_prefetch_done`]? A driver may skip
+    /// the call for policies that answer false. Default: true.
+    fn wants_prefetch_done(&self) -> bool {
+        true
+    }
+
     /// A read reached the device (a demand miss or a prefetch), reported
     /// when it is submitted. Observation only: a policy answers at its next
     /// access or tick. Default: ignored.

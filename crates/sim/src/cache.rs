@@ -368,13 +368,14 @@ impl Cache {
             LIST_LRU
         };
         self.push_tail(idx, list);
-        self.map.insert(key, idx);
+        self.map.insert_absent(key, idx);
         self.peak_nodes = self.peak_nodes.max(self.map.len());
         self.prefetch_victims();
         debug_assert!(self.len() <= self.capacity_blocks);
         idx
     }
 
+    #[inline]
     fn victim(&self) -> u32 {
         match self.model {
             CacheModel::Lru => self.lru.head,
@@ -391,6 +392,7 @@ impl Cache {
     }
 
     /// Remove a block, returning its node.
+    #[inline]
     pub fn remove(&mut self, idx: u32) -> Node {
         let node = self.nodes[idx as usize];
         if self.model == CacheModel::Split {
@@ -415,6 +417,7 @@ impl Cache {
         self.clear();
     }
 
+    #[inline]
     fn list_mut(&mut self, list: u8) -> &mut List {
         if list == LIST_LRU {
             &mut self.lru
@@ -423,6 +426,7 @@ impl Cache {
         }
     }
 
+    #[inline]
     fn unlink(&mut self, idx: u32) {
         let Node {
             prev, next, list, ..
@@ -440,6 +444,7 @@ impl Cache {
         self.list_mut(list).len -= 1;
     }
 
+    #[inline]
     fn push_tail(&mut self, idx: u32, list: u8) {
         let tail = self.list_mut(list).tail;
         {

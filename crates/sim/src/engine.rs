@@ -195,6 +195,9 @@ struct Engine<'t> {
     /// and [`outrider_core::Policy::on_access_done`] (set at each run).
     wants_device: bool,
     wants_done: bool,
+    /// The policy uses `on_evict` / `on_prefetch_done` (else not called).
+    wants_evict: bool,
+    wants_prefetch_done: bool,
     seq: u64,
     t0_ns: u64,
     live: usize,
@@ -276,6 +279,8 @@ pub fn simulate_on(
         instant_done: VecDeque::new(),
         wants_device: false,
         wants_done: false,
+        wants_evict: true,
+        wants_prefetch_done: true,
         seq: 0,
         live: 0,
         end_ns: 0,
@@ -422,6 +427,8 @@ impl Engine<'_> {
         let tick_iv = policy.tick_interval_ns().filter(|&t| t > 0);
         self.wants_device = policy.wants_device_requests();
         self.wants_done = policy.wants_access_done();
+        self.wants_evict = policy.wants_evictions();
+        self.wants_prefetch_done = policy.wants_prefetch_done();
         let mut next_tick = tick_iv.unwrap_or(u64::MAX);
         self.live = self.procs.iter().filter(|p| p.len > 0).count();
         self.end_ns = 0;
@@ -685,6 +692,7 @@ impl Engine<'_> {
     }
 
     /// Tell the policy about the device reads submitted since last time.
+    #[inline]
     fn report_device(&mut self, policy: &mut dyn outrider_core::Policy) {
         for r in &self.dev_log {
             policy.on_device_request(r);
@@ -709,42 +717,34 @@ impl Engine<'_> {
         }
     }
 
+    #[inline]
     fn issue_prefetches(&mut self, policy: &mut dyn outrider_core::Policy, now: u64) {
-        if self.out.is_empty() {
-            return;
+        if !self.out.is_empty() {
+            self.issue_requested(policy, now);
         }
+    }
+
+    fn issue_requested(&mut self, policy: &mut dyn outrider_core::Policy, now: u64) {
         let reqs = std::mem::take(&mut self.out);
         let mut pieces = std::mem::take(&mut self.pieces);
         for r in &reqs {
-            let group = policy.schedule_group(r.window);
-            pieces.clear();
+            // Scheduling groups matter only to a device that queues.
+            let group = if self.instant {
+                0
+            } else {
+                policy.schedule_group(r.window)
+            };
             match r.target {
-                Target::Block { dev, lbn } => pieces.push((dev, lbn, r.blocks)),
+                Target::Block { dev, lbn } => {
+                    self.prefetch_missing(r.window, block_key(dev, lbn), r.blocks, now, group)
+                }
                 Target::File { file, page } => {
+                    pieces.clear();
                     self.layout
-                        .map_range(file, page, r.blocks, |d, l, n| pieces.push((d, l, n)))
-                }
-            }
-            for &(dev, lbn, n) in &pieces {
-                let key0 = block_key(dev, lbn);
-                let mut start = 0u64;
-                let mut len = 0u32;
-                for i in 0..u64::from(n) {
-                    let key = key0 + i;
-                    if self.cache.contains(key) {
-                        if len > 0 {
-                            self.prefetch_read(r.window, start, len, now, group);
-                            len = 0;
-                        }
-                    } else {
-                        if len == 0 {
-                            start = key;
-                        }
-                        len += 1;
+                        .map_range(file, page, r.blocks, |d, l, n| pieces.push((d, l, n)));
+                    for &(dev, lbn, n) in &pieces {
+                        self.prefetch_missing(r.window, block_key(dev, lbn), n, now, group);
                     }
-                }
-                if len > 0 {
-                    self.prefetch_read(r.window, start, len, now, group);
                 }
             }
         }
@@ -753,6 +753,31 @@ impl Engine<'_> {
         self.pieces = pieces;
         self.settle_evictions(policy);
         self.report_device(policy);
+    }
+
+    /// Read the blocks of `key0 .. key0 + n` that are not cached, one device
+    /// request per run of missing blocks.
+    #[inline]
+    fn prefetch_missing(&mut self, window: WindowId, key0: u64, n: u32, now: u64, group: u32) {
+        let mut start = 0u64;
+        let mut len = 0u32;
+        for i in 0..u64::from(n) {
+            let key = key0 + i;
+            if self.cache.contains(key) {
+                if len > 0 {
+                    self.prefetch_read(window, start, len, now, group);
+                    len = 0;
+                }
+            } else {
+                if len == 0 {
+                    start = key;
+                }
+                len += 1;
+            }
+        }
+        if len > 0 {
+            self.prefetch_read(window, start, len, now, group);
+        }
     }
 
     fn prefetch_read(&mut self, window: WindowId, key: u64, blocks: u32, now: u64, group: u32) {
@@ -785,8 +810,11 @@ impl Engine<'_> {
         self.c.prefetched_blocks += u64::from(blocks);
         self.log_device(now, 0, key, blocks, Origin::OurPrefetch, Some(window));
         if self.instant {
-            let (dev, lbn) = split_key(key);
             self.c.device_requests += 1;
+            if !self.wants_prefetch_done {
+                return;
+            }
+            let (dev, lbn) = split_key(key);
             self.instant_done.push_back(PrefetchDone {
                 window,
                 dev,
@@ -804,6 +832,10 @@ impl Engine<'_> {
     /// completed, in submission order; what it asks for in reply completes
     /// too and is told after them.
     fn deliver_instant(&mut self, policy: &mut dyn outrider_core::Policy) {
+        if !self.wants_prefetch_done {
+            self.instant_done.clear();
+            return;
+        }
         while let Some(done) = self.instant_done.pop_front() {
             let view = View {
                 cache: &self.cache,
@@ -816,15 +848,22 @@ impl Engine<'_> {
     }
 
     /// Account evicted blocks and tell the policy.
+    #[inline]
     fn settle_evictions(&mut self, policy: &mut dyn outrider_core::Policy) {
-        if self.evicted.is_empty() {
-            return;
+        if !self.evicted.is_empty() {
+            self.settle_evicted(policy);
         }
+    }
+
+    fn settle_evicted(&mut self, policy: &mut dyn outrider_core::Policy) {
         let evicted = std::mem::take(&mut self.evicted);
         for n in &evicted {
             if n.prefetched {
                 self.c.prefetched_unused_blocks += 1;
                 self.resolve_window(n.window_slot, false);
+            }
+            if !self.wants_evict {
+                continue;
             }
             let (dev, lbn) = split_key(n.key);
             policy.on_evict(&Eviction {
@@ -865,7 +904,7 @@ impl Engine<'_> {
         }
         self.inflight[id as usize].waiters.clear();
         self.free_inflight.push(id);
-        if kind == Kind::Prefetch {
+        if kind == Kind::Prefetch && self.wants_prefetch_done {
             let (dev, lbn) = split_key(key);
             let done = PrefetchDone {
                 window: WindowId(window),

@@ -29,6 +29,14 @@ impl Policy for NoPrefetch {
     fn name(&self) -> &str {
         NAME
     }
+
+    fn wants_evictions(&self) -> bool {
+        false
+    }
+
+    fn wants_prefetch_done(&self) -> bool {
+        false
+    }
     fn on_access(&mut self, _a: &Access, _o: &Outcome, _s: &mut Sink<'_>) {}
     fn box_clone(&self) -> BoxedPolicy {
         Box::new(self.clone())

@@ -76,6 +76,14 @@ impl Policy for Obl {
         NAME
     }
 
+    fn wants_evictions(&self) -> bool {
+        false
+    }
+
+    fn wants_prefetch_done(&self) -> bool {
+        false
+    }
+
     fn on_access(&mut self, a: &Access, _o: &Outcome, sink: &mut Sink<'_>) {
         if a.dev != self.dev {
             // Another device: its blocks cannot continue this one's run.

@@ -126,6 +126,14 @@ impl Policy for Stack {
         self.upper.wants_device_requests() || self.lower.wants_device_requests()
     }
 
+    fn wants_evictions(&self) -> bool {
+        self.upper.wants_evictions() || self.lower.wants_evictions()
+    }
+
+    fn wants_prefetch_done(&self) -> bool {
+        self.upper.wants_prefetch_done() || self.lower.wants_prefetch_done()
+    }
+
     fn wants_access_done(&self) -> bool {
         self.upper.wants_access_done() || self.lower.wants_access_done()
     }

@@ -110,6 +110,14 @@ impl Policy for Stride {
         NAME
     }
 
+    fn wants_evictions(&self) -> bool {
+        false
+    }
+
+    fn wants_prefetch_done(&self) -> bool {
+        false
+    }
+
     fn on_access(&mut self, a: &Access, _o: &Outcome, sink: &mut Sink<'_>) {
         if a.op != Op::Read || a.origin != Origin::Demand {
             return;

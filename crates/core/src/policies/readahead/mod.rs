@@ -309,6 +309,14 @@ impl Policy for Readahead {
         NAME
     }
 
+    fn wants_evictions(&self) -> bool {
+        false
+    }
+
+    fn wants_prefetch_done(&self) -> bool {
+        false
+    }
+
     fn on_access(&mut self, a: &Access, o: &Outcome, sink: &mut Sink<'_>) {
         if a.op == Op::Read && a.origin == Origin::Demand {
             self.on_read(a, o, sink);
