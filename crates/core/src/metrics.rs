@@ -92,6 +92,10 @@ pub struct Report {
     pub prefetched_unused_blocks: u64,
     /// Requests simulated per second of host time.
     pub events_per_s: f64,
+    /// Requests simulated per second of the simulating thread's CPU time
+    /// (unlike `events_per_s`, not lowered by other processes taking the
+    /// CPU; 0 where the driver does not measure it).
+    pub events_per_cpu_s: f64,
 }
 
 fn ratio(num: u64, den: u64) -> f64 {
@@ -131,6 +135,7 @@ impl Counters {
             } else {
                 0.0
             },
+            events_per_cpu_s: 0.0,
         }
     }
 }

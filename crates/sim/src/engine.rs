@@ -296,6 +296,7 @@ pub fn simulate_on(
     };
     for run in 1..=cfg.runs.max(1) {
         let started = Instant::now();
+        let cpu_started = thread_cpu_secs();
         e.reset();
         policy.on_run_start(run);
         policy.on_device_info(&DeviceInfo {
@@ -308,7 +309,12 @@ pub fn simulate_on(
         e.run(policy.as_mut(), &mut |n| progress(done_total + n));
         done_total += e.c.requests;
         let secs = started.elapsed().as_secs_f64();
-        result.reports.push(e.c.report(policy_spec, run, secs));
+        let mut report = e.c.report(policy_spec, run, secs);
+        let cpu_secs = thread_cpu_secs() - cpu_started;
+        if cpu_secs > 0.0 {
+            report.events_per_cpu_s = e.c.requests as f64 / cpu_secs;
+        }
+        result.reports.push(report);
         result.counters.push(e.c.clone());
         result.series.push(policy.series());
         result.peak_cache_blocks = result.peak_cache_blocks.max(e.cache.peak_blocks());
@@ -320,6 +326,20 @@ pub fn simulate_on(
 
 /// Record indices per pid, in order of first appearance; empty for a
 /// single-pid trace.
+/// CPU time used by the calling thread, in seconds (0 if unavailable).
+fn thread_cpu_secs() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec we pass.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 fn process_lists(records: &[Record]) -> Vec<Vec<u32>> {
     let first_pid = records.first().map_or(0, |r| r.pid);
     if records.iter().all(|r| r.pid == first_pid) {
