@@ -42,7 +42,7 @@ out=bench/results/sim-throughput.md
   echo "$distinct distinct pages; native format, memory-mapped. \`--cache-model lru --cache 10%\`."
   echo "Single-threaded. Each row is the best of $REPS runs (the machine is shared: other"
   echo "processes only ever slow a run down). Two rates: requests per second of wall-clock"
-  echo "time, and per second of the simulating thread's CPU time (\\`events_per_cpu_s\\`,"
+  echo "time, and per second of the simulating thread's CPU time (\`events_per_cpu_s\`,"
   echo "which excludes time the thread waited for a CPU). Load average at start: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo
   echo "Targets (issue 2): obl >= 10 M requests/s, readahead >= 5 M requests/s."
