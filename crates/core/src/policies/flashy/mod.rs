@@ -525,7 +525,10 @@ impl Policy for Flashy {
                         Some(f) => f.1 += 1,
                         None => self.in_flight.push((w, 1)),
                     }
-                    if let Some(m) = self.machines.get_mut(&k) {
+                    // A zero-length read (live: a request that submitted
+                    // nothing) counts as in flight until its done but does
+                    // not move the stream.
+                    if let Some(m) = self.machines.get_mut(&k).filter(|_| r.blocks > 0) {
                         m.disk.observe(r.lbn, r.blocks, false);
                     }
                 }
