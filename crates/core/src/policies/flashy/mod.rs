@@ -429,6 +429,19 @@ impl Flashy {
             self.win_owner.push((w.0, plan.key));
             for &(start, n) in &self.scratch {
                 let end = (start + n).min(MAX_BLOCK);
+                if pattern == Pattern::SeqBackward {
+                    // Nearest the application first: a backward stream
+                    // needs the top of its range soonest (paced chunks,
+                    // `depth`, would otherwise arrive farthest-first).
+                    let mut e = end;
+                    while e > start && self.pending.len() < MAX_PENDING_CHUNKS {
+                        let len = (e - start).min(self.chunk_blocks);
+                        self.pending.push_back((plan.key.1, e - len, len, w));
+                        quota_total += len;
+                        e -= len;
+                    }
+                    continue;
+                }
                 let mut s = start;
                 while s < end && self.pending.len() < MAX_PENDING_CHUNKS {
                     let len = (end - s).min(self.chunk_blocks);

@@ -287,6 +287,20 @@ fn large_quotas_are_issued_in_chunks() {
 }
 
 #[test]
+fn backward_chunks_are_issued_nearest_the_application_first() {
+    // 21 one-block reads down from 1000: quota 20 blocks below 980, in
+    // 4-block chunks, all at the tick: 976 first, 960 last.
+    let mut h = Harness::new("chunk=16KiB,depth=0");
+    for i in 0..21u64 {
+        h.read(1, 1000 - i, 1);
+    }
+    assert_eq!(
+        h.tick(500),
+        vec![(976, 4, 1), (972, 4, 1), (968, 4, 1), (964, 4, 1), (960, 4, 1)]
+    );
+}
+
+#[test]
 fn strided_and_backward_streams_prefetch_their_way() {
     // Backward: 1-block reads from 1000 down to 980 (21 reads).
     let mut h = Harness::new("");
