@@ -41,8 +41,8 @@ use crate::files::{FileTable, FileTableOptions};
 use crate::session::Handler;
 use crate::tracefs::{EventKind, LiveEvent};
 use outrider_core::{
-    Access, BoxedPolicy, DeviceInfo, DeviceRequest, FileId, Origin, Outcome, PrefetchDone,
-    PrefetchRequest, Residency, Sink, Target, WindowId, BLOCK_SIZE,
+    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, FileId, Origin, Outcome,
+    PrefetchDone, PrefetchRequest, Residency, Sink, Target, WindowId, BLOCK_SIZE,
 };
 use outrider_sys::{Fetch, Pool};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -377,6 +377,7 @@ impl Controller {
         let end = index + pages;
         // Misses: this task's adds inside the range; beyond: readahead.
         let mut miss = 0u64;
+        let mut missed: Vec<u64> = Vec::new();
         if let Some(list) = self.adds.remove(&e.pid) {
             for (f, p, n) in list {
                 if f != id {
@@ -385,6 +386,7 @@ impl Controller {
                 for q in p..p + u64::from(n) {
                     if q >= index && q < end {
                         miss += 1;
+                        missed.push(q);
                     } else {
                         self.stats.kernel_readahead_pages += 1;
                     }
@@ -441,6 +443,27 @@ impl Controller {
         // Make sure the file is open before the policy answers, so its
         // requests can be acted on.
         let _ = self.files.resolve(id, e.pid);
+        // A page the program had to bring in was not resident: tell a
+        // block-level policy that keeps its own residency model (DiskSeen's
+        // block table, §3.1) that the block left memory, as the simulator
+        // does at eviction. Without it, blocks read once stay "resident" in
+        // the model forever and a second pass (DiskSeen's history, §3.4)
+        // finds nothing to prefetch.
+        if !missed.is_empty() {
+            if let Some(ex) = self.files.extents(id) {
+                for q in missed {
+                    if let Some(b) = physical_of(&ex, q * BLOCK_SIZE) {
+                        self.policy.on_evict(&Eviction {
+                            dev: dev as u32,
+                            lbn: b / BLOCK_SIZE,
+                            prefetched: false,
+                            used: false,
+                            window: None,
+                        });
+                    }
+                }
+            }
+        }
         let residency = Unused(&self.unused, &self.files);
         let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
         self.policy.on_access(&access, &outcome, &mut sink);

@@ -296,7 +296,13 @@ fn backward_chunks_are_issued_nearest_the_application_first() {
     }
     assert_eq!(
         h.tick(500),
-        vec![(976, 4, 1), (972, 4, 1), (968, 4, 1), (964, 4, 1), (960, 4, 1)]
+        vec![
+            (976, 4, 1),
+            (972, 4, 1),
+            (968, 4, 1),
+            (964, 4, 1),
+            (960, 4, 1)
+        ]
     );
 }
 
