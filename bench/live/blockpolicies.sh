@@ -21,7 +21,7 @@ REPS=${REPS:-3}
 RANDOM_READS=${RANDOM_READS:-20000}
 DATA_DIR=${DATA_DIR:-/var/tmp/outrider-flashy}
 POLICIES=${POLICIES:-"flashy diskseen stride"}
-cargo build --release --quiet -p outrider
+cargo build --release --quiet
 bin=$PWD/target/release/outrider
 mkdir -p "$DATA_DIR"
 cc -O2 -o "$DATA_DIR/reader" bench/live/reader.c

@@ -14,7 +14,7 @@
 //!
 //! File format, one line per calibrated path, tab-separated:
 //! `canonical-path  bytes_per_s  bytes_read  direct(0|1)  unix_time`.
-//! Each measurement is also stored under its device, as a line whose path
+//! Each O_DIRECT measurement is also stored under its device, as a line whose path
 //! is `dev:MAJOR:MINOR` (the device a file lives on, or the block device
 //! itself): `outrider run` looks devices up there (see [`for_run`]).
 
@@ -241,7 +241,7 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<()> {
                 reused: false,
             };
             store(&dir, &c)?;
-            if let Some(dev) = device_of(&canon) {
+            if let Some(dev) = device_of(&canon).filter(|_| c.direct) {
                 store(
                     &dir,
                     &Calibration {
@@ -420,4 +420,62 @@ pub fn for_run(args: &[std::ffi::OsString], quiet: bool) -> Vec<(u64, u64)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_numbers_split_as_glibc_does() {
+        // makedev(254, 0) = 0xfe00; makedev(259, 65537) puts the high bits
+        // of both numbers above bit 32.
+        assert_eq!(major_minor(0xfe00), (254, 0));
+        assert_eq!(major_minor(0x8_01), (8, 1));
+        let dev = (259u64 & 0xfff) << 8
+            | (259u64 & !0xfff) << 32
+            | (65537u64 & 0xff)
+            | (65537u64 & !0xff) << 12;
+        assert_eq!(major_minor(dev), (259, 65537));
+        assert_eq!(dev_key(0xfe00), "dev:254:0");
+    }
+
+    #[test]
+    fn a_device_calibration_is_stored_beside_the_path_and_found_by_device() {
+        let dir = std::env::temp_dir().join(format!("outrider-cal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let c = Calibration {
+            path: "/data/big".into(),
+            bytes_per_s: 2_000_000_000,
+            bytes_read: 1 << 30,
+            direct: true,
+            unix_time: 1,
+            reused: false,
+        };
+        store(&dir, &c).unwrap();
+        store(
+            &dir,
+            &Calibration {
+                path: dev_key(0xfe00),
+                ..c.clone()
+            },
+        )
+        .unwrap();
+        // A second measurement of the same device replaces the first.
+        store(
+            &dir,
+            &Calibration {
+                path: dev_key(0xfe00),
+                bytes_per_s: 1_500_000_000,
+                ..c.clone()
+            },
+        )
+        .unwrap();
+        let got = lookup_dev(&dir, 0xfe00).unwrap();
+        assert_eq!((got.bytes_per_s, got.reused), (1_500_000_000, true));
+        assert!(lookup_dev(&dir, 0x801).is_none());
+        let text = std::fs::read_to_string(dir.join("calibration.tsv")).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
