@@ -14,12 +14,15 @@
 //!
 //! File format, one line per calibrated path, tab-separated:
 //! `canonical-path  bytes_per_s  bytes_read  direct(0|1)  unix_time`.
+//! Each O_DIRECT measurement is also stored under its device, as a line whose path
+//! is `dev:MAJOR:MINOR` (the device a file lives on, or the block device
+//! itself): `outrider run` looks devices up there (see [`for_run`]).
 
 use crate::usage;
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -238,6 +241,15 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<()> {
                 reused: false,
             };
             store(&dir, &c)?;
+            if let Some(dev) = device_of(&canon).filter(|_| c.direct) {
+                store(
+                    &dir,
+                    &Calibration {
+                        path: dev_key(dev),
+                        ..c.clone()
+                    },
+                )?;
+            }
             c
         }
     };
@@ -263,4 +275,208 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// (major, minor) of a user-space `dev_t` (glibc's encoding).
+pub fn major_minor(dev: u64) -> (u64, u64) {
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    (major, minor)
+}
+
+/// The key a device's calibration is stored under: `dev:MAJOR:MINOR`.
+pub fn dev_key(dev: u64) -> String {
+    let (ma, mi) = major_minor(dev);
+    format!("dev:{ma}:{mi}")
+}
+
+/// The device `path` lives on, or the block device it is.
+fn device_of(path: &Path) -> Option<u64> {
+    let m = std::fs::metadata(path).ok()?;
+    Some(if m.file_type().is_block_device() {
+        m.rdev()
+    } else {
+        m.dev()
+    })
+}
+
+/// The device node of block device `major:minor`: `/dev/block/M:m` where
+/// udev made it, else `/dev/` + the `DEVNAME` sysfs gives.
+fn block_node(major: u64, minor: u64) -> PathBuf {
+    let link = PathBuf::from(format!("/dev/block/{major}:{minor}"));
+    if link.exists() {
+        return link;
+    }
+    std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/uevent"))
+        .ok()
+        .and_then(|u| {
+            u.lines().find_map(|l| {
+                l.strip_prefix("DEVNAME=")
+                    .map(|n| PathBuf::from("/dev").join(n))
+            })
+        })
+        .unwrap_or(link)
+}
+
+/// Smallest file `outrider run` calibrates from when the device node
+/// cannot be read.
+pub const MIN_CALIBRATE_FILE: u64 = 64 << 20;
+
+/// How much `outrider run` reads to calibrate a device it has no stored
+/// result for.
+pub const RUN_CALIBRATE_BYTES: u64 = 256 << 20;
+
+/// The stored calibration of device `dev` in `dir`.
+pub fn lookup_dev(dir: &Path, dev: u64) -> Option<Calibration> {
+    let key = dev_key(dev);
+    let text = std::fs::read_to_string(dir.join("calibration.tsv")).ok()?;
+    text.lines().filter_map(parse_line).find(|c| c.path == key)
+}
+
+/// Maximum read throughput (bytes/s) of the devices a run will likely read
+/// — those of the working directory and of every command argument that
+/// names an existing path — for flashy's cap (§IV-C, `on_device_info`).
+/// A device with a stored result reuses it; one without is measured once,
+/// now, by reading [`RUN_CALIBRATE_BYTES`] of its block device with
+/// `O_DIRECT` — or, where the node cannot be opened (a container), of the
+/// first file of at least [`MIN_CALIBRATE_FILE`] the command names on that
+/// device — and the result is stored (a read through the page cache is not
+/// a measurement of the device and is not used). A device that cannot be measured
+/// (no block device node, not permitted) is left out with a warning: the
+/// policy then runs uncapped.
+pub fn for_run(args: &[std::ffi::OsString], quiet: bool) -> Vec<(u64, u64)> {
+    let mut devs: Vec<u64> = Vec::new();
+    // Large regular files named by the command, per device: what to read
+    // when the device node itself cannot be opened (a container).
+    let mut files: Vec<(u64, PathBuf)> = Vec::new();
+    let cwd = std::env::current_dir().ok();
+    let paths = cwd
+        .into_iter()
+        .chain(args.iter().take(64).map(PathBuf::from))
+        .filter_map(|p| std::fs::metadata(&p).ok().map(|m| (p, m)));
+    for (p, m) in paths {
+        let d = if m.file_type().is_block_device() {
+            m.rdev()
+        } else {
+            m.dev()
+        };
+        if !devs.contains(&d) {
+            devs.push(d);
+        }
+        if m.is_file() && m.len() >= MIN_CALIBRATE_FILE {
+            files.push((d, p));
+        }
+    }
+    let Some(dir) = state_dir() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for dev in devs {
+        if let Some(c) = lookup_dev(&dir, dev) {
+            out.push((dev, c.bytes_per_s));
+            continue;
+        }
+        let (ma, mi) = major_minor(dev);
+        let mut node = block_node(ma, mi);
+        let mut got = measure(&node, RUN_CALIBRATE_BYTES, 1 << 20);
+        if got.is_err() {
+            // §IV-C: "reading a large, uncached file" — O_DIRECT, so the
+            // page cache is neither used nor filled.
+            if let Some((_, f)) = files.iter().find(|(d, _)| *d == dev) {
+                node = f.clone();
+                got = measure(&node, RUN_CALIBRATE_BYTES, 1 << 20);
+            }
+        }
+        match got {
+            Ok((bytes, secs, direct)) if bytes > 0 && direct => {
+                let c = Calibration {
+                    path: dev_key(dev),
+                    bytes_per_s: (bytes as f64 / secs.max(1e-9)) as u64,
+                    bytes_read: bytes,
+                    direct,
+                    unix_time: SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, |d| d.as_secs()),
+                    reused: false,
+                };
+                if !quiet {
+                    eprintln!(
+                        "outrider: calibrated {}: {:.1} MB/s (stored in {})",
+                        node.display(),
+                        c.bytes_per_s as f64 / 1e6,
+                        dir.join("calibration.tsv").display()
+                    );
+                }
+                if let Err(e) = store(&dir, &c) {
+                    eprintln!("outrider: warning: {e}");
+                }
+                out.push((dev, c.bytes_per_s));
+            }
+            Ok(_) | Err(_) => {
+                eprintln!(
+                    "outrider: warning: cannot calibrate device {ma}:{mi} (run `outrider calibrate` on it); its throughput cap is not applied"
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_numbers_split_as_glibc_does() {
+        // makedev(254, 0) = 0xfe00; makedev(0x1103, 65537) puts the high
+        // bits of both numbers above bit 32.
+        assert_eq!(major_minor(0xfe00), (254, 0));
+        assert_eq!(major_minor(0x8_01), (8, 1));
+        let (ma, mi) = (
+            std::hint::black_box(0x1103u64),
+            std::hint::black_box(65537u64),
+        );
+        let dev = (ma & 0xfff) << 8 | (ma & !0xfff) << 32 | (mi & 0xff) | (mi & !0xff) << 12;
+        assert_eq!(major_minor(dev), (0x1103, 65537));
+        assert_eq!(dev_key(0xfe00), "dev:254:0");
+    }
+
+    #[test]
+    fn a_device_calibration_is_stored_beside_the_path_and_found_by_device() {
+        let dir = std::env::temp_dir().join(format!("outrider-cal-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let c = Calibration {
+            path: "/data/big".into(),
+            bytes_per_s: 2_000_000_000,
+            bytes_read: 1 << 30,
+            direct: true,
+            unix_time: 1,
+            reused: false,
+        };
+        store(&dir, &c).unwrap();
+        store(
+            &dir,
+            &Calibration {
+                path: dev_key(0xfe00),
+                ..c.clone()
+            },
+        )
+        .unwrap();
+        // A second measurement of the same device replaces the first.
+        store(
+            &dir,
+            &Calibration {
+                path: dev_key(0xfe00),
+                bytes_per_s: 1_500_000_000,
+                ..c.clone()
+            },
+        )
+        .unwrap();
+        let got = lookup_dev(&dir, 0xfe00).unwrap();
+        assert_eq!((got.bytes_per_s, got.reused), (1_500_000_000, true));
+        assert!(lookup_dev(&dir, 0x801).is_none());
+        let text = std::fs::read_to_string(dir.join("calibration.tsv")).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

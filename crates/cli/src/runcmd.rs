@@ -65,9 +65,17 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         PolicyError::Help(t) => usage(t),
         e => usage(format!("--policy: {e}")),
     })?;
+    // flashy §IV-C: the maximum device throughput, measured once
+    // (`outrider calibrate`'s store), for policies reading the device stream.
+    let device_max_read = if policy.wants_device_requests() {
+        crate::calibrate::for_run(&a.cmd, a.quiet)
+    } else {
+        Vec::new()
+    };
     let opts = ControllerOptions {
         budget_bytes: budget_bytes(&a.budget)?,
         workers: a.workers.max(1),
+        device_max_read,
         ..ControllerOptions::default()
     };
     let mut ctl = Controller::new(policy, opts);

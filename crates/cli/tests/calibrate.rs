@@ -43,7 +43,10 @@ fn measures_once_then_reuses_until_forced() {
     forced.push("--force");
     assert_eq!(json(&outrider(&forced))["reused"], false);
     let stored = std::fs::read_to_string(state.join("calibration.tsv")).unwrap();
-    assert_eq!(stored.lines().count(), 1, "{stored}");
+    // One line for the path, one for its device (what `run` looks up).
+    let lines: Vec<&str> = stored.lines().collect();
+    assert_eq!(lines.len(), 2, "{stored}");
+    assert!(lines.iter().any(|l| l.starts_with("dev:")), "{stored}");
 }
 
 #[test]

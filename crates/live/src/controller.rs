@@ -41,14 +41,14 @@ use crate::files::{FileTable, FileTableOptions};
 use crate::session::Handler;
 use crate::tracefs::{EventKind, LiveEvent};
 use outrider_core::{
-    Access, BoxedPolicy, FileId, Origin, Outcome, PrefetchRequest, Residency, Sink, Target,
-    BLOCK_SIZE,
+    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, FileId, Origin, Outcome,
+    PrefetchDone, PrefetchRequest, Residency, Sink, Target, WindowId, BLOCK_SIZE,
 };
 use outrider_sys::{Fetch, Pool};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Controller settings; every default is documented on its field.
 #[derive(Clone, Debug)]
@@ -74,6 +74,11 @@ pub struct ControllerOptions {
     /// the budget is capped at this fraction of the room that cgroup leaves
     /// to the page cache (default 0.25).
     pub cgroup_fraction: f64,
+    /// Measured maximum read throughput (bytes/s) per device (user-space
+    /// `dev_t`), told to the policy through `on_device_info` at the start
+    /// (flashy §IV-C; `outrider run` fills it from `outrider calibrate`'s
+    /// store). Default empty: unknown.
+    pub device_max_read: Vec<(u64, u64)>,
 }
 
 impl Default for ControllerOptions {
@@ -87,6 +92,7 @@ impl Default for ControllerOptions {
             skip_cached: true,
             chunk_bytes: 0,
             cgroup_fraction: 0.25,
+            device_max_read: Vec::new(),
         }
     }
 }
@@ -139,6 +145,11 @@ pub struct LiveStats {
     pub files: u64,
     /// Peak prefetched-but-unused bytes.
     pub peak_unused_bytes: u64,
+    /// Device reads of the traced tree (`block_rq_issue`) given to a
+    /// policy that reads the device stream (flashy §IV-A).
+    pub device_reads: u64,
+    /// Blocks (4 KiB) of those reads.
+    pub device_read_blocks: u64,
 }
 
 impl LiveStats {
@@ -218,9 +229,21 @@ pub struct Controller {
     cgroup_target: Arc<CgroupTarget>,
     last_cgroup_check_ns: u64,
     seen_files: FxHashSet<FileId>,
+    /// Block requests whose WILLNEED calls all ran (filled by the workers),
+    /// told to the policy as `on_prefetch_done` at the next poll.
+    done: Arc<Mutex<Vec<PendingDone>>>,
+    /// Block requests that submitted nothing (skipped, dropped): done at
+    /// once, told at the next poll.
+    done_now: Vec<PendingDone>,
+    /// Does the policy read the device stream?
+    wants_dev: bool,
     /// Counters.
     pub stats: LiveStats,
 }
+
+/// A block prefetch request whose submission finished: (window, dev, lbn,
+/// blocks, issue time).
+type PendingDone = (WindowId, u32, u64, u32, u64);
 
 /// Where prefetching is charged: the traced program's memory cgroup
 /// (issue 7 "Safety"). The kernel charges page cache to the memory cgroup of
@@ -239,6 +262,7 @@ impl Controller {
     /// A controller running `policy`.
     pub fn new(policy: BoxedPolicy, opts: ControllerOptions) -> Self {
         let pool = Pool::new(opts.workers, opts.queue_bound);
+        let wants_dev = policy.wants_device_requests();
         Controller {
             policy,
             files: FileTable::new(FileTableOptions::default()),
@@ -262,6 +286,9 @@ impl Controller {
             cgroup_target: Arc::new(CgroupTarget::default()),
             last_cgroup_check_ns: 0,
             seen_files: FxHashSet::default(),
+            done: Arc::new(Mutex::new(Vec::new())),
+            done_now: Vec::new(),
+            wants_dev,
             opts,
             stats: LiveStats::default(),
         }
@@ -350,6 +377,7 @@ impl Controller {
         let end = index + pages;
         // Misses: this task's adds inside the range; beyond: readahead.
         let mut miss = 0u64;
+        let mut missed: Vec<u64> = Vec::new();
         if let Some(list) = self.adds.remove(&e.pid) {
             for (f, p, n) in list {
                 if f != id {
@@ -358,6 +386,7 @@ impl Controller {
                 for q in p..p + u64::from(n) {
                     if q >= index && q < end {
                         miss += 1;
+                        missed.push(q);
                     } else {
                         self.stats.kernel_readahead_pages += 1;
                     }
@@ -414,6 +443,27 @@ impl Controller {
         // Make sure the file is open before the policy answers, so its
         // requests can be acted on.
         let _ = self.files.resolve(id, e.pid);
+        // A page the program had to bring in was not resident: tell a
+        // block-level policy that keeps its own residency model (DiskSeen's
+        // block table, §3.1) that the block left memory, as the simulator
+        // does at eviction. Without it, blocks read once stay "resident" in
+        // the model forever and a second pass (DiskSeen's history, §3.4)
+        // finds nothing to prefetch.
+        if !missed.is_empty() {
+            if let Some(ex) = self.files.extents(id) {
+                for q in missed {
+                    if let Some(b) = physical_of(&ex, q * BLOCK_SIZE) {
+                        self.policy.on_evict(&Eviction {
+                            dev: dev as u32,
+                            lbn: b / BLOCK_SIZE,
+                            prefetched: false,
+                            used: false,
+                            window: None,
+                        });
+                    }
+                }
+            }
+        }
         let residency = Unused(&self.unused, &self.files);
         let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
         self.policy.on_access(&access, &outcome, &mut sink);
@@ -462,8 +512,71 @@ impl Controller {
                     }
                 }
             }
+            EventKind::BlockIssue {
+                dev,
+                sector,
+                nr_sector,
+                write: false,
+            } if self.wants_dev && nr_sector > 0 => self.device_read(e, dev, sector, nr_sector),
             _ => {}
         }
+    }
+
+    /// A read the traced tree sent to the device (`block_rq_issue` in one
+    /// of its tasks): flashy's second stream (§IV-A, "every I/O request
+    /// that actually reaches the disk"). Demand misses and the kernel's
+    /// readahead for the program both arrive here, as they reach blktrace
+    /// in the paper; outrider's own reads never do: its I/O workers are
+    /// not in the traced set (the kernel filters on `set_event_pid`, and
+    /// `in_tree` again), so they are told apart by pid as prefetchd does
+    /// (§V-A) and reported by the controller itself as
+    /// [`Origin::OurPrefetch`] when it submits them. Sectors are 512 bytes
+    /// from the start of the device the event names; the policy's blocks
+    /// are 4 KiB blocks of the file system's device (the same here when the
+    /// file system sits on the whole disk; a partition's offset is not
+    /// subtracted).
+    fn device_read(&mut self, e: &LiveEvent, dev: u64, sector: u64, nr_sector: u32) {
+        let first = sector / 8;
+        let end = (sector + u64::from(nr_sector)).div_ceil(8);
+        let blocks = (end - first).min(u64::from(u32::MAX)) as u32;
+        self.stats.device_reads += 1;
+        self.stats.device_read_blocks += u64::from(blocks);
+        self.policy.on_device_request(&DeviceRequest {
+            time_ns: self.rel(e.ts_ns),
+            pid: e.pid,
+            dev: dev as u32,
+            lbn: first,
+            blocks,
+            origin: Origin::Demand,
+            window: None,
+        });
+    }
+
+    /// Tell the policy which block prefetches finished submitting
+    /// (`on_prefetch_done`: flashy paces its chunks by it, DiskSeen clears
+    /// its busy marks), then act on what it asks next.
+    fn deliver_done(&mut self, now_rel_ns: u64) {
+        let mut done = std::mem::take(&mut self.done_now);
+        done.append(&mut self.done.lock().expect("not poisoned"));
+        if done.is_empty() {
+            return;
+        }
+        for (window, dev, lbn, blocks, issue_ns) in done {
+            let residency = Unused(&self.unused, &self.files);
+            let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
+            self.policy.on_prefetch_done(
+                &PrefetchDone {
+                    window,
+                    dev,
+                    lbn,
+                    blocks,
+                    issue_ns,
+                    done_ns: now_rel_ns,
+                },
+                &mut sink,
+            );
+        }
+        self.actuate(now_rel_ns);
     }
 
     /// Translate a request to (file, first page, pages).
@@ -505,8 +618,8 @@ impl Controller {
             return;
         }
         // Translate, then order by physical address within the batch.
-        let mut batch: Vec<(u64, FileId, u64, u64)> = Vec::with_capacity(reqs.len());
-        for r in &reqs {
+        let mut batch: Vec<(u64, FileId, u64, u64, usize)> = Vec::with_capacity(reqs.len());
+        for (ri, r) in reqs.iter().enumerate() {
             self.admit_counter += 1;
             if self.admit_counter & ((1u64 << self.admit_shift) - 1) != 0 {
                 self.stats.throttled_requests += 1;
@@ -519,14 +632,16 @@ impl Controller {
                         .extents(id)
                         .and_then(|ex| physical_of(&ex, page * BLOCK_SIZE))
                         .unwrap_or(u64::MAX);
-                    batch.push((phys, id, page, n));
+                    batch.push((phys, id, page, n, ri));
                 }
                 _ => self.stats.untranslated_requests += 1,
             }
         }
         batch.sort_unstable_by_key(|b| (b.0, b.1, b.2));
         let budget_pages = self.opts.budget_bytes / BLOCK_SIZE;
-        for (_, id, page, n) in batch {
+        // Pages submitted per request (for the device stream and dones).
+        let mut sent = vec![0u64; reqs.len()];
+        for (_, id, page, n, ri) in batch {
             let Some(f) = self.files.get(id) else {
                 continue;
             };
@@ -569,28 +684,71 @@ impl Controller {
             } else {
                 outrider_sys::ra_cap_bytes(fd.as_fd())
             };
+            let mut todo: Vec<(u64, u64)> = Vec::new();
             for (o, len) in outrider_sys::chunks(first * BLOCK_SIZE, len_pages * BLOCK_SIZE, cap) {
                 if self.jobs_in_flight.load(Ordering::Acquire) >= self.opts.queue_bound {
                     self.stats.dropped_queue_pages += len / BLOCK_SIZE;
                     continue;
                 }
                 self.jobs_in_flight.fetch_add(1, Ordering::AcqRel);
+                todo.push((o, len));
+            }
+            // A block request is done once its last chunk was submitted.
+            let tracker = match reqs[ri].target {
+                Target::Block { dev, lbn } if !todo.is_empty() => Some(Arc::new((
+                    AtomicUsize::new(todo.len()),
+                    (reqs[ri].window, dev, lbn, reqs[ri].blocks, now_rel_ns),
+                ))),
+                _ => None,
+            };
+            for (o, len) in todo {
                 let fd = Arc::clone(&fd);
                 let inflight = Arc::clone(&self.jobs_in_flight);
+                let done = tracker.clone().map(|t| (t, Arc::clone(&self.done)));
                 self.pool.submit(move || {
                     let r = outrider_sys::fetch_chunks(fd.as_fd(), o, len, len, Fetch::WillNeed);
                     inflight.fetch_sub(1, Ordering::AcqRel);
+                    if let Some((t, q)) = done {
+                        if t.0.fetch_sub(1, Ordering::AcqRel) == 1 {
+                            q.lock().expect("not poisoned").push(t.1);
+                        }
+                    }
                     r
                 });
                 for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
                     self.unused.insert((id, q), now_rel_ns);
                 }
                 self.stats.prefetched_pages += len / BLOCK_SIZE;
+                sent[ri] += len / BLOCK_SIZE;
             }
             self.stats.peak_unused_bytes = self
                 .stats
                 .peak_unused_bytes
                 .max(self.unused.len() as u64 * BLOCK_SIZE);
+        }
+        // Block requests: our own reads on the device stream (for a policy
+        // that reads it), and an immediate done for those that submitted
+        // nothing (resident, over budget, queue full, throttled,
+        // untranslated) so a policy pacing by completions is not stalled.
+        for (r, pages) in reqs.iter().zip(&sent) {
+            let Target::Block { dev, lbn } = r.target else {
+                continue;
+            };
+            if self.wants_dev {
+                self.policy.on_device_request(&DeviceRequest {
+                    time_ns: now_rel_ns,
+                    pid: 0,
+                    dev,
+                    lbn,
+                    blocks: (*pages).min(u64::from(u32::MAX)) as u32,
+                    origin: Origin::OurPrefetch,
+                    window: Some(r.window),
+                });
+            }
+            if *pages == 0 {
+                self.done_now
+                    .push((r.window, dev, lbn, r.blocks, now_rel_ns));
+            }
         }
         self.requests = reqs;
         self.requests.clear();
@@ -635,6 +793,13 @@ impl Handler for Controller {
     fn on_start(&mut self, root_pid: u32, t0_ns: u64) {
         self.root_pid = root_pid;
         self.t0_ns = t0_ns;
+        // flashy §IV-C: the measured maximum throughput of each device.
+        for &(dev, bps) in &self.opts.device_max_read {
+            self.policy.on_device_info(&DeviceInfo {
+                dev: Some(dev as u32),
+                max_read_bytes_per_s: Some(bps),
+            });
+        }
         self.follow_cgroup(root_pid);
     }
 
@@ -650,6 +815,7 @@ impl Handler for Controller {
 
     fn on_poll(&mut self, now_ns: u64) {
         let now = self.rel(now_ns);
+        self.deliver_done(now);
         if let Some(iv) = self.policy.tick_interval_ns() {
             if now >= self.last_tick_ns + iv {
                 self.last_tick_ns = now;
@@ -671,5 +837,158 @@ impl Handler for Controller {
         // What is still unused at exit was never used.
         self.stats.wasted_pages += self.unused.len() as u64;
         self.unused.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use outrider_core::Policy;
+
+    /// What a recording policy saw.
+    #[derive(Default)]
+    struct Seen {
+        dev: Vec<DeviceRequest>,
+        info: Vec<DeviceInfo>,
+        ticks: Vec<u64>,
+        done: Vec<PrefetchDone>,
+    }
+
+    /// Reads the device stream, ticks every 500 ms and asks for one block
+    /// prefetch per tick (no file holds it: it cannot be translated).
+    #[derive(Clone)]
+    struct Rec(Arc<Mutex<Seen>>);
+
+    impl Policy for Rec {
+        fn name(&self) -> &str {
+            "rec"
+        }
+        fn on_access(&mut self, _a: &Access, _o: &Outcome, _s: &mut Sink<'_>) {}
+        fn wants_device_requests(&self) -> bool {
+            true
+        }
+        fn on_device_request(&mut self, r: &DeviceRequest) {
+            self.0.lock().unwrap().dev.push(*r);
+        }
+        fn on_device_info(&mut self, i: &DeviceInfo) {
+            self.0.lock().unwrap().info.push(*i);
+        }
+        fn tick_interval_ns(&self) -> Option<u64> {
+            Some(500_000_000)
+        }
+        fn on_tick(&mut self, now_ns: u64, sink: &mut Sink<'_>) {
+            self.0.lock().unwrap().ticks.push(now_ns);
+            let w = sink.new_window();
+            sink.prefetch(Target::Block { dev: 7, lbn: 1000 }, 16, w);
+        }
+        fn on_prefetch_done(&mut self, d: &PrefetchDone, _s: &mut Sink<'_>) {
+            self.0.lock().unwrap().done.push(*d);
+        }
+        fn box_clone(&self) -> BoxedPolicy {
+            Box::new(self.clone())
+        }
+    }
+
+    const T0: u64 = 1_000_000_000;
+
+    fn controller() -> (Controller, Arc<Mutex<Seen>>) {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let opts = ControllerOptions {
+            device_max_read: vec![(7, 500_000_000)],
+            ..ControllerOptions::default()
+        };
+        let mut c = Controller::new(Box::new(Rec(Arc::clone(&seen))), opts);
+        c.on_start(42, T0);
+        (c, seen)
+    }
+
+    fn issue(ts: u64, pid: u32, sector: u64, nr_sector: u32, write: bool) -> LiveEvent {
+        LiveEvent {
+            ts_ns: T0 + ts,
+            pid,
+            kind: EventKind::BlockIssue {
+                dev: 7,
+                sector,
+                nr_sector,
+                write,
+            },
+        }
+    }
+
+    #[test]
+    fn the_calibrated_throughput_is_told_at_start() {
+        let (_c, seen) = controller();
+        let s = seen.lock().unwrap();
+        assert_eq!(
+            s.info,
+            vec![DeviceInfo {
+                dev: Some(7),
+                max_read_bytes_per_s: Some(500_000_000),
+            }]
+        );
+    }
+
+    #[test]
+    fn device_reads_of_the_tree_feed_the_device_stream() {
+        let (mut c, seen) = controller();
+        // A 16-sector read at sector 80 (blocks 10..12), a write, and a
+        // read by a task outside the tree (outrider's own worker).
+        let ev = [
+            issue(5, 42, 80, 16, false),
+            issue(6, 42, 800, 8, true),
+            issue(7, 99, 160, 8, false),
+            issue(8, 42, 84, 8, false),
+        ];
+        c.on_events(&ev, &[true, true, false, true]);
+        let s = seen.lock().unwrap();
+        let got: Vec<(u64, u64, u32, u32, Origin)> = s
+            .dev
+            .iter()
+            .map(|r| (r.time_ns, r.lbn, r.blocks, r.pid, r.origin))
+            .collect();
+        // Sector 84 + 8 = blocks 10..12 (partial 4 KiB blocks round out).
+        assert_eq!(
+            got,
+            vec![
+                (5, 10, 2, 42, Origin::Demand),
+                (8, 10, 2, 42, Origin::Demand)
+            ]
+        );
+        assert_eq!((c.stats.device_reads, c.stats.device_read_blocks), (2, 4));
+    }
+
+    #[test]
+    fn ticks_follow_wall_clock_and_a_request_that_submits_nothing_completes() {
+        let (mut c, seen) = controller();
+        c.on_poll(T0 + 100_000_000);
+        assert!(seen.lock().unwrap().ticks.is_empty());
+        c.on_poll(T0 + 600_000_000);
+        {
+            let s = seen.lock().unwrap();
+            assert_eq!(s.ticks, vec![600_000_000]);
+            // Our own read on the device stream: nothing was submitted (no
+            // file holds block 1000), so zero blocks.
+            let ours: Vec<_> = s
+                .dev
+                .iter()
+                .map(|r| (r.origin, r.lbn, r.blocks, r.window))
+                .collect();
+            assert_eq!(
+                ours,
+                vec![(Origin::OurPrefetch, 1000, 0, Some(WindowId(1)))]
+            );
+            assert!(s.done.is_empty());
+        }
+        assert_eq!(c.stats.untranslated_requests, 1);
+        // The next poll tells the policy it is done, so a policy pacing by
+        // completions (flashy `depth`) is never stalled.
+        c.on_poll(T0 + 601_000_000);
+        let s = seen.lock().unwrap();
+        assert_eq!(s.done.len(), 1);
+        assert_eq!(
+            (s.done[0].window, s.done[0].lbn, s.done[0].blocks),
+            (WindowId(1), 1000, 16)
+        );
+        assert_eq!(s.ticks, vec![600_000_000]);
     }
 }

@@ -60,6 +60,13 @@
 //! skipped; a new tick's plan replaces what is left of the previous one.
 //! `depth=0` issues the whole plan at the tick, as the paper describes.
 //!
+//! # Strided ranges (departure, setting `merge_gap`)
+//!
+//! §IV-C issues one readahead call per stride. Strides whose gap is at
+//! most `merge_gap` (default 32 KiB) are read as one request, gap included:
+//! every other 4 KiB block otherwise costs one device request (and, live,
+//! one system call) per block. `merge_gap=0` is the paper's behaviour.
+//!
 //! # What is approximate
 //!
 //! - Our prefetch reads are attributed to their stream by window id (the
@@ -140,6 +147,7 @@ pub struct Flashy {
     p: FlashyParams,
     region_blocks: u64,
     chunk_blocks: u64,
+    merge_gap_blocks: u64,
     monitor: Monitor,
     machines: BTreeMap<Key, Machine>,
     scale: f64,
@@ -173,6 +181,7 @@ impl Flashy {
         Flashy {
             region_blocks: (p.region.0 / BLOCK_SIZE).max(1),
             chunk_blocks: (p.chunk.0 / BLOCK_SIZE).max(1),
+            merge_gap_blocks: p.merge_gap.0 / BLOCK_SIZE,
             monitor: Monitor {
                 raise_at: p.raise_at,
                 up: p.up,
@@ -424,11 +433,27 @@ impl Flashy {
             if self.scratch.is_empty() {
                 continue;
             }
+            if matches!(pattern, Pattern::StridedForward | Pattern::StridedBackward) {
+                pattern::merge_close(&mut self.scratch, self.merge_gap_blocks);
+            }
             report.plans.push((plan.key, pattern, frac, q));
             let w = sink.new_window();
             self.win_owner.push((w.0, plan.key));
             for &(start, n) in &self.scratch {
                 let end = (start + n).min(MAX_BLOCK);
+                if matches!(pattern, Pattern::SeqBackward | Pattern::StridedBackward) {
+                    // Nearest the application first: a backward stream
+                    // needs the top of its range soonest (paced chunks,
+                    // `depth`, would otherwise arrive farthest-first).
+                    let mut e = end;
+                    while e > start && self.pending.len() < MAX_PENDING_CHUNKS {
+                        let len = (e - start).min(self.chunk_blocks);
+                        self.pending.push_back((plan.key.1, e - len, len, w));
+                        quota_total += len;
+                        e -= len;
+                    }
+                    continue;
+                }
                 let mut s = start;
                 while s < end && self.pending.len() < MAX_PENDING_CHUNKS {
                     let len = (end - s).min(self.chunk_blocks);
@@ -525,7 +550,10 @@ impl Policy for Flashy {
                         Some(f) => f.1 += 1,
                         None => self.in_flight.push((w, 1)),
                     }
-                    if let Some(m) = self.machines.get_mut(&k) {
+                    // A zero-length read (live: a request that submitted
+                    // nothing) counts as in flight until its done but does
+                    // not move the stream.
+                    if let Some(m) = self.machines.get_mut(&k).filter(|_| r.blocks > 0) {
                         m.disk.observe(r.lbn, r.blocks, false);
                     }
                 }

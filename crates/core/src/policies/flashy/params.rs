@@ -39,6 +39,8 @@ crate::params! {
         depth: u32 = 4,
         /// most strided ranges issued per stream per tick
         max_ranges: u32 = 16384,
+        /// strided ranges closer than this are read as one request, gap included (ours; 0 = one request per stride, the paper)
+        merge_gap: ByteSize = ByteSize(32 << 10),
         /// most state machines kept
         machines: u32 = 1024,
         /// intervals without a read before a state machine is dropped

@@ -209,3 +209,29 @@ pub fn ranges(
         }
     }
 }
+
+/// Merge consecutive ranges of `out` (in issue order, ascending or
+/// descending) whose gap is at most `gap` blocks into one range covering
+/// both and the gap (a strided stream with small gaps: one request instead
+/// of one per stride).
+pub fn merge_close(out: &mut Vec<(u64, u64)>, gap: u64) {
+    if gap == 0 || out.len() < 2 {
+        return;
+    }
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(out.len());
+    for &(s, n) in out.iter() {
+        if let Some(last) = merged.last_mut() {
+            let (ls, ln) = *last;
+            if s >= ls + ln && s - (ls + ln) <= gap {
+                *last = (ls, s + n - ls);
+                continue;
+            }
+            if s + n <= ls && ls - (s + n) <= gap {
+                *last = (s, ls + ln - s);
+                continue;
+            }
+        }
+        merged.push((s, n));
+    }
+    *out = merged;
+}

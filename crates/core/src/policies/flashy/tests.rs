@@ -287,6 +287,61 @@ fn large_quotas_are_issued_in_chunks() {
 }
 
 #[test]
+fn close_strides_are_merged_into_one_request_unless_merge_gap_is_zero() {
+    // Every other block (1 read, 1 skipped) from 0 to 22: 10 of 12 reads
+    // strided, quota 1 x 10/12 x 24 x 0.5 = 10 blocks = 10 strides after
+    // block 22.
+    let mut h = Harness::new("depth=0");
+    for i in 0..12u64 {
+        h.read(1, i * 2, 1);
+    }
+    // Gaps of 1 block (4 KiB <= 32 KiB): one range, 24 to 42 inclusive.
+    assert_eq!(h.tick(500), vec![(24, 19, 1)]);
+    let mut h = Harness::new("depth=0,merge_gap=0");
+    for i in 0..12u64 {
+        h.read(1, i * 2, 1);
+    }
+    let expect: Vec<(u64, u32, u64)> = (0..10).map(|i| (24 + 2 * i, 1, 1)).collect();
+    assert_eq!(h.tick(500), expect);
+    // Backward, merged and issued nearest first.
+    let mut h = Harness::new("depth=0,chunk=16KiB");
+    for i in 0..12u64 {
+        h.read(1, 1000 - i * 2, 1);
+    }
+    // Strides below 978: 976, 974, ..., 958 merge into [958, 977).
+    assert_eq!(
+        h.tick(500),
+        vec![
+            (973, 4, 1),
+            (969, 4, 1),
+            (965, 4, 1),
+            (961, 4, 1),
+            (958, 3, 1)
+        ]
+    );
+}
+
+#[test]
+fn backward_chunks_are_issued_nearest_the_application_first() {
+    // 21 one-block reads down from 1000: quota 20 blocks below 980, in
+    // 4-block chunks, all at the tick: 976 first, 960 last.
+    let mut h = Harness::new("chunk=16KiB,depth=0");
+    for i in 0..21u64 {
+        h.read(1, 1000 - i, 1);
+    }
+    assert_eq!(
+        h.tick(500),
+        vec![
+            (976, 4, 1),
+            (972, 4, 1),
+            (968, 4, 1),
+            (964, 4, 1),
+            (960, 4, 1)
+        ]
+    );
+}
+
+#[test]
 fn strided_and_backward_streams_prefetch_their_way() {
     // Backward: 1-block reads from 1000 down to 980 (21 reads).
     let mut h = Harness::new("");
@@ -297,8 +352,9 @@ fn strided_and_backward_streams_prefetch_their_way() {
     assert_eq!(h.tick(500), vec![(960, 20, 1)]);
     // Strided: 2 blocks every 10, 12 reads from 0: 10 of 12 reads strided
     // (20 of 24 blocks), quota 1 x 20/24 x 48 x 0.5 = 20 blocks = 10
-    // strides after the last read at 110 (all issued at the tick: depth=0).
-    let mut h = Harness::new("depth=0");
+    // strides after the last read at 110 (all issued at the tick: depth=0;
+    // one request per stride, as the paper: merge_gap=0).
+    let mut h = Harness::new("depth=0,merge_gap=0");
     for i in 0..12u64 {
         h.read(1, i * 10, 2);
     }
