@@ -25,8 +25,19 @@
 //! and queued to the I/O pool in chunks no larger than the device's
 //! readahead cap. Bounds: the memory budget (prefetched-but-unused pages
 //! never exceed `budget_bytes`), the pool's queue (`queue_bound` jobs in
-//! flight; more are dropped, not queued) and the unused-page table (its size
-//! is the budget).
+//! flight; more wait in a backlog of at most `backlog_bound` chunks, drained
+//! in order at every poll, and beyond that are dropped) and the unused-page
+//! table (its size is the budget). A backlogged chunk names its file by id
+//! and is reopened when it runs, so a replay of thousands of files does not
+//! hold thousands of descriptors.
+//!
+//! # History
+//!
+//! Whatever the policy, the controller records the program's access list
+//! (each page once, first-access order; [`outrider_core::policies::auto::AccessList`])
+//! for the history store; files registered from history
+//! ([`FileTable::seed`]) are reopened by handle or path when a request
+//! names them.
 //!
 //! # Do no harm (DESIGN.md principle 3)
 //!
@@ -40,6 +51,7 @@
 use crate::files::{FileTable, FileTableOptions};
 use crate::session::Handler;
 use crate::tracefs::{EventKind, LiveEvent};
+use outrider_core::policies::auto::{AccessList, NO_LBN};
 use outrider_core::{
     Access, BoxedPolicy, FileId, Origin, Outcome, PrefetchRequest, Residency, Sink, Target,
     BLOCK_SIZE,
@@ -70,6 +82,9 @@ pub struct ControllerOptions {
     pub skip_cached: bool,
     /// Chunk cap in bytes (default 0: the device's readahead cap).
     pub chunk_bytes: u64,
+    /// Chunks waiting for a free slot of the I/O queue at most (default
+    /// 65536); beyond, requests are dropped.
+    pub backlog_bound: usize,
     /// When the program turns out to live in a memory cgroup of its own,
     /// the budget is capped at this fraction of the room that cgroup leaves
     /// to the page cache (default 0.25).
@@ -86,6 +101,7 @@ impl Default for ControllerOptions {
             qc_interval_ns: 200_000_000,
             skip_cached: true,
             chunk_bytes: 0,
+            backlog_bound: 1 << 16,
             cgroup_fraction: 0.25,
         }
     }
@@ -129,8 +145,11 @@ pub struct LiveStats {
     pub skipped_cached_pages: u64,
     /// Requested pages dropped by the memory budget.
     pub dropped_budget_pages: u64,
-    /// Requested pages dropped because the I/O queue was full.
+    /// Requested pages dropped because the I/O queue and its backlog were
+    /// full.
     pub dropped_queue_pages: u64,
+    /// Chunks that waited in the backlog.
+    pub backlogged_chunks: u64,
     /// Requests not admitted by quality control.
     pub throttled_requests: u64,
     /// Requests whose file could not be opened or block not translated.
@@ -171,6 +190,10 @@ const RECENT_FILES: usize = 8;
 const CGROUP_RECHECK_NS: u64 = 1_000_000_000;
 /// Most add-to-cache events remembered per task between two reads.
 const MAX_PENDING_ADDS: usize = 4096;
+/// Access-list entries recorded for the history at most.
+pub const RECORD_ENTRIES: usize = 1 << 20;
+/// Distinct pages remembered while recording at most (4 GiB of data).
+pub const RECORD_PAGES: usize = 1 << 20;
 
 /// What the policy may ask while deciding: pages outrider prefetched and
 /// not yet used count as cached; `block_of` answers from the extent maps
@@ -218,6 +241,8 @@ pub struct Controller {
     cgroup_target: Arc<CgroupTarget>,
     last_cgroup_check_ns: u64,
     seen_files: FxHashSet<FileId>,
+    backlog: std::collections::VecDeque<(FileId, u64, u64)>,
+    recorder: AccessList,
     /// Counters.
     pub stats: LiveStats,
 }
@@ -262,6 +287,8 @@ impl Controller {
             cgroup_target: Arc::new(CgroupTarget::default()),
             last_cgroup_check_ns: 0,
             seen_files: FxHashSet::default(),
+            backlog: std::collections::VecDeque::new(),
+            recorder: AccessList::new(RECORD_ENTRIES, RECORD_PAGES),
             opts,
             stats: LiveStats::default(),
         }
@@ -275,6 +302,31 @@ impl Controller {
     /// The policy's name.
     pub fn policy_name(&self) -> &str {
         self.policy.name()
+    }
+
+    /// The policy (for its [`outrider_core::Policy::save_history`]).
+    pub fn policy(&self) -> &dyn outrider_core::Policy {
+        self.policy.as_ref()
+    }
+
+    /// The policy, to load history into before the run.
+    pub fn policy_mut(&mut self) -> &mut BoxedPolicy {
+        &mut self.policy
+    }
+
+    /// The file table (seed it from history before the run).
+    pub fn files_mut(&mut self) -> &mut FileTable {
+        &mut self.files
+    }
+
+    /// The file table.
+    pub fn files(&self) -> &FileTable {
+        &self.files
+    }
+
+    /// The access list recorded so far (first-access order).
+    pub fn recorded(&self) -> &AccessList {
+        &self.recorder
     }
 
     /// The memory budget in force (it shrinks when the program moves to a
@@ -382,6 +434,7 @@ impl Controller {
         self.stats.demand_pages += pages;
         let miss = miss.min(pages);
         self.stats.miss_pages += miss;
+        self.recorder.note(id, index, pages, dev as u32, NO_LBN);
         self.note_recent(id);
         // lbn: physical block from the extent map when known.
         let lbn = self
@@ -513,7 +566,7 @@ impl Controller {
                 continue;
             }
             match self.translate(r) {
-                Some((id, page, n)) if self.files.get(id).is_some() => {
+                Some((id, page, n)) if self.files.open_known(id).is_some() => {
                     let phys = self
                         .files
                         .extents(id)
@@ -527,7 +580,7 @@ impl Controller {
         batch.sort_unstable_by_key(|b| (b.0, b.1, b.2));
         let budget_pages = self.opts.budget_bytes / BLOCK_SIZE;
         for (_, id, page, n) in batch {
-            let Some(f) = self.files.get(id) else {
+            let Some(f) = self.files.open_known(id) else {
                 continue;
             };
             let size_pages = f.size.div_ceil(BLOCK_SIZE);
@@ -570,18 +623,18 @@ impl Controller {
                 outrider_sys::ra_cap_bytes(fd.as_fd())
             };
             for (o, len) in outrider_sys::chunks(first * BLOCK_SIZE, len_pages * BLOCK_SIZE, cap) {
-                if self.jobs_in_flight.load(Ordering::Acquire) >= self.opts.queue_bound {
-                    self.stats.dropped_queue_pages += len / BLOCK_SIZE;
-                    continue;
+                if !self.backlog.is_empty()
+                    || self.jobs_in_flight.load(Ordering::Acquire) >= self.opts.queue_bound
+                {
+                    if self.backlog.len() >= self.opts.backlog_bound {
+                        self.stats.dropped_queue_pages += len / BLOCK_SIZE;
+                        continue;
+                    }
+                    self.backlog.push_back((id, o, len));
+                    self.stats.backlogged_chunks += 1;
+                } else {
+                    self.submit(Arc::clone(&fd), o, len);
                 }
-                self.jobs_in_flight.fetch_add(1, Ordering::AcqRel);
-                let fd = Arc::clone(&fd);
-                let inflight = Arc::clone(&self.jobs_in_flight);
-                self.pool.submit(move || {
-                    let r = outrider_sys::fetch_chunks(fd.as_fd(), o, len, len, Fetch::WillNeed);
-                    inflight.fetch_sub(1, Ordering::AcqRel);
-                    r
-                });
                 for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
                     self.unused.insert((id, q), now_rel_ns);
                 }
@@ -594,6 +647,32 @@ impl Controller {
         }
         self.requests = reqs;
         self.requests.clear();
+    }
+
+    fn submit(&self, fd: Arc<OwnedFd>, o: u64, len: u64) {
+        self.jobs_in_flight.fetch_add(1, Ordering::AcqRel);
+        let inflight = Arc::clone(&self.jobs_in_flight);
+        self.pool.submit(move || {
+            let r = outrider_sys::fetch_chunks(fd.as_fd(), o, len, len, Fetch::WillNeed);
+            inflight.fetch_sub(1, Ordering::AcqRel);
+            r
+        });
+    }
+
+    /// Submit backlogged chunks, in order, while the I/O queue has room.
+    fn drain_backlog(&mut self) {
+        while !self.backlog.is_empty()
+            && self.jobs_in_flight.load(Ordering::Acquire) < self.opts.queue_bound
+        {
+            let (id, o, len) = self.backlog.pop_front().expect("not empty");
+            match self.files.open_known(id) {
+                Some(f) => {
+                    let fd = Arc::clone(&f.fd);
+                    self.submit(fd, o, len);
+                }
+                None => self.stats.untranslated_requests += 1,
+            }
+        }
     }
 
     fn quality_control(&mut self, now_rel_ns: u64) {
@@ -650,6 +729,7 @@ impl Handler for Controller {
 
     fn on_poll(&mut self, now_ns: u64) {
         let now = self.rel(now_ns);
+        self.drain_backlog();
         if let Some(iv) = self.policy.tick_interval_ns() {
             if now >= self.last_tick_ns + iv {
                 self.last_tick_ns = now;
@@ -667,6 +747,15 @@ impl Handler for Controller {
     }
 
     fn on_finish(&mut self, _now_ns: u64) {
+        // The program is done: what still waits would come too late, and
+        // was never prefetched.
+        for (id, o, len) in std::mem::take(&mut self.backlog) {
+            for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
+                if self.unused.remove(&(id, q)).is_some() {
+                    self.stats.prefetched_pages -= 1;
+                }
+            }
+        }
         let _ = self.pool.wait();
         // What is still unused at exit was never used.
         self.stats.wasted_pages += self.unused.len() as u64;
