@@ -28,7 +28,7 @@
 use outrider_core::FileId;
 use rustc_hash::FxHashMap;
 use std::fs::{self, File, OpenOptions};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -106,11 +106,15 @@ pub struct FileTable {
     failed: FxHashMap<FileId, u32>,
     info: FxHashMap<FileId, FileInfo>,
     mounts: handle::Mounts,
+    by_ino_ok: bool,
     clock: u64,
     /// Lookups that found a descriptor.
     pub resolved: u64,
     /// Lookups that found none.
     pub unresolved: u64,
+    /// Files opened by inode number (ext4 handle with generation 0), no
+    /// descriptor of the program needed.
+    pub opened_by_ino: u64,
     /// Files reopened from a known location by handle.
     pub reopened_by_handle: u64,
     /// Files reopened from a known location by path.
@@ -138,6 +142,7 @@ impl FileTable {
     pub fn new(opts: FileTableOptions) -> Self {
         FileTable {
             opts,
+            by_ino_ok: true,
             ..FileTable::default()
         }
     }
@@ -191,6 +196,24 @@ impl FileTable {
             return self.open.get_mut(&id);
         }
         let (dev, ino) = self.key_of(id)?;
+        if self.by_ino_ok {
+            match handle::open_by_ino(&mut self.mounts, dev, ino) {
+                Ok(f) => {
+                    if f.metadata()
+                        .is_ok_and(|m| m.dev() == dev && m.ino() == ino && m.is_file())
+                    {
+                        self.resolved += 1;
+                        self.opened_by_ino += 1;
+                        // Its path, as the kernel names the dentry.
+                        let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+                        self.insert(id, f, path);
+                        return self.open.get_mut(&id);
+                    }
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => self.by_ino_ok = false,
+                Err(_) => {}
+            }
+        }
         match find_in_proc(pid, dev, ino, self.opts.max_scan) {
             Some((file, path)) => {
                 self.resolved += 1;
@@ -519,9 +542,38 @@ pub mod handle {
     #[derive(Debug, Default)]
     pub struct Mounts {
         fds: std::collections::HashMap<i32, Option<OwnedFd>>,
+        by_dev: std::collections::HashMap<u64, Option<OwnedFd>>,
     }
 
     impl Mounts {
+        /// A descriptor of an ext2/3/4 mount of device `dev` whose root is
+        /// the file system's root.
+        fn ext4_fd(&mut self, dev: u64) -> Option<BorrowedFd<'_>> {
+            use std::os::fd::AsFd;
+            self.by_dev
+                .entry(dev)
+                .or_insert_with(|| {
+                    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+                    let want = format!("{}:{}", libc::major(dev), libc::minor(dev));
+                    for line in text.lines() {
+                        let f: Vec<&str> = line.split(' ').collect();
+                        let dash = f.iter().position(|x| *x == "-")?;
+                        let fstype = f.get(dash + 1)?;
+                        if f.get(2) == Some(&want.as_str())
+                            && f.get(3) == Some(&"/")
+                            && matches!(*fstype, "ext4" | "ext3" | "ext2")
+                        {
+                            let id: i32 = f[0].parse().ok()?;
+                            let p = mount_point(id)?;
+                            return File::open(p).ok().map(OwnedFd::from);
+                        }
+                    }
+                    None
+                })
+                .as_ref()
+                .map(|f| f.as_fd())
+        }
+
         fn fd(&mut self, mount_id: i32) -> Option<BorrowedFd<'_>> {
             use std::os::fd::AsFd;
             self.fds
@@ -563,6 +615,23 @@ pub mod handle {
         None
     }
 
+    /// Open inode `ino` of device `dev` read-only without knowing a path:
+    /// on ext2/3/4, a `FILEID_INO32_GEN` handle with generation 0 names
+    /// the inode whatever its generation (ext4's `ext4_nfs_get_inode` skips
+    /// the check for 0). Needs `CAP_DAC_READ_SEARCH`; other file systems:
+    /// `ENOTSUP`. The caller verifies (dev, ino) with `fstat`.
+    pub fn open_by_ino(mounts: &mut Mounts, dev: u64, ino: u64) -> std::io::Result<File> {
+        let ino32 =
+            u32::try_from(ino).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        let mfd = mounts
+            .ext4_fd(dev)
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOTSUP))?
+            .as_raw_fd();
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&ino32.to_le_bytes());
+        open_handle_at(mfd, 1, &bytes)
+    }
+
     /// Open the file of a handle read-only (`O_NOATIME` where permitted).
     /// Needs `CAP_DAC_READ_SEARCH` (`EPERM` otherwise); `ESTALE` when the
     /// file was deleted (its inode freed or reused).
@@ -579,6 +648,10 @@ pub mod handle {
             .fd(mount_id)
             .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?
             .as_raw_fd();
+        open_handle_at(mfd, kind, bytes)
+    }
+
+    fn open_handle_at(mfd: i32, kind: i32, bytes: &[u8]) -> std::io::Result<File> {
         let mut h = Handle {
             bytes: bytes.len() as libc::c_uint,
             kind,
