@@ -25,8 +25,9 @@
 //! and queued to the I/O pool in chunks no larger than the device's
 //! readahead cap. Bounds: the memory budget (prefetched-but-unused pages
 //! never exceed `budget_bytes`), the pool's queue (`queue_bound` jobs in
-//! flight; more wait in a backlog of at most `backlog_bound` chunks, drained
-//! in order at every poll, and beyond that are dropped) and the unused-page
+//! flight, a job being up to 64 small chunks; more wait in a backlog of at
+//! most `backlog_bound` chunks, drained in order at every poll, and beyond
+//! that are dropped) and the unused-page
 //! table (its size is the budget). A backlogged chunk names its file by id
 //! and is reopened when it runs, so a replay of thousands of files does not
 //! hold thousands of descriptors.
@@ -148,8 +149,8 @@ pub struct LiveStats {
     /// Requested pages dropped because the I/O queue and its backlog were
     /// full.
     pub dropped_queue_pages: u64,
-    /// Chunks that waited in the backlog.
-    pub backlogged_chunks: u64,
+    /// Most chunks waiting for the I/O queue at once.
+    pub peak_backlog_chunks: u64,
     /// Requests not admitted by quality control.
     pub throttled_requests: u64,
     /// Requests whose file could not be opened or block not translated.
@@ -190,6 +191,11 @@ const RECENT_FILES: usize = 8;
 const CGROUP_RECHECK_NS: u64 = 1_000_000_000;
 /// Most add-to-cache events remembered per task between two reads.
 const MAX_PENDING_ADDS: usize = 4096;
+/// Most pages one I/O job carries (several small chunks; a chunk larger
+/// than this is a job of its own): 1 MiB.
+const JOB_PAGES: u64 = 256;
+/// Most chunks one I/O job carries.
+const JOB_CHUNKS: usize = 64;
 /// Access-list entries recorded for the history at most.
 pub const RECORD_ENTRIES: usize = 1 << 20;
 /// Distinct pages remembered while recording at most (4 GiB of data).
@@ -242,6 +248,7 @@ pub struct Controller {
     last_cgroup_check_ns: u64,
     seen_files: FxHashSet<FileId>,
     backlog: std::collections::VecDeque<(FileId, u64, u64)>,
+    ra_caps: FxHashMap<u64, u64>,
     recorder: AccessList,
     /// Counters.
     pub stats: LiveStats,
@@ -288,6 +295,7 @@ impl Controller {
             last_cgroup_check_ns: 0,
             seen_files: FxHashSet::default(),
             backlog: std::collections::VecDeque::new(),
+            ra_caps: FxHashMap::default(),
             recorder: AccessList::new(RECORD_ENTRIES, RECORD_PAGES),
             opts,
             stats: LiveStats::default(),
@@ -620,21 +628,23 @@ impl Controller {
             let cap = if self.opts.chunk_bytes > 0 {
                 self.opts.chunk_bytes
             } else {
-                outrider_sys::ra_cap_bytes(fd.as_fd())
+                // Looked up once per device (fstat + two sysfs reads).
+                let dev = self.files.key_of(id).map_or(0, |k| k.0);
+                *self
+                    .ra_caps
+                    .entry(dev)
+                    .or_insert_with(|| outrider_sys::ra_cap_bytes(fd.as_fd()))
             };
             for (o, len) in outrider_sys::chunks(first * BLOCK_SIZE, len_pages * BLOCK_SIZE, cap) {
-                if !self.backlog.is_empty()
-                    || self.jobs_in_flight.load(Ordering::Acquire) >= self.opts.queue_bound
-                {
-                    if self.backlog.len() >= self.opts.backlog_bound {
-                        self.stats.dropped_queue_pages += len / BLOCK_SIZE;
-                        continue;
-                    }
-                    self.backlog.push_back((id, o, len));
-                    self.stats.backlogged_chunks += 1;
-                } else {
-                    self.submit(Arc::clone(&fd), o, len);
+                if self.backlog.len() >= self.opts.backlog_bound {
+                    self.stats.dropped_queue_pages += len / BLOCK_SIZE;
+                    continue;
                 }
+                self.backlog.push_back((id, o, len));
+                self.stats.peak_backlog_chunks = self
+                    .stats
+                    .peak_backlog_chunks
+                    .max(self.backlog.len() as u64);
                 for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
                     self.unused.insert((id, q), now_rel_ns);
                 }
@@ -647,31 +657,50 @@ impl Controller {
         }
         self.requests = reqs;
         self.requests.clear();
+        self.drain_backlog();
     }
 
-    fn submit(&self, fd: Arc<OwnedFd>, o: u64, len: u64) {
-        self.jobs_in_flight.fetch_add(1, Ordering::AcqRel);
-        let inflight = Arc::clone(&self.jobs_in_flight);
-        self.pool.submit(move || {
-            let r = outrider_sys::fetch_chunks(fd.as_fd(), o, len, len, Fetch::WillNeed);
-            inflight.fetch_sub(1, Ordering::AcqRel);
-            r
-        });
-    }
-
-    /// Submit backlogged chunks, in order, while the I/O queue has room.
+    /// Submit queued chunks, in order, while the I/O queue has room. One
+    /// job carries consecutive chunks up to [`JOB_PAGES`] pages or
+    /// [`JOB_CHUNKS`] chunks, so many small ranges (a replayed history)
+    /// cost one worker hand-off per group, not per range.
     fn drain_backlog(&mut self) {
         while !self.backlog.is_empty()
             && self.jobs_in_flight.load(Ordering::Acquire) < self.opts.queue_bound
         {
-            let (id, o, len) = self.backlog.pop_front().expect("not empty");
-            match self.files.open_known(id) {
-                Some(f) => {
-                    let fd = Arc::clone(&f.fd);
-                    self.submit(fd, o, len);
+            let mut job: Vec<(Arc<OwnedFd>, u64, u64)> = Vec::new();
+            let mut pages = 0;
+            while let Some(&(id, o, len)) = self.backlog.front() {
+                if !job.is_empty()
+                    && (pages + len / BLOCK_SIZE > JOB_PAGES || job.len() >= JOB_CHUNKS)
+                {
+                    break;
                 }
-                None => self.stats.untranslated_requests += 1,
+                self.backlog.pop_front();
+                match self.files.open_known(id) {
+                    Some(f) => {
+                        job.push((Arc::clone(&f.fd), o, len));
+                        pages += len / BLOCK_SIZE;
+                    }
+                    None => self.stats.untranslated_requests += 1,
+                }
             }
+            if job.is_empty() {
+                continue;
+            }
+            self.jobs_in_flight.fetch_add(1, Ordering::AcqRel);
+            let inflight = Arc::clone(&self.jobs_in_flight);
+            self.pool.submit(move || {
+                let mut r = Ok(());
+                for (fd, o, len) in job {
+                    let x = outrider_sys::fetch_chunks(fd.as_fd(), o, len, len, Fetch::WillNeed);
+                    if r.is_ok() {
+                        r = x;
+                    }
+                }
+                inflight.fetch_sub(1, Ordering::AcqRel);
+                r
+            });
         }
     }
 
