@@ -163,9 +163,14 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let db = (!a.no_history).then(|| a.history.clone().unwrap_or_else(default_history_path));
     let mut store = db.as_deref().and_then(open_store);
     let mut restored = history::Restored::default();
+    let mut restore_s = 0.0;
     if let Some(st) = &store {
         match st.load_run(&key) {
-            Ok(Some(h)) => restored = history::restore(&h, ctl.files_mut()),
+            Ok(Some(h)) => {
+                let t = std::time::Instant::now();
+                restored = history::restore(&h, ctl.files_mut());
+                restore_s = t.elapsed().as_secs_f64();
+            }
             Ok(None) => {}
             Err(e) => eprintln!("outrider: warning: {e}; starting without history"),
         }
@@ -285,6 +290,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             "app_key": key,
             "history": restored,
             "history_saved_entries": saved_entries,
+            "history_restore_s": restore_s,
             "reopened_by_handle": ctl.files().reopened_by_handle,
             "reopened_by_path": ctl.files().reopened_by_path,
         });

@@ -143,34 +143,45 @@ pub fn restore(h: &AppHistory, table: &mut FileTable) -> Restored {
         ..Restored::default()
     };
     let mut mounts = handle::Mounts::default();
+    // Verified in inode order: the inode-table reads of a cold cache then
+    // go up the disk (and ext4's inode-table readahead serves the next
+    // ones); seeded in id order afterwards.
     let mut files: Vec<&FileRecord> = h.files.iter().collect();
-    files.sort_by_key(|f| f.id);
-    let mut kept: FxHashMap<u32, (u32, Vec<outrider_sys::Extent>)> = FxHashMap::default();
+    files.sort_by_key(|f| (f.dev, f.ino));
+    // (record, extents, by handle); the descriptor is closed at once so a
+    // history of many files needs no more than one.
+    type Verified<'a> = (&'a FileRecord, Vec<outrider_sys::Extent>, bool);
+    let mut verified: Vec<Verified<'_>> = Vec::new();
     for f in files {
         match verify(f, &mut mounts) {
             Ok((file, by_handle)) => {
-                let info = FileInfo {
-                    dev: f.dev,
-                    ino: f.ino,
-                    handle: f.handle.clone(),
-                    path: PathBuf::from(&f.path),
-                    size: f.size,
-                    mtime_ns: f.mtime_ns,
-                };
-                if !table.seed(FileId(u64::from(f.id)), info) {
-                    r.files_dropped += 1;
-                    continue;
-                }
                 let ex = outrider_sys::fiemap(file.as_fd()).unwrap_or_default();
-                kept.insert(f.id, (f.dev as u32, ex));
-                r.files_kept += 1;
-                if by_handle {
-                    r.by_handle += 1;
-                } else {
-                    r.by_path += 1;
-                }
+                verified.push((f, ex, by_handle));
             }
             Err(_) => r.files_dropped += 1,
+        }
+    }
+    verified.sort_by_key(|v| v.0.id);
+    let mut kept: FxHashMap<u32, (u32, Vec<outrider_sys::Extent>)> = FxHashMap::default();
+    for (f, ex, by_handle) in verified {
+        let info = FileInfo {
+            dev: f.dev,
+            ino: f.ino,
+            handle: f.handle.clone(),
+            path: PathBuf::from(&f.path),
+            size: f.size,
+            mtime_ns: f.mtime_ns,
+        };
+        if !table.seed(FileId(u64::from(f.id)), info) {
+            r.files_dropped += 1;
+            continue;
+        }
+        kept.insert(f.id, (f.dev as u32, ex));
+        r.files_kept += 1;
+        if by_handle {
+            r.by_handle += 1;
+        } else {
+            r.by_path += 1;
         }
     }
     for a in &h.accesses {
