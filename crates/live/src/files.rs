@@ -231,10 +231,10 @@ impl FileTable {
     /// The open file for `id`: open already, or reopened from its known
     /// location (handle, then path) if it has one. No /proc search.
     pub fn open_known(&mut self, id: FileId) -> Option<&mut OpenFile> {
-        if !self.open.contains_key(&id) {
-            if self.failed.get(&id).copied().unwrap_or(0) >= 3 || !self.reopen(id) {
-                return None;
-            }
+        if !self.open.contains_key(&id)
+            && (self.failed.get(&id).copied().unwrap_or(0) >= 3 || !self.reopen(id))
+        {
+            return None;
         }
         let f = self.open.get_mut(&id)?;
         self.clock += 1;

@@ -137,7 +137,7 @@ pub fn encode_accesses(list: &[AccessRecord]) -> Vec<u8> {
 /// Decode [`encode_accesses`]'s blob; `None` when its length is not a
 /// multiple of the record size.
 pub fn decode_accesses(b: &[u8]) -> Option<Vec<AccessRecord>> {
-    if b.len() % ACCESS_RECORD_BYTES != 0 {
+    if !b.len().is_multiple_of(ACCESS_RECORD_BYTES) {
         return None;
     }
     Some(
@@ -256,7 +256,7 @@ impl Store {
             .conn
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .map_err(|e| store.sql(e))?;
-        if found > SCHEMA_VERSION || found < 1 {
+        if !(1..=SCHEMA_VERSION).contains(&found) {
             return Err(StoreError::Version {
                 path: store.path,
                 found,

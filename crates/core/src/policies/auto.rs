@@ -217,7 +217,7 @@ pub fn decode_history(b: &[u8]) -> Result<Vec<Entry>, String> {
         return Err("not an auto access list (bad magic)".into());
     }
     let body = &b[8..];
-    if body.len() % RECORD != 0 {
+    if !body.len().is_multiple_of(RECORD) {
         return Err(format!(
             "{} bytes of records is not a multiple of {RECORD}",
             body.len()
