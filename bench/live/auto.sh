@@ -144,8 +144,8 @@ jget() { python3 -c "import json,sys; v=json.load(open(sys.argv[1])); print(eval
   done
   echo
   printf 'Fixed cost of a run: `outrider run --no-history --policy none -- true` %.3f s vs `true` %.3f s (median of 5).\n\n' "$fixed" "$fixed_stock"
-  echo "Where it falls short: **tree** run 2 gains little over stock although its data pages are prefetched"
-  echo "(few misses above): part of each run is outrider's fixed cost (line above), and the directory and"
+  echo "Where it falls short: **tree** run 2 stays well above the hot floor although its data pages are"
+  echo "prefetched (few misses above): part of each run is outrider's fixed cost (line above), and the directory and"
   echo "inode blocks \`cat\` needs to open each file are not prefetched (only file data is); run 1 (no history)"
   echo "is slower than stock by the fixed cost plus tracing, recording and resolving 4000 files. Demand pages"
   echo "count whole read requests (a 128 KiB \`read\` of a 16 KiB file counts 32 pages), so coverage is low for tree."
