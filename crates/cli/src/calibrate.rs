@@ -279,8 +279,8 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<()> {
 
 /// (major, minor) of a user-space `dev_t` (glibc's encoding).
 pub fn major_minor(dev: u64) -> (u64, u64) {
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & 0xffff_f000);
+    let minor = (dev & 0xff) | ((dev >> 12) & 0xffff_ff00);
     (major, minor)
 }
 

@@ -1,20 +1,36 @@
-//! `outrider run [--policy P] [--budget B] [--json FILE] -- CMD [ARGS...]`:
-//! run an unmodified program, prefetching for its process tree with a core
-//! policy (outrider-live's controller), and print a summary on stderr. The
+//! `outrider run [--policy P] [--budget B] [--history DB | --no-history]
+//! [--app-key NAME] [--json FILE] -- CMD [ARGS...]`: run an unmodified
+//! program, prefetching for its process tree with a core policy
+//! (outrider-live's controller), and print a summary on stderr. The
 //! program's exit code is passed through unchanged.
+//!
+//! History (issue 7 item 5): unless `--no-history`, the store at `--history
+//! DB` (default `/var/lib/outrider/history.db` for root,
+//! `$XDG_STATE_HOME/outrider/history.db` — `~/.local/state/...` — for
+//! others) is read before the run: the application's last access list
+//! (files changed or deleted since are dropped) goes to `auto`, other
+//! policies get their own saved blob. After the run, its access list, files
+//! and the policy's blob are written in one transaction. The application
+//! is the executable, arguments and working directory; `--app-key NAME`
+//! groups runs under one name instead. A store that cannot be used is a
+//! warning, never a failure; a run whose tracing failed saves nothing.
 
 use crate::usage;
+use outrider_core::policies::auto;
 use outrider_core::{build_policy, PolicyError, BLOCK_SIZE};
 use outrider_live::controller::{default_budget_bytes, Controller, ControllerOptions};
+use outrider_live::history;
 use outrider_live::session::{exit_code, run_traced};
 use outrider_live::tracefs::InstanceOptions;
+use outrider_store::Store;
 use std::ffi::OsString;
+use std::path::Path;
 use std::path::PathBuf;
 
-/// Default policy of `run` until `auto` exists: `stride` (forward, reverse
-/// and strided streams), the one measured to help unmodified programs
-/// (`bench/results/live.md`); `readahead` would only repeat the kernel's.
-pub const DEFAULT_POLICY: &str = "stride";
+/// Default policy of `run`: `auto` — history replay when the store has
+/// this application's history, `stride` (forward, reverse and strided
+/// streams) otherwise (see `outrider_core::policies::auto`).
+pub const DEFAULT_POLICY: &str = "auto";
 
 /// `outrider run`.
 #[derive(clap::Args, Debug)]
@@ -29,6 +45,17 @@ pub struct RunArgs {
     /// I/O worker threads.
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
+    /// History store (SQLite). Default: /var/lib/outrider/history.db for
+    /// root, $XDG_STATE_HOME/outrider/history.db otherwise.
+    #[arg(long, conflicts_with = "no_history")]
+    pub history: Option<PathBuf>,
+    /// Neither read nor write history.
+    #[arg(long)]
+    pub no_history: bool,
+    /// Keep this run's history under NAME instead of the executable,
+    /// arguments and working directory (groups similar runs).
+    #[arg(long, value_name = "NAME")]
+    pub app_key: Option<String>,
     /// Write the summary as a JSON object to FILE.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -58,10 +85,69 @@ fn mib(pages: u64) -> f64 {
     (pages * BLOCK_SIZE) as f64 / (1u64 << 20) as f64
 }
 
+/// The default store: `/var/lib/outrider/history.db` for root, else
+/// `$XDG_STATE_HOME/outrider/history.db` (`$HOME/.local/state/...`).
+pub fn default_history_path() -> PathBuf {
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return PathBuf::from("/var/lib/outrider/history.db");
+    }
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("outrider/history.db")
+}
+
+/// `auto` with its pacing bound tied to the memory budget: unless given,
+/// `ahead` is half the budget and `batch` at most a quarter of it.
+fn auto_spec(spec: &str, budget: u64) -> String {
+    let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
+    if name != auto::NAME || params == "help" {
+        return spec.to_string();
+    }
+    let mut p: Vec<String> = params
+        .split(',')
+        .filter(|x| !x.is_empty())
+        .map(String::from)
+        .collect();
+    let has = |p: &[String], k: &str| p.iter().any(|x| x.starts_with(&format!("{k}=")));
+    let d = auto::AutoParams::default();
+    if !has(&p, "ahead") {
+        p.push(format!(
+            "ahead={}",
+            (budget / 2).min(d.ahead.0).max(BLOCK_SIZE)
+        ));
+    }
+    if !has(&p, "batch") {
+        p.push(format!(
+            "batch={}",
+            (budget / 4).min(d.batch.0).max(BLOCK_SIZE)
+        ));
+    }
+    format!("{name}:{}", p.join(","))
+}
+
+fn open_store(path: &Path) -> Option<Store> {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    match Store::open(path) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("outrider: warning: {e}; running without history");
+            None
+        }
+    }
+}
+
 /// Run it; returns the child's exit code. Our own errors are returned
 /// (the caller prints them and exits 2 for bad input, 1 otherwise).
 pub fn run(a: RunArgs) -> anyhow::Result<u8> {
-    let policy = build_policy(&a.policy).map_err(|e| match e {
+    let budget = budget_bytes(&a.budget)?;
+    let spec = auto_spec(&a.policy, budget);
+    let policy = build_policy(&spec).map_err(|e| match e {
         PolicyError::Help(t) => usage(t),
         e => usage(format!("--policy: {e}")),
     })?;
@@ -72,13 +158,52 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     } else {
         Vec::new()
     };
+    let is_auto = policy.name() == auto::NAME;
     let opts = ControllerOptions {
-        budget_bytes: budget_bytes(&a.budget)?,
+        budget_bytes: budget,
         workers: a.workers.max(1),
         device_max_read,
         ..ControllerOptions::default()
     };
     let mut ctl = Controller::new(policy, opts);
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let key = history::app_key(&a.cmd, &cwd, a.app_key.as_deref());
+    let db = (!a.no_history).then(|| a.history.clone().unwrap_or_else(default_history_path));
+    let mut store = db.as_deref().and_then(open_store);
+    let mut restored = history::Restored::default();
+    let mut restore_s = 0.0;
+    if let Some(st) = &store {
+        match st.load_run(&key) {
+            Ok(Some(h)) => {
+                let t = std::time::Instant::now();
+                restored = history::restore(&h, ctl.files_mut());
+                restore_s = t.elapsed().as_secs_f64();
+            }
+            Ok(None) => {}
+            Err(e) => eprintln!("outrider: warning: {e}; starting without history"),
+        }
+        if is_auto {
+            if !restored.entries.is_empty() {
+                let blob = auto::encode_history(&restored.entries);
+                if let Err(why) = ctl.policy_mut().load_history(&blob) {
+                    eprintln!("outrider: warning: history not loaded: {why}");
+                }
+            }
+        } else if ctl.policy().save_history().is_some() {
+            match st.load_history(&key, &a.policy) {
+                Ok(Some(blob)) => {
+                    if let Err(why) = ctl.policy_mut().load_history(&blob) {
+                        eprintln!(
+                            "outrider: warning: saved history of '{}' unusable ({why}); starting fresh",
+                            a.policy
+                        );
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => eprintln!("outrider: warning: {e}; starting fresh"),
+            }
+        }
+    }
     let out = run_traced(
         &a.cmd,
         &InstanceOptions {
@@ -89,6 +214,24 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     )
     .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
     let code = exit_code(&out.status);
+    // Save: one transaction, only when tracing worked (a partial list would
+    // replace a good one).
+    let mut saved_entries = 0usize;
+    if let Some(st) = store.as_mut() {
+        if ctl.disabled().is_none() && !ctl.recorded().is_empty() {
+            let h = history::collect(ctl.recorded().entries(), ctl.files(), &a.cmd, &cwd);
+            let mut blobs = Vec::new();
+            if !is_auto {
+                if let Some(b) = ctl.policy().save_history() {
+                    blobs.push((a.policy.as_str(), b));
+                }
+            }
+            match st.save_run(&key, &h, &blobs) {
+                Ok(()) => saved_entries = h.accesses.len(),
+                Err(e) => eprintln!("outrider: warning: {e}; history not saved"),
+            }
+        }
+    }
     let s = &ctl.stats;
     if !a.quiet {
         eprintln!(
@@ -121,6 +264,18 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             out.source.events,
             out.source.lost_events
         );
+        if let Some(db) = &db {
+            eprintln!(
+                "outrider: history {}: {} entries loaded ({} runs before; files kept {}, dropped {}; entries dropped {}), {} saved",
+                db.display(),
+                restored.entries_kept,
+                restored.runs_before,
+                restored.files_kept,
+                restored.files_dropped,
+                restored.entries_dropped,
+                saved_entries
+            );
+        }
     }
     if let Some(path) = &a.json {
         let v = serde_json::json!({
@@ -139,6 +294,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             "cgroup_joins": ctl.cgroup_joins(),
             "disabled": ctl.disabled(),
             "warnings": out.warnings,
+            "history_db": db,
+            "app_key": key,
+            "history": restored,
+            "history_saved_entries": saved_entries,
+            "history_restore_s": restore_s,
+            "reopened_by_handle": ctl.files().reopened_by_handle,
+            "reopened_by_path": ctl.files().reopened_by_path,
         });
         std::fs::write(path, format!("{v}\n"))
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;

@@ -34,9 +34,17 @@ fn no_instance_of(pid_prefix: &str) -> bool {
 /// it is killed by a signal (128 + signal, as a shell reports it).
 #[test]
 fn run_passes_the_exit_code_through() {
-    let o = outrider(&["run", "-q", "--", "sh", "-c", "exit 7"]);
+    let o = outrider(&["run", "-q", "--no-history", "--", "sh", "-c", "exit 7"]);
     assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
-    let o = outrider(&["run", "-q", "--", "sh", "-c", "kill -TERM $$"]);
+    let o = outrider(&[
+        "run",
+        "-q",
+        "--no-history",
+        "--",
+        "sh",
+        "-c",
+        "kill -TERM $$",
+    ]);
     assert_eq!(o.status.code(), Some(128 + 15), "{}", stderr(&o));
 }
 
@@ -56,7 +64,7 @@ fn run_argument_errors_exit_2_with_a_message() {
         "{}",
         stderr(&o)
     );
-    let o = outrider(&["run", "--", "/nonexistent/program"]);
+    let o = outrider(&["run", "--no-history", "--", "/nonexistent/program"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("cannot run /nonexistent/program"),
@@ -103,6 +111,7 @@ fn run_stride_prefetches_for_a_backward_reader() {
     let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
         .args([
             "run",
+            "--no-history",
             "--policy",
             "stride",
             "--json",
@@ -204,7 +213,7 @@ fn sigterm_is_forwarded_and_the_instance_removed() {
         return;
     }
     let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
-        .args(["run", "-q", "--", "sleep", "30"])
+        .args(["run", "-q", "--no-history", "--", "sleep", "30"])
         .spawn()
         .unwrap();
     let pid = child.id();
@@ -222,4 +231,72 @@ fn sigterm_is_forwarded_and_the_instance_removed() {
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(128 + 15));
     assert!(!Path::new(&inst).exists(), "instance removed");
+}
+
+fn json_of(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `outrider run` (default policy `auto`) twice on 200 small files read in
+/// a fixed random order, cold each time, with one file rewritten between
+/// the runs. Run 1 has no history and saves one; run 2 loads it (the
+/// rewritten file dropped, the others reopened) and prefetches the files
+/// from it before the program reads them. Counts only, no timing.
+#[test]
+fn run_auto_twice_replays_history() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let tree = dir.path().join("t");
+    std::fs::create_dir(&tree).unwrap();
+    for i in 0..200 {
+        make_file(&tree.join(format!("f{i}")), 4);
+    }
+    let db = dir.path().join("h.db");
+    let script = format!(
+        "import random\nn = [f'{}/f{{i}}' for i in range(200)]\nrandom.Random(7).shuffle(n)\nfor p in n:\n    open(p, 'rb').read()",
+        tree.display()
+    );
+    let run = |i: u32| {
+        let o = outrider(&["evict", "-r", &tree.display().to_string()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let json = dir.path().join(format!("r{i}.json"));
+        let o = outrider(&[
+            "run",
+            "--history",
+            &db.display().to_string(),
+            "--app-key",
+            "auto-test",
+            "--json",
+            &json.display().to_string(),
+            "--",
+            "python3",
+            "-c",
+            &script,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        json_of(&json)
+    };
+    let r1 = run(1);
+    assert_eq!(r1["policy"], "auto");
+    assert_eq!(r1["app_key"], "name:auto-test");
+    assert_eq!(r1["history"]["entries_kept"], 0, "{r1}");
+    assert!(r1["history_saved_entries"].as_u64().unwrap() >= 200, "{r1}");
+    // One data file changes between the runs.
+    make_file(&tree.join("f13"), 5);
+    let r2 = run(2);
+    let h = &r2["history"];
+    assert_eq!(h["runs_before"], 1, "{r2}");
+    assert!(h["files_dropped"].as_u64().unwrap() >= 1, "{r2}");
+    assert!(h["files_kept"].as_u64().unwrap() >= 199, "{r2}");
+    let s = &r2["stats"];
+    // The 199 unchanged files (4 pages each) were requested from history
+    // (prefetched, or found cached by then).
+    let asked =
+        s["prefetched_pages"].as_u64().unwrap() + s["skipped_cached_pages"].as_u64().unwrap();
+    assert!(asked >= 199 * 4, "{r2}");
+    assert!(s["used_pages"].as_u64().unwrap() > 0, "{r2}");
+    assert_eq!(r2["lost_events"], 0, "{r2}");
 }

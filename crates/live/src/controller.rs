@@ -25,8 +25,20 @@
 //! and queued to the I/O pool in chunks no larger than the device's
 //! readahead cap. Bounds: the memory budget (prefetched-but-unused pages
 //! never exceed `budget_bytes`), the pool's queue (`queue_bound` jobs in
-//! flight; more are dropped, not queued) and the unused-page table (its size
-//! is the budget).
+//! flight, a job being up to 64 small chunks; more wait in a backlog of at
+//! most `backlog_bound` chunks, drained in order at every poll, and beyond
+//! that are dropped) and the unused-page
+//! table (its size is the budget). A backlogged chunk names its file by id
+//! and is reopened when it runs, so a replay of thousands of files does not
+//! hold thousands of descriptors.
+//!
+//! # History
+//!
+//! Whatever the policy, the controller records the program's access list
+//! (each page once, first-access order; [`outrider_core::policies::auto::AccessList`])
+//! for the history store; files registered from history
+//! ([`FileTable::seed`]) are reopened by handle or path when a request
+//! names them.
 //!
 //! # Do no harm (DESIGN.md principle 3)
 //!
@@ -40,6 +52,7 @@
 use crate::files::{FileTable, FileTableOptions};
 use crate::session::Handler;
 use crate::tracefs::{EventKind, LiveEvent};
+use outrider_core::policies::auto::{AccessList, NO_LBN};
 use outrider_core::{
     Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, FileId, Origin, Outcome,
     PrefetchDone, PrefetchRequest, Residency, Sink, Target, WindowId, BLOCK_SIZE,
@@ -70,6 +83,9 @@ pub struct ControllerOptions {
     pub skip_cached: bool,
     /// Chunk cap in bytes (default 0: the device's readahead cap).
     pub chunk_bytes: u64,
+    /// Chunks waiting for a free slot of the I/O queue at most (default
+    /// 65536); beyond, requests are dropped.
+    pub backlog_bound: usize,
     /// When the program turns out to live in a memory cgroup of its own,
     /// the budget is capped at this fraction of the room that cgroup leaves
     /// to the page cache (default 0.25).
@@ -91,6 +107,7 @@ impl Default for ControllerOptions {
             qc_interval_ns: 200_000_000,
             skip_cached: true,
             chunk_bytes: 0,
+            backlog_bound: 1 << 16,
             cgroup_fraction: 0.25,
             device_max_read: Vec::new(),
         }
@@ -135,8 +152,11 @@ pub struct LiveStats {
     pub skipped_cached_pages: u64,
     /// Requested pages dropped by the memory budget.
     pub dropped_budget_pages: u64,
-    /// Requested pages dropped because the I/O queue was full.
+    /// Requested pages dropped because the I/O queue and its backlog were
+    /// full.
     pub dropped_queue_pages: u64,
+    /// Most chunks waiting for the I/O queue at once.
+    pub peak_backlog_chunks: u64,
     /// Requests not admitted by quality control.
     pub throttled_requests: u64,
     /// Requests whose file could not be opened or block not translated.
@@ -182,6 +202,15 @@ const RECENT_FILES: usize = 8;
 const CGROUP_RECHECK_NS: u64 = 1_000_000_000;
 /// Most add-to-cache events remembered per task between two reads.
 const MAX_PENDING_ADDS: usize = 4096;
+/// Most pages one I/O job carries (several small chunks; a chunk larger
+/// than this is a job of its own): 1 MiB.
+const JOB_PAGES: u64 = 256;
+/// Most chunks one I/O job carries.
+const JOB_CHUNKS: usize = 64;
+/// Access-list entries recorded for the history at most.
+pub const RECORD_ENTRIES: usize = 1 << 20;
+/// Distinct pages remembered while recording at most (4 GiB of data).
+pub const RECORD_PAGES: usize = 1 << 20;
 
 /// What the policy may ask while deciding: pages outrider prefetched and
 /// not yet used count as cached; `block_of` answers from the extent maps
@@ -237,6 +266,11 @@ pub struct Controller {
     done_now: Vec<PendingDone>,
     /// Does the policy read the device stream?
     wants_dev: bool,
+    /// Chunks waiting for room in the I/O queue (bounded), each with the
+    /// done tracker of the block request it belongs to.
+    backlog: std::collections::VecDeque<(FileId, u64, u64, Option<Tracker>)>,
+    ra_caps: FxHashMap<u64, u64>,
+    recorder: AccessList,
     /// Counters.
     pub stats: LiveStats,
 }
@@ -244,6 +278,17 @@ pub struct Controller {
 /// A block prefetch request whose submission finished: (window, dev, lbn,
 /// blocks, issue time).
 type PendingDone = (WindowId, u32, u64, u32, u64);
+
+/// Chunks of a block request still to be read, and its done record.
+type Tracker = Arc<(AtomicUsize, PendingDone)>;
+
+/// One chunk of a block request was read (or given up): the last one
+/// queues the request's done record for the next poll.
+fn chunk_done(t: &Tracker, done: &Mutex<Vec<PendingDone>>) {
+    if t.0.fetch_sub(1, Ordering::AcqRel) == 1 {
+        done.lock().expect("not poisoned").push(t.1);
+    }
+}
 
 /// Where prefetching is charged: the traced program's memory cgroup
 /// (issue 7 "Safety"). The kernel charges page cache to the memory cgroup of
@@ -289,6 +334,9 @@ impl Controller {
             done: Arc::new(Mutex::new(Vec::new())),
             done_now: Vec::new(),
             wants_dev,
+            backlog: std::collections::VecDeque::new(),
+            ra_caps: FxHashMap::default(),
+            recorder: AccessList::new(RECORD_ENTRIES, RECORD_PAGES),
             opts,
             stats: LiveStats::default(),
         }
@@ -302,6 +350,31 @@ impl Controller {
     /// The policy's name.
     pub fn policy_name(&self) -> &str {
         self.policy.name()
+    }
+
+    /// The policy (for its [`outrider_core::Policy::save_history`]).
+    pub fn policy(&self) -> &dyn outrider_core::Policy {
+        self.policy.as_ref()
+    }
+
+    /// The policy, to load history into before the run.
+    pub fn policy_mut(&mut self) -> &mut BoxedPolicy {
+        &mut self.policy
+    }
+
+    /// The file table (seed it from history before the run).
+    pub fn files_mut(&mut self) -> &mut FileTable {
+        &mut self.files
+    }
+
+    /// The file table.
+    pub fn files(&self) -> &FileTable {
+        &self.files
+    }
+
+    /// The access list recorded so far (first-access order).
+    pub fn recorded(&self) -> &AccessList {
+        &self.recorder
     }
 
     /// The memory budget in force (it shrinks when the program moves to a
@@ -411,6 +484,7 @@ impl Controller {
         self.stats.demand_pages += pages;
         let miss = miss.min(pages);
         self.stats.miss_pages += miss;
+        self.recorder.note(id, index, pages, dev as u32, NO_LBN);
         self.note_recent(id);
         // lbn: physical block from the extent map when known.
         let lbn = self
@@ -626,7 +700,7 @@ impl Controller {
                 continue;
             }
             match self.translate(r) {
-                Some((id, page, n)) if self.files.get(id).is_some() => {
+                Some((id, page, n)) if self.files.open_known(id).is_some() => {
                     let phys = self
                         .files
                         .extents(id)
@@ -642,7 +716,7 @@ impl Controller {
         // Pages submitted per request (for the device stream and dones).
         let mut sent = vec![0u64; reqs.len()];
         for (_, id, page, n, ri) in batch {
-            let Some(f) = self.files.get(id) else {
+            let Some(f) = self.files.open_known(id) else {
                 continue;
             };
             let size_pages = f.size.div_ceil(BLOCK_SIZE);
@@ -682,15 +756,19 @@ impl Controller {
             let cap = if self.opts.chunk_bytes > 0 {
                 self.opts.chunk_bytes
             } else {
-                outrider_sys::ra_cap_bytes(fd.as_fd())
+                // Looked up once per device (fstat + two sysfs reads).
+                let dev = self.files.key_of(id).map_or(0, |k| k.0);
+                *self
+                    .ra_caps
+                    .entry(dev)
+                    .or_insert_with(|| outrider_sys::ra_cap_bytes(fd.as_fd()))
             };
             let mut todo: Vec<(u64, u64)> = Vec::new();
             for (o, len) in outrider_sys::chunks(first * BLOCK_SIZE, len_pages * BLOCK_SIZE, cap) {
-                if self.jobs_in_flight.load(Ordering::Acquire) >= self.opts.queue_bound {
+                if self.backlog.len() + todo.len() >= self.opts.backlog_bound {
                     self.stats.dropped_queue_pages += len / BLOCK_SIZE;
                     continue;
                 }
-                self.jobs_in_flight.fetch_add(1, Ordering::AcqRel);
                 todo.push((o, len));
             }
             // A block request is done once its last chunk was submitted.
@@ -702,19 +780,11 @@ impl Controller {
                 _ => None,
             };
             for (o, len) in todo {
-                let fd = Arc::clone(&fd);
-                let inflight = Arc::clone(&self.jobs_in_flight);
-                let done = tracker.clone().map(|t| (t, Arc::clone(&self.done)));
-                self.pool.submit(move || {
-                    let r = outrider_sys::fetch_chunks(fd.as_fd(), o, len, len, Fetch::WillNeed);
-                    inflight.fetch_sub(1, Ordering::AcqRel);
-                    if let Some((t, q)) = done {
-                        if t.0.fetch_sub(1, Ordering::AcqRel) == 1 {
-                            q.lock().expect("not poisoned").push(t.1);
-                        }
-                    }
-                    r
-                });
+                self.backlog.push_back((id, o, len, tracker.clone()));
+                self.stats.peak_backlog_chunks = self
+                    .stats
+                    .peak_backlog_chunks
+                    .max(self.backlog.len() as u64);
                 for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
                     self.unused.insert((id, q), now_rel_ns);
                 }
@@ -752,6 +822,61 @@ impl Controller {
         }
         self.requests = reqs;
         self.requests.clear();
+        self.drain_backlog();
+    }
+
+    /// Submit queued chunks, in order, while the I/O queue has room. One
+    /// job carries consecutive chunks up to [`JOB_PAGES`] pages or
+    /// [`JOB_CHUNKS`] chunks, so many small ranges (a replayed history)
+    /// cost one worker hand-off per group, not per range.
+    fn drain_backlog(&mut self) {
+        while !self.backlog.is_empty()
+            && self.jobs_in_flight.load(Ordering::Acquire) < self.opts.queue_bound
+        {
+            type Job = Vec<(Arc<OwnedFd>, u64, u64, Option<Tracker>)>;
+            let mut job: Job = Vec::new();
+            let mut pages = 0;
+            while let Some((_, _, len, _)) = self.backlog.front() {
+                if !job.is_empty()
+                    && (pages + len / BLOCK_SIZE > JOB_PAGES || job.len() >= JOB_CHUNKS)
+                {
+                    break;
+                }
+                let (id, o, len, tracker) = self.backlog.pop_front().expect("non-empty");
+                match self.files.open_known(id) {
+                    Some(f) => {
+                        job.push((Arc::clone(&f.fd), o, len, tracker));
+                        pages += len / BLOCK_SIZE;
+                    }
+                    None => {
+                        self.stats.untranslated_requests += 1;
+                        if let Some(t) = tracker {
+                            chunk_done(&t, &self.done);
+                        }
+                    }
+                }
+            }
+            if job.is_empty() {
+                continue;
+            }
+            self.jobs_in_flight.fetch_add(1, Ordering::AcqRel);
+            let inflight = Arc::clone(&self.jobs_in_flight);
+            let done = Arc::clone(&self.done);
+            self.pool.submit(move || {
+                let mut r = Ok(());
+                for (fd, o, len, tracker) in job {
+                    let x = outrider_sys::fetch_chunks(fd.as_fd(), o, len, len, Fetch::WillNeed);
+                    if r.is_ok() {
+                        r = x;
+                    }
+                    if let Some(t) = tracker {
+                        chunk_done(&t, &done);
+                    }
+                }
+                inflight.fetch_sub(1, Ordering::AcqRel);
+                r
+            });
+        }
     }
 
     fn quality_control(&mut self, now_rel_ns: u64) {
@@ -816,6 +941,7 @@ impl Handler for Controller {
     fn on_poll(&mut self, now_ns: u64) {
         let now = self.rel(now_ns);
         self.deliver_done(now);
+        self.drain_backlog();
         if let Some(iv) = self.policy.tick_interval_ns() {
             if now >= self.last_tick_ns + iv {
                 self.last_tick_ns = now;
@@ -833,6 +959,15 @@ impl Handler for Controller {
     }
 
     fn on_finish(&mut self, _now_ns: u64) {
+        // The program is done: what still waits would come too late, and
+        // was never prefetched.
+        for (id, o, len, _) in std::mem::take(&mut self.backlog) {
+            for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
+                if self.unused.remove(&(id, q)).is_some() {
+                    self.stats.prefetched_pages -= 1;
+                }
+            }
+        }
         let _ = self.pool.wait();
         // What is still unused at exit was never used.
         self.stats.wasted_pages += self.unused.len() as u64;

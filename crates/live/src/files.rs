@@ -7,8 +7,15 @@
 //! and the match is reopened through the magic link — read-only,
 //! `O_CLOEXEC`, `O_NOATIME` where permitted. This works for files the
 //! program opened whatever their path (relative, renamed, deleted since).
-//! `open_by_handle_at` is not used: a handle needs the inode generation,
-//! which the events do not carry.
+//! The events carry no inode generation, so a handle cannot be built from
+//! them; instead, the first time a file is opened its
+//! `name_to_handle_at(2)` handle is taken from the descriptor and kept with
+//! its path ([`FileInfo`]). Files known from history are registered with
+//! that location ([`FileTable::seed`]) and reopened on demand
+//! ([`FileTable::open_known`]) with `open_by_handle_at(2)` (needs
+//! `CAP_DAC_READ_SEARCH`; the handle includes the generation, so a deleted
+//! and reused inode fails with `ESTALE`), else by path, and kept only when
+//! (dev, ino) match.
 //!
 //! Files get dense [`FileId`]s (1, 2, ...) in order of first sight; at
 //! most [`FileTableOptions::max_open`] descriptors are kept, least recently
@@ -21,7 +28,7 @@
 use outrider_core::FileId;
 use rustc_hash::FxHashMap;
 use std::fs::{self, File, OpenOptions};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -65,6 +72,24 @@ pub struct OpenFile {
     last_use: u64,
 }
 
+/// What identifies and locates a file across runs (kept per id for as
+/// long as the table lives, also after its descriptor is closed).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileInfo {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// `name_to_handle_at` handle: (type, bytes, mount id).
+    pub handle: Option<(i32, Vec<u8>, i32)>,
+    /// Path (the descriptor's link target when found through /proc).
+    pub path: PathBuf,
+    /// Size when opened.
+    pub size: u64,
+    /// mtime (ns) when opened.
+    pub mtime_ns: i64,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Key {
     dev: u64,
@@ -79,11 +104,21 @@ pub struct FileTable {
     keys: Vec<Key>,
     open: FxHashMap<FileId, OpenFile>,
     failed: FxHashMap<FileId, u32>,
+    info: FxHashMap<FileId, FileInfo>,
+    mounts: handle::Mounts,
+    by_ino_ok: bool,
     clock: u64,
     /// Lookups that found a descriptor.
     pub resolved: u64,
     /// Lookups that found none.
     pub unresolved: u64,
+    /// Files opened by inode number (ext4 handle with generation 0), no
+    /// descriptor of the program needed.
+    pub opened_by_ino: u64,
+    /// Files reopened from a known location by handle.
+    pub reopened_by_handle: u64,
+    /// Files reopened from a known location by path.
+    pub reopened_by_path: u64,
 }
 
 /// Open `path` read-only for prefetching: `O_RDONLY|O_CLOEXEC`, plus
@@ -107,6 +142,7 @@ impl FileTable {
     pub fn new(opts: FileTableOptions) -> Self {
         FileTable {
             opts,
+            by_ino_ok: true,
             ..FileTable::default()
         }
     }
@@ -156,7 +192,28 @@ impl FileTable {
         if self.failed.get(&id).copied().unwrap_or(0) >= 3 {
             return None;
         }
+        if self.info.contains_key(&id) && self.reopen(id) {
+            return self.open.get_mut(&id);
+        }
         let (dev, ino) = self.key_of(id)?;
+        if self.by_ino_ok {
+            match handle::open_by_ino(&mut self.mounts, dev, ino) {
+                Ok(f) => {
+                    if f.metadata()
+                        .is_ok_and(|m| m.dev() == dev && m.ino() == ino && m.is_file())
+                    {
+                        self.resolved += 1;
+                        self.opened_by_ino += 1;
+                        // Its path, as the kernel names the dentry.
+                        let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+                        self.insert(id, f, path);
+                        return self.open.get_mut(&id);
+                    }
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => self.by_ino_ok = false,
+                Err(_) => {}
+            }
+        }
         match find_in_proc(pid, dev, ino, self.opts.max_scan) {
             Some((file, path)) => {
                 self.resolved += 1;
@@ -169,6 +226,95 @@ impl FileTable {
                 None
             }
         }
+    }
+
+    /// The open file for `id`: open already, or reopened from its known
+    /// location (handle, then path) if it has one. No /proc search.
+    pub fn open_known(&mut self, id: FileId) -> Option<&mut OpenFile> {
+        if !self.open.contains_key(&id)
+            && (self.failed.get(&id).copied().unwrap_or(0) >= 3 || !self.reopen(id))
+        {
+            return None;
+        }
+        let f = self.open.get_mut(&id)?;
+        self.clock += 1;
+        f.last_use = self.clock;
+        Some(f)
+    }
+
+    /// Reopen `id` from its [`FileInfo`]; true when it is open now.
+    fn reopen(&mut self, id: FileId) -> bool {
+        let Some(info) = self.info.get(&id) else {
+            return false;
+        };
+        let (dev, ino) = (info.dev, info.ino);
+        let mut how = 0;
+        let mut file = info
+            .handle
+            .as_ref()
+            .and_then(|(t, b, m)| handle::open_by_handle(&mut self.mounts, *m, *t, b).ok());
+        if file.is_some() {
+            how = 1;
+        } else if let Ok(f) = open_readonly(&info.path) {
+            file = Some(f);
+            how = 2;
+        }
+        let path = info.path.clone();
+        let same = file
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .is_some_and(|m| m.dev() == dev && m.ino() == ino);
+        match file {
+            Some(f) if same => {
+                if how == 1 {
+                    self.reopened_by_handle += 1;
+                } else {
+                    self.reopened_by_path += 1;
+                }
+                self.insert_open(id, f, path);
+                true
+            }
+            _ => {
+                *self.failed.entry(id).or_insert(0) += 1;
+                false
+            }
+        }
+    }
+
+    /// Register file `id` (from history) at (dev, ino) with its location.
+    /// Ids must be seeded in increasing order before the run allocates
+    /// any; ids skipped are reserved (they match no file), so the ids of a
+    /// history stay the same in the next run. Returns false when `id` is
+    /// not the next free id or above it, or past the bound.
+    pub fn seed(&mut self, id: FileId, info: FileInfo) -> bool {
+        let want = id.0 as usize;
+        if want <= self.keys.len() || want > self.opts.max_files {
+            return false;
+        }
+        while self.keys.len() + 1 < want {
+            // Reserved: a key no real file has.
+            let n = self.keys.len() as u64 + 1;
+            self.keys.push(Key {
+                dev: u64::MAX,
+                ino: n,
+            });
+        }
+        let key = Key {
+            dev: info.dev,
+            ino: info.ino,
+        };
+        if self.ids.contains_key(&key) {
+            return false;
+        }
+        self.keys.push(key);
+        self.ids.insert(key, id);
+        self.info.insert(id, info);
+        true
+    }
+
+    /// What is known about `id`'s identity and location.
+    pub fn info(&self, id: FileId) -> Option<&FileInfo> {
+        self.info.get(&id)
     }
 
     /// The open file for `id` if it is open (no search).
@@ -186,6 +332,24 @@ impl FileTable {
     }
 
     fn insert(&mut self, id: FileId, file: File, path: PathBuf) {
+        let path = fs::read_link(&path).unwrap_or(path);
+        if let Ok(md) = file.metadata() {
+            self.info.insert(
+                id,
+                FileInfo {
+                    dev: md.dev(),
+                    ino: md.ino(),
+                    handle: handle::name_to_handle(file.as_fd()),
+                    path: path.clone(),
+                    size: md.size(),
+                    mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
+                },
+            );
+        }
+        self.insert_open(id, file, path);
+    }
+
+    fn insert_open(&mut self, id: FileId, file: File, path: PathBuf) {
         self.clock += 1;
         if self.open.len() >= self.opts.max_open {
             if let Some(victim) = self
@@ -198,7 +362,6 @@ impl FileTable {
             }
         }
         let md = file.metadata().ok();
-        let path = fs::read_link(&path).unwrap_or(path);
         self.open.insert(
             id,
             OpenFile {
@@ -328,5 +491,192 @@ mod tests {
         }
         assert!(t.get(ids[0]).is_none(), "oldest closed");
         assert!(t.get(ids[1]).is_some() && t.get(ids[2]).is_some());
+    }
+}
+
+/// `name_to_handle_at(2)` / `open_by_handle_at(2)`.
+pub mod handle {
+    use std::fs::File;
+    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+    use std::path::PathBuf;
+
+    /// Largest handle accepted (MAX_HANDLE_SZ).
+    pub const MAX_HANDLE_BYTES: usize = 128;
+
+    #[repr(C)]
+    struct Handle {
+        bytes: libc::c_uint,
+        kind: libc::c_int,
+        data: [u8; MAX_HANDLE_BYTES],
+    }
+
+    /// The handle of the file open at `fd`: (type, bytes, mount id), or
+    /// `None` when the file system gives none.
+    pub fn name_to_handle(fd: BorrowedFd<'_>) -> Option<(i32, Vec<u8>, i32)> {
+        let mut h = Handle {
+            bytes: MAX_HANDLE_BYTES as libc::c_uint,
+            kind: 0,
+            data: [0; MAX_HANDLE_BYTES],
+        };
+        let mut mount_id: libc::c_int = 0;
+        // SAFETY: `h` is a file_handle header followed by MAX_HANDLE_BYTES
+        // bytes, as handle_bytes says; the path is an empty C string used
+        // with AT_EMPTY_PATH on a valid descriptor.
+        let r = unsafe {
+            libc::name_to_handle_at(
+                fd.as_raw_fd(),
+                c"".as_ptr(),
+                (&mut h as *mut Handle).cast::<libc::file_handle>(),
+                &mut mount_id,
+                libc::AT_EMPTY_PATH,
+            )
+        };
+        if r != 0 || h.bytes as usize > MAX_HANDLE_BYTES {
+            return None;
+        }
+        Some((h.kind, h.data[..h.bytes as usize].to_vec(), mount_id))
+    }
+
+    /// Descriptors of mount points by mount id (from
+    /// `/proc/self/mountinfo`), opened on first use.
+    #[derive(Debug, Default)]
+    pub struct Mounts {
+        fds: std::collections::HashMap<i32, Option<OwnedFd>>,
+        by_dev: std::collections::HashMap<u64, Option<OwnedFd>>,
+    }
+
+    impl Mounts {
+        /// A descriptor of an ext2/3/4 mount of device `dev` whose root is
+        /// the file system's root.
+        fn ext4_fd(&mut self, dev: u64) -> Option<BorrowedFd<'_>> {
+            use std::os::fd::AsFd;
+            self.by_dev
+                .entry(dev)
+                .or_insert_with(|| {
+                    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+                    let want = format!("{}:{}", libc::major(dev), libc::minor(dev));
+                    for line in text.lines() {
+                        let f: Vec<&str> = line.split(' ').collect();
+                        let dash = f.iter().position(|x| *x == "-")?;
+                        let fstype = f.get(dash + 1)?;
+                        if f.get(2) == Some(&want.as_str())
+                            && f.get(3) == Some(&"/")
+                            && matches!(*fstype, "ext4" | "ext3" | "ext2")
+                        {
+                            let id: i32 = f[0].parse().ok()?;
+                            let p = mount_point(id)?;
+                            return File::open(p).ok().map(OwnedFd::from);
+                        }
+                    }
+                    None
+                })
+                .as_ref()
+                .map(|f| f.as_fd())
+        }
+
+        fn fd(&mut self, mount_id: i32) -> Option<BorrowedFd<'_>> {
+            use std::os::fd::AsFd;
+            self.fds
+                .entry(mount_id)
+                .or_insert_with(|| {
+                    let p = mount_point(mount_id)?;
+                    File::open(p).ok().map(OwnedFd::from)
+                })
+                .as_ref()
+                .map(|f| f.as_fd())
+        }
+    }
+
+    fn mount_point(mount_id: i32) -> Option<PathBuf> {
+        let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        for line in text.lines() {
+            let mut f = line.split(' ');
+            if f.next()?.parse::<i32>().ok()? == mount_id {
+                let p = f.nth(3)?;
+                // Octal escapes (\040 for a space).
+                let mut out = Vec::new();
+                let b = p.as_bytes();
+                let mut i = 0;
+                while i < b.len() {
+                    if b[i] == b'\\' && i + 3 < b.len() {
+                        if let Ok(v) = u8::from_str_radix(&p[i + 1..i + 4], 8) {
+                            out.push(v);
+                            i += 4;
+                            continue;
+                        }
+                    }
+                    out.push(b[i]);
+                    i += 1;
+                }
+                use std::os::unix::ffi::OsStringExt;
+                return Some(PathBuf::from(std::ffi::OsString::from_vec(out)));
+            }
+        }
+        None
+    }
+
+    /// Open inode `ino` of device `dev` read-only without knowing a path:
+    /// on ext2/3/4, a `FILEID_INO32_GEN` handle with generation 0 names
+    /// the inode whatever its generation (ext4's `ext4_nfs_get_inode` skips
+    /// the check for 0). Needs `CAP_DAC_READ_SEARCH`; other file systems:
+    /// `ENOTSUP`. The caller verifies (dev, ino) with `fstat`.
+    pub fn open_by_ino(mounts: &mut Mounts, dev: u64, ino: u64) -> std::io::Result<File> {
+        let ino32 =
+            u32::try_from(ino).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        let mfd = mounts
+            .ext4_fd(dev)
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOTSUP))?
+            .as_raw_fd();
+        let mut bytes = [0u8; 8];
+        bytes[..4].copy_from_slice(&ino32.to_le_bytes());
+        open_handle_at(mfd, 1, &bytes)
+    }
+
+    /// Open the file of a handle read-only (`O_NOATIME` where permitted).
+    /// Needs `CAP_DAC_READ_SEARCH` (`EPERM` otherwise); `ESTALE` when the
+    /// file was deleted (its inode freed or reused).
+    pub fn open_by_handle(
+        mounts: &mut Mounts,
+        mount_id: i32,
+        kind: i32,
+        bytes: &[u8],
+    ) -> std::io::Result<File> {
+        if bytes.len() > MAX_HANDLE_BYTES {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let mfd = mounts
+            .fd(mount_id)
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?
+            .as_raw_fd();
+        open_handle_at(mfd, kind, bytes)
+    }
+
+    fn open_handle_at(mfd: i32, kind: i32, bytes: &[u8]) -> std::io::Result<File> {
+        let mut h = Handle {
+            bytes: bytes.len() as libc::c_uint,
+            kind,
+            data: [0; MAX_HANDLE_BYTES],
+        };
+        h.data[..bytes.len()].copy_from_slice(bytes);
+        let mut open = |flags| {
+            // SAFETY: `h` is a valid file_handle of `bytes` bytes; `mfd` is
+            // an open descriptor of the mount.
+            unsafe {
+                libc::open_by_handle_at(
+                    mfd,
+                    (&mut h as *mut Handle).cast::<libc::file_handle>(),
+                    flags,
+                )
+            }
+        };
+        let mut r = open(libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOATIME);
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
+            r = open(libc::O_RDONLY | libc::O_CLOEXEC);
+        }
+        if r < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor we own.
+        Ok(unsafe { File::from_raw_fd(r) })
     }
 }

@@ -15,6 +15,7 @@
 pub mod cachetool;
 pub mod controller;
 pub mod files;
+pub mod history;
 pub mod proctree;
 pub mod record;
 pub mod session;

@@ -28,7 +28,29 @@
 //!     data    BLOB NOT NULL,   -- codec-encoded ModelSnapshot
 //!     saved_unix INTEGER NOT NULL,
 //!     PRIMARY KEY (app_key, name));
+//! -- version 2: what `outrider run` saw, per application (issue 7 item 5)
+//! CREATE TABLE app_runs (
+//!     app_key TEXT PRIMARY KEY, -- see below
+//!     exe TEXT NOT NULL, args TEXT NOT NULL, cwd TEXT NOT NULL, -- last run's, for people
+//!     runs INTEGER NOT NULL,    -- runs saved so far
+//!     accesses BLOB NOT NULL,   -- first-access list: 16-byte LE records (file id u32, page u64, pages u32)
+//!     saved_unix INTEGER NOT NULL);
+//! CREATE TABLE app_files (
+//!     app_key TEXT NOT NULL, id INTEGER NOT NULL,  -- the id the access list names
+//!     dev INTEGER NOT NULL, ino INTEGER NOT NULL,
+//!     handle_type INTEGER, handle BLOB, mount_id INTEGER, -- name_to_handle_at(2), when it worked
+//!     path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+//!     PRIMARY KEY (app_key, id));
 //! ```
+//!
+//! An application key is chosen by the caller (`outrider run`: executable,
+//! arguments and working directory, or `--app-key NAME` to group runs).
+//! One run's history ([`Store::save_run`]) is written in **one
+//! transaction** at the end of the run: the access list, its files and the
+//! policy's blob replace the previous ones together, so a process killed at
+//! any point loses at most the run in progress, and two runs writing at
+//! once serialise on SQLite's write lock (WAL mode, [`BUSY_TIMEOUT`]): the
+//! last to commit wins, neither corrupts the file.
 //!
 //! Extending it: add tables in a new step of [`migrate`] and bump
 //! [`SCHEMA_VERSION`]; older files are migrated in place when opened, newer
@@ -44,7 +66,90 @@ use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// How long a writer waits for another process's write lock (10 s).
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Size of one access-list record in [`Store::save_run`]'s blob.
+pub const ACCESS_RECORD_BYTES: usize = 16;
+
+/// One file of an application's history (a row of `app_files`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileRecord {
+    /// The id the access list names (stable across runs of the app).
+    pub id: u32,
+    /// Device number (`st_dev`).
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// `name_to_handle_at(2)` handle (type, bytes) and mount id, if known.
+    pub handle: Option<(i32, Vec<u8>, i32)>,
+    /// Path when last seen.
+    pub path: String,
+    /// Size in bytes when last seen.
+    pub size: u64,
+    /// mtime in ns when last seen.
+    pub mtime_ns: i64,
+}
+
+/// One page range of the access list: `pages` pages of file `file` from
+/// `page`, in the order the run first touched them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessRecord {
+    /// File id ([`FileRecord::id`]).
+    pub file: u32,
+    /// First page (4 KiB).
+    pub page: u64,
+    /// Pages.
+    pub pages: u32,
+}
+
+/// What one run of an application leaves behind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AppHistory {
+    /// Executable (for people reading the store).
+    pub exe: String,
+    /// Arguments, space separated (for people).
+    pub args: String,
+    /// Working directory (for people).
+    pub cwd: String,
+    /// Runs saved so far under this key (including this one, on load).
+    pub runs: u64,
+    /// Files the access list names.
+    pub files: Vec<FileRecord>,
+    /// The access list, first-access order.
+    pub accesses: Vec<AccessRecord>,
+}
+
+/// Encode an access list as [`ACCESS_RECORD_BYTES`]-byte little-endian
+/// records.
+pub fn encode_accesses(list: &[AccessRecord]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(list.len() * ACCESS_RECORD_BYTES);
+    for a in list {
+        out.extend_from_slice(&a.file.to_le_bytes());
+        out.extend_from_slice(&a.page.to_le_bytes());
+        out.extend_from_slice(&a.pages.to_le_bytes());
+    }
+    out
+}
+
+/// Decode [`encode_accesses`]'s blob; `None` when its length is not a
+/// multiple of the record size.
+pub fn decode_accesses(b: &[u8]) -> Option<Vec<AccessRecord>> {
+    if !b.len().is_multiple_of(ACCESS_RECORD_BYTES) {
+        return None;
+    }
+    Some(
+        b.chunks_exact(ACCESS_RECORD_BYTES)
+            .map(|c| AccessRecord {
+                file: u32::from_le_bytes(c[0..4].try_into().expect("4")),
+                page: u64::from_le_bytes(c[4..12].try_into().expect("8")),
+                pages: u32::from_le_bytes(c[12..16].try_into().expect("4")),
+            })
+            .collect(),
+    )
+}
 
 /// Why the store could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +210,7 @@ impl Store {
             source,
         };
         let conn = Connection::open(&path).map_err(sql)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         // Fails here with "file is not a database" for non-SQLite files.
         let _: String = conn
             .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
@@ -118,6 +224,8 @@ impl Store {
         };
         let mut store = Store { conn, path };
         if tables.is_empty() {
+            // Another process may be creating it right now: migrate()
+            // re-checks under the write lock.
             store.migrate(0)?;
             return Ok(store);
         }
@@ -148,7 +256,7 @@ impl Store {
             .conn
             .query_row("SELECT version FROM schema_version", [], |r| r.get(0))
             .map_err(|e| store.sql(e))?;
-        if found > SCHEMA_VERSION || found < 1 {
+        if !(1..=SCHEMA_VERSION).contains(&found) {
             return Err(StoreError::Version {
                 path: store.path,
                 found,
@@ -176,7 +284,29 @@ impl Store {
             path: path.clone(),
             source,
         };
-        let tx = self.conn.transaction().map_err(sql)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        // Under the write lock: another process may have migrated since
+        // `from` was read.
+        let has_version: bool = tx
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(sql)?
+            > 0;
+        let from = if has_version {
+            tx.query_row("SELECT version FROM schema_version", [], |r| r.get(0))
+                .map_err(sql)?
+        } else {
+            from.min(0)
+        };
+        if from >= SCHEMA_VERSION {
+            return Ok(());
+        }
         if from < 1 {
             tx.execute_batch(
                 "CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -191,7 +321,22 @@ impl Store {
             )
             .map_err(sql)?;
         }
-        // Later versions: `if from < 2 { ... }` here.
+        if from < 2 {
+            tx.execute_batch(
+                "CREATE TABLE app_runs (
+                     app_key TEXT PRIMARY KEY, exe TEXT NOT NULL, args TEXT NOT NULL,
+                     cwd TEXT NOT NULL, runs INTEGER NOT NULL, accesses BLOB NOT NULL,
+                     saved_unix INTEGER NOT NULL);
+                 CREATE TABLE app_files (
+                     app_key TEXT NOT NULL, id INTEGER NOT NULL,
+                     dev INTEGER NOT NULL, ino INTEGER NOT NULL,
+                     handle_type INTEGER, handle BLOB, mount_id INTEGER,
+                     path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+                     PRIMARY KEY (app_key, id));",
+            )
+            .map_err(sql)?;
+        }
+        // Later versions: `if from < 3 { ... }` here.
         tx.execute("UPDATE schema_version SET version = ?1", [SCHEMA_VERSION])
             .map_err(sql)?;
         tx.commit().map_err(sql)
@@ -206,6 +351,149 @@ impl Store {
     /// notes in the crate documentation).
     pub fn connection(&self) -> &Connection {
         &self.conn
+    }
+
+    /// Save one run of application `app_key` in one transaction: its
+    /// history replaces the previous one (the run counter goes on), and
+    /// each `(name, blob)` of `policy_blobs` replaces that policy history.
+    pub fn save_run(
+        &mut self,
+        app_key: &str,
+        h: &AppHistory,
+        policy_blobs: &[(&str, Vec<u8>)],
+    ) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let sql = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let now = unix_now();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let runs: i64 = tx
+            .query_row(
+                "SELECT runs FROM app_runs WHERE app_key = ?1",
+                [app_key],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?
+            .unwrap_or(0);
+        tx.execute(
+            "INSERT OR REPLACE INTO app_runs (app_key, exe, args, cwd, runs, accesses, saved_unix)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                app_key,
+                h.exe,
+                h.args,
+                h.cwd,
+                runs + 1,
+                encode_accesses(&h.accesses),
+                now
+            ],
+        )
+        .map_err(sql)?;
+        tx.execute("DELETE FROM app_files WHERE app_key = ?1", [app_key])
+            .map_err(sql)?;
+        {
+            let mut st = tx
+                .prepare(
+                    "INSERT INTO app_files (app_key, id, dev, ino, handle_type, handle, mount_id,
+                     path, size, mtime_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                )
+                .map_err(sql)?;
+            for f in &h.files {
+                let (ht, hb, mid) = match &f.handle {
+                    Some((t, b, m)) => (Some(*t), Some(b.as_slice()), Some(*m)),
+                    None => (None, None, None),
+                };
+                st.execute(params![
+                    app_key,
+                    f.id,
+                    f.dev as i64,
+                    f.ino as i64,
+                    ht,
+                    hb,
+                    mid,
+                    f.path,
+                    f.size as i64,
+                    f.mtime_ns
+                ])
+                .map_err(sql)?;
+            }
+        }
+        for (name, blob) in policy_blobs {
+            tx.execute(
+                "INSERT OR REPLACE INTO models (app_key, name, kind, format, data, saved_unix)
+                 VALUES (?1, ?2, 'policy', ?3, ?4, ?5)",
+                params![app_key, name, codec::FORMAT, blob, now],
+            )
+            .map_err(sql)?;
+        }
+        tx.commit().map_err(sql)
+    }
+
+    /// The last saved run of `app_key`, if any (files by id).
+    pub fn load_run(&self, app_key: &str) -> Result<Option<AppHistory>, StoreError> {
+        let row: Option<(String, String, String, i64, Vec<u8>)> = self
+            .conn
+            .query_row(
+                "SELECT exe, args, cwd, runs, accesses FROM app_runs WHERE app_key = ?1",
+                [app_key],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        let Some((exe, args, cwd, runs, blob)) = row else {
+            return Ok(None);
+        };
+        let accesses = decode_accesses(&blob).ok_or_else(|| StoreError::Corrupt {
+            path: self.path.clone(),
+            app_key: app_key.into(),
+            name: "accesses".into(),
+            why: format!(
+                "{} bytes is not a whole number of {ACCESS_RECORD_BYTES}-byte records",
+                blob.len()
+            ),
+        })?;
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT id, dev, ino, handle_type, handle, mount_id, path, size, mtime_ns
+                 FROM app_files WHERE app_key = ?1 ORDER BY id",
+            )
+            .map_err(|e| self.sql(e))?;
+        let files = st
+            .query_map([app_key], |r| {
+                let ht: Option<i32> = r.get(3)?;
+                let hb: Option<Vec<u8>> = r.get(4)?;
+                let mid: Option<i32> = r.get(5)?;
+                Ok(FileRecord {
+                    id: r.get(0)?,
+                    dev: r.get::<_, i64>(1)? as u64,
+                    ino: r.get::<_, i64>(2)? as u64,
+                    handle: match (ht, hb, mid) {
+                        (Some(t), Some(b), Some(m)) => Some((t, b, m)),
+                        _ => None,
+                    },
+                    path: r.get(6)?,
+                    size: r.get::<_, i64>(7)? as u64,
+                    mtime_ns: r.get(8)?,
+                })
+            })
+            .map_err(|e| self.sql(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.sql(e))?;
+        Ok(Some(AppHistory {
+            exe,
+            args,
+            cwd,
+            runs: runs as u64,
+            files,
+            accesses,
+        }))
     }
 
     /// Save (replace) the model `name` of history `app_key`.
@@ -313,6 +601,12 @@ impl Store {
         })?;
         Ok(true)
     }
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Open the store at `path` and load `name` of `app_key` into `model`,

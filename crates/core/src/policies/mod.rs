@@ -5,6 +5,7 @@
 //! section, a [`crate::params!`] struct with the paper's defaults, the
 //! [`crate::Policy`] impl) and add one [`Entry`] to [`REGISTRY`].
 
+pub mod auto;
 pub mod directed;
 pub mod diskseen;
 pub mod filepred;
@@ -139,6 +140,12 @@ pub const REGISTRY: &[Entry] = &[
         summary: directed::SUMMARY,
         specs: directed::DirectedParams::specs,
         build: |t| build_with(directed::NAME, t, directed::Directed::new),
+    },
+    Entry {
+        name: auto::NAME,
+        summary: auto::SUMMARY,
+        specs: auto::AutoParams::specs,
+        build: |t| build_with(auto::NAME, t, auto::Auto::new),
     },
     Entry {
         name: stride::NAME,

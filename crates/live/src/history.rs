@@ -1,0 +1,393 @@
+//! History store live (issue 7 item 5): what one `outrider run` of an
+//! application saw, saved for the next run of the same application, and
+//! restored so the `auto` policy can replay it.
+//!
+//! * **Key** ([`app_key`]): the executable (resolved through `PATH` and
+//!   canonicalised), the arguments and the working directory —
+//!   `run:EXE\x1fARG\x1f...\x1f@CWD`. Runs that should share a history (a
+//!   test suite run with varying arguments, a build in different
+//!   checkouts) pass a name instead (`--app-key NAME` → `name:NAME`).
+//! * **What is saved** ([`collect`]): the run's access list (page ranges,
+//!   first-access order, bounded by the controller's recorder) and, per
+//!   file it names, (dev, ino, `name_to_handle_at` handle, path, size,
+//!   mtime), plus the policy's own [`outrider_core::Policy::save_history`]
+//!   blob — all in one transaction at the end of the run
+//!   ([`outrider_store::Store::save_run`]).
+//! * **What is restored** ([`restore`]): each file is reopened — by handle
+//!   (`open_by_handle_at`, which fails with `ESTALE` for a deleted file
+//!   even if its inode number was reused) where permitted, else by path —
+//!   and kept only if (dev, ino, size, mtime) are unchanged; the entries of
+//!   dropped files are dropped. The kept files are registered in the
+//!   controller's [`FileTable`] under their saved ids (so ids, and thus the
+//!   policy blobs that name them, stay the same from run to run) and their
+//!   entries get physical positions from FIEMAP, for `auto`'s ordering.
+
+use crate::files::{handle, open_readonly, FileInfo, FileTable};
+use outrider_core::policies::auto::{Entry, NO_LBN};
+use outrider_core::{FileId, BLOCK_SIZE};
+use outrider_store::{AccessRecord, AppHistory, FileRecord};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::ffi::OsString;
+use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// The key of a run: `name:NAME` for an explicit group, else
+/// `run:EXE\x1fARGS...\x1f@CWD` (EXE resolved through `PATH`).
+pub fn app_key(argv: &[OsString], cwd: &Path, name: Option<&str>) -> String {
+    if let Some(n) = name {
+        return format!("name:{n}");
+    }
+    let mut k = String::from("run:");
+    if let Some((exe, args)) = argv.split_first() {
+        k.push_str(&resolve_exe(exe).to_string_lossy());
+        for a in args {
+            k.push('\x1f');
+            k.push_str(&a.to_string_lossy());
+        }
+    }
+    k.push_str("\x1f@");
+    k.push_str(&cwd.to_string_lossy());
+    k
+}
+
+/// `exe` as `execvp` finds it, canonicalised; unchanged when not found.
+pub fn resolve_exe(exe: &OsString) -> PathBuf {
+    let p = Path::new(exe);
+    let found = if p.components().count() > 1 {
+        Some(p.to_path_buf())
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(p))
+                .find(|c| c.is_file())
+        })
+    };
+    found
+        .and_then(|f| std::fs::canonicalize(f).ok())
+        .unwrap_or_else(|| p.to_path_buf())
+}
+
+/// What [`restore`] made of a saved history.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Restored {
+    /// The access list for the policy, ids as registered, with physical
+    /// positions.
+    #[serde(skip)]
+    pub entries: Vec<Entry>,
+    /// Entries kept.
+    pub entries_kept: u64,
+    /// Entries dropped (their file changed or is gone).
+    pub entries_dropped: u64,
+    /// Files kept.
+    pub files_kept: u64,
+    /// Files dropped: changed (size, mtime or inode) or deleted.
+    pub files_dropped: u64,
+    /// Of the kept files, how many were verified by handle.
+    pub by_handle: u64,
+    /// ... and how many by path.
+    pub by_path: u64,
+    /// Runs saved before under this key.
+    pub runs_before: u64,
+}
+
+fn mtime_ns(md: &std::fs::Metadata) -> i64 {
+    md.mtime() * 1_000_000_000 + md.mtime_nsec()
+}
+
+/// Reopen a saved file; `Ok((file, by_handle))` when it is the same,
+/// unchanged file.
+fn verify(
+    f: &FileRecord,
+    mounts: &mut handle::Mounts,
+) -> Result<(std::fs::File, bool), &'static str> {
+    let mut by_handle = false;
+    let file = match &f.handle {
+        Some((kind, bytes, mount)) => match handle::open_by_handle(mounts, *mount, *kind, bytes) {
+            Ok(file) => {
+                by_handle = true;
+                Some(file)
+            }
+            // The handle names a file that no longer exists.
+            Err(e) if e.raw_os_error() == Some(libc::ESTALE) => return Err("deleted"),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let file = match file {
+        Some(f) => f,
+        None => open_readonly(Path::new(&f.path)).map_err(|_| "gone")?,
+    };
+    let md = file.metadata().map_err(|_| "gone")?;
+    if md.dev() != f.dev || md.ino() != f.ino {
+        return Err("replaced");
+    }
+    if md.size() != f.size || mtime_ns(&md) != f.mtime_ns {
+        return Err("changed");
+    }
+    Ok((file, by_handle))
+}
+
+/// Physical byte address of file byte `off` through an extent list.
+fn physical_of(ex: &[outrider_sys::Extent], off: u64) -> Option<u64> {
+    let i = ex.partition_point(|x| x.logical + x.length <= off);
+    ex.get(i).and_then(|x| x.physical_of(off))
+}
+
+/// Validate `h`'s files, register the unchanged ones in `table` under their
+/// saved ids, and build the access list of their entries. Call before the
+/// run starts (the table must not have allocated ids yet).
+pub fn restore(h: &AppHistory, table: &mut FileTable) -> Restored {
+    let mut r = Restored {
+        runs_before: h.runs,
+        ..Restored::default()
+    };
+    let mut mounts = handle::Mounts::default();
+    // Verified in inode order: the inode-table reads of a cold cache then
+    // go up the disk (and ext4's inode-table readahead serves the next
+    // ones); seeded in id order afterwards.
+    let mut files: Vec<&FileRecord> = h.files.iter().collect();
+    files.sort_by_key(|f| (f.dev, f.ino));
+    // (record, extents, by handle); the descriptor is closed at once so a
+    // history of many files needs no more than one.
+    type Verified<'a> = (&'a FileRecord, Vec<outrider_sys::Extent>, bool);
+    let mut verified: Vec<Verified<'_>> = Vec::new();
+    for f in files {
+        match verify(f, &mut mounts) {
+            Ok((file, by_handle)) => {
+                let ex = outrider_sys::fiemap(file.as_fd()).unwrap_or_default();
+                verified.push((f, ex, by_handle));
+            }
+            Err(_) => r.files_dropped += 1,
+        }
+    }
+    verified.sort_by_key(|v| v.0.id);
+    let mut kept: FxHashMap<u32, (u32, Vec<outrider_sys::Extent>)> = FxHashMap::default();
+    for (f, ex, by_handle) in verified {
+        let info = FileInfo {
+            dev: f.dev,
+            ino: f.ino,
+            handle: f.handle.clone(),
+            path: PathBuf::from(&f.path),
+            size: f.size,
+            mtime_ns: f.mtime_ns,
+        };
+        if !table.seed(FileId(u64::from(f.id)), info) {
+            r.files_dropped += 1;
+            continue;
+        }
+        kept.insert(f.id, (f.dev as u32, ex));
+        r.files_kept += 1;
+        if by_handle {
+            r.by_handle += 1;
+        } else {
+            r.by_path += 1;
+        }
+    }
+    for a in &h.accesses {
+        let Some((dev, ex)) = kept.get(&a.file) else {
+            r.entries_dropped += 1;
+            continue;
+        };
+        let lbn = physical_of(ex, a.page * BLOCK_SIZE).map_or(NO_LBN, |b| b / BLOCK_SIZE);
+        r.entries.push(Entry {
+            file: FileId(u64::from(a.file)),
+            page: a.page,
+            pages: a.pages.max(1),
+            dev: *dev,
+            lbn,
+        });
+    }
+    r.entries_kept = r.entries.len() as u64;
+    r
+}
+
+/// The history of this run: the recorded `list` and the files it names
+/// (size and mtime as now, when the path still names the same file).
+/// Entries of files never opened (unknown identity) are left out.
+pub fn collect(list: &[Entry], table: &FileTable, argv: &[OsString], cwd: &Path) -> AppHistory {
+    let mut files = Vec::new();
+    let mut known: FxHashSet<u64> = FxHashSet::default();
+    let mut unknown: FxHashSet<u64> = FxHashSet::default();
+    let mut accesses = Vec::with_capacity(list.len());
+    for e in list {
+        let id = e.file.0;
+        if unknown.contains(&id) || id > u64::from(u32::MAX) {
+            continue;
+        }
+        if !known.contains(&id) {
+            let Some(info) = table.info(e.file) else {
+                unknown.insert(id);
+                continue;
+            };
+            let (mut size, mut mtime) = (info.size, info.mtime_ns);
+            match std::fs::metadata(&info.path) {
+                Ok(md) if md.dev() == info.dev && md.ino() == info.ino => {
+                    size = md.size();
+                    mtime = mtime_ns(&md);
+                }
+                // Deleted (a temporary file) and not findable by handle:
+                // nothing to replay next time.
+                Err(_) if info.handle.is_none() => {
+                    unknown.insert(id);
+                    continue;
+                }
+                _ => {}
+            }
+            files.push(FileRecord {
+                id: id as u32,
+                dev: info.dev,
+                ino: info.ino,
+                handle: info.handle.clone(),
+                path: info.path.to_string_lossy().into_owned(),
+                size,
+                mtime_ns: mtime,
+            });
+            known.insert(id);
+        }
+        accesses.push(AccessRecord {
+            file: id as u32,
+            page: e.page,
+            pages: e.pages,
+        });
+    }
+    let (exe, args) = match argv.split_first() {
+        Some((e, a)) => (
+            resolve_exe(e).to_string_lossy().into_owned(),
+            a.iter()
+                .map(|x| x.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        None => (String::new(), String::new()),
+    };
+    AppHistory {
+        exe,
+        args,
+        cwd: cwd.to_string_lossy().into_owned(),
+        runs: 0,
+        files,
+        accesses,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::FileTableOptions;
+    use std::fs;
+
+    fn table() -> FileTable {
+        FileTable::new(FileTableOptions::default())
+    }
+
+    /// Three files read in one run; before the next, one is rewritten
+    /// (size changes), one is deleted, one is untouched: only the
+    /// untouched one's entries come back, under its saved id, and the
+    /// table reopens it (by handle as root, else by path).
+    #[test]
+    fn changed_and_deleted_files_are_dropped() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let mut t = table();
+        let mut ids = Vec::new();
+        for name in ["a", "b", "c"] {
+            let p = dir.path().join(name);
+            fs::write(&p, vec![7u8; 3 * 4096]).unwrap();
+            ids.push(t.insert_file(fs::File::open(&p).unwrap(), p).unwrap());
+        }
+        let list: Vec<Entry> = ids
+            .iter()
+            .flat_map(|&f| {
+                [0u64, 2].map(|page| Entry {
+                    file: f,
+                    page,
+                    pages: 1,
+                    dev: 0,
+                    lbn: NO_LBN,
+                })
+            })
+            .collect();
+        let h = collect(&list, &t, &["prog".into()], dir.path());
+        assert_eq!(h.files.len(), 3);
+        assert_eq!(h.accesses.len(), 6);
+        drop(t);
+        // b changes size, c is deleted; a is unchanged.
+        fs::write(dir.path().join("b"), vec![1u8; 4096]).unwrap();
+        fs::remove_file(dir.path().join("c")).unwrap();
+        let mut t2 = table();
+        let r = restore(&h, &mut t2);
+        assert_eq!((r.files_kept, r.files_dropped), (1, 2));
+        assert_eq!((r.entries_kept, r.entries_dropped), (2, 4));
+        assert_eq!(
+            r.entries
+                .iter()
+                .map(|e| (e.file, e.page))
+                .collect::<Vec<_>>(),
+            vec![(ids[0], 0), (ids[0], 2)]
+        );
+        // Unchanged files are reopened by handle when permitted.
+        // SAFETY: no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        if root {
+            assert_eq!(r.by_handle, 1);
+        }
+        assert!(t2.open_known(ids[0]).is_some());
+        assert_eq!(t2.reopened_by_handle + t2.reopened_by_path, 1);
+        // A new file gets an id after the saved ones.
+        let p = dir.path().join("d");
+        fs::write(&p, b"x").unwrap();
+        let id = t2.insert_file(fs::File::open(&p).unwrap(), p).unwrap();
+        assert_eq!((ids[0], id), (FileId(1), FileId(2)));
+    }
+
+    /// A file replaced by another at the same path (new inode) is dropped
+    /// even though the path opens.
+    #[test]
+    fn a_replaced_file_is_dropped() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("a");
+        fs::write(&p, vec![7u8; 4096]).unwrap();
+        let mut t = table();
+        let id = t
+            .insert_file(fs::File::open(&p).unwrap(), p.clone())
+            .unwrap();
+        let list = [Entry {
+            file: id,
+            page: 0,
+            pages: 1,
+            dev: 0,
+            lbn: NO_LBN,
+        }];
+        let mut h = collect(&list, &t, &["prog".into()], dir.path());
+        // Same size and mtime, other inode: renamed over.
+        let q = dir.path().join("a.new");
+        fs::write(&q, vec![7u8; 4096]).unwrap();
+        let keep = fs::File::open(&p).unwrap(); // keeps the old inode alive
+        fs::rename(&q, &p).unwrap();
+        let md = fs::metadata(&p).unwrap();
+        h.files[0].size = md.size();
+        h.files[0].mtime_ns = mtime_ns(&md);
+        h.files[0].handle = None; // by path only
+        let r = restore(&h, &mut table());
+        assert_eq!(
+            (r.files_kept, r.files_dropped, r.entries_dropped),
+            (0, 1, 1)
+        );
+        drop(keep);
+    }
+
+    #[test]
+    fn app_keys_name_executable_arguments_and_directory() {
+        let k = app_key(
+            &["sh".into(), "-c".into(), "x".into()],
+            Path::new("/w"),
+            None,
+        );
+        assert!(k.starts_with("run:/"), "{k}");
+        assert!(k.ends_with("\x1f-c\x1fx\x1f@/w"), "{k}");
+        assert_eq!(
+            app_key(&["sh".into()], Path::new("/w"), Some("build")),
+            "name:build"
+        );
+    }
+}
