@@ -42,12 +42,12 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use outrider_core::policies::directed::list::{AccessList, ListEntry, Mode, Observed};
-use outrider_core::policies::directed::plan::{plan_round, Aimd, Page, Run};
+use outrider_core::policies::directed::plan::{plan_round, Aimd, Page, Run, PAPER_INFILL_PAGES};
 use outrider_core::Params;
 use outrider_sys::{advise, cachestat, fiemap, Advice, Extent, Fetch, Pool};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::config::Config;
+use crate::config::{Config, Infill};
 
 const PAGE: u64 = 4096;
 
@@ -111,6 +111,8 @@ pub struct Stats {
     pub dropped_pages: u64,
     /// Current reorder-buffer size, pages.
     pub buffer_pages: u64,
+    /// Infill limit in use, pages (`infill=auto`: from the device probe).
+    pub infill_limit_pages: u64,
 }
 
 struct Region {
@@ -118,6 +120,8 @@ struct Region {
     ranges: Vec<(u64, u64)>,
     extents: Vec<Extent>,
     ra_cap: u64,
+    /// `infill=auto`: the limit the device probe chose (`None`: not probed).
+    infill: Option<u64>,
 }
 
 impl Region {
@@ -144,7 +148,8 @@ pub struct Client {
     list: AccessList,
     /// Absolute list index one past the current round.
     round_end: u64,
-    /// Pages of the current round (requested, not infill).
+    /// Pages of the current round (requested, not infill) not accessed yet
+    /// in the round (each is checked for residency at its first access).
     round_pages: FxHashSet<(u64, u64)>,
     /// Runs fetched by the current round (for the next round's drops).
     round_runs: Vec<Run>,
@@ -216,6 +221,16 @@ impl Client {
         }
         let dup = fd.try_clone_to_owned()?;
         let extents = fiemap(fd).unwrap_or_default();
+        let infill = match self.cfg.infill {
+            Infill::Auto => crate::probe::device_cost(fd, offset, len).map(|c| {
+                if self.cfg.charge {
+                    c.infill_pages
+                } else {
+                    c.infill_pages_uncharged
+                }
+            }),
+            Infill::Size(_) => None,
+        };
         self.regions.insert(
             raw,
             Region {
@@ -223,6 +238,7 @@ impl Client {
                 fd: Arc::new(dup),
                 ranges: vec![(offset, len)],
                 extents,
+                infill,
             },
         );
         Ok(())
@@ -275,7 +291,23 @@ impl Client {
     pub fn stats(&self) -> Stats {
         Stats {
             buffer_pages: self.buffer_pages(),
+            infill_limit_pages: self.infill_pages(),
             ..self.stats
+        }
+    }
+
+    /// The infill limit, pages: the setting, or with `infill=auto` the
+    /// smallest limit the probe chose for the registered regions' devices
+    /// (the paper's 32 KiB when none could be probed).
+    pub fn infill_pages(&self) -> u64 {
+        match self.cfg.infill {
+            Infill::Size(s) => s.0 / PAGE,
+            Infill::Auto => self
+                .regions
+                .values()
+                .filter_map(|r| r.infill)
+                .min()
+                .unwrap_or(PAPER_INFILL_PAGES),
         }
     }
 
@@ -371,10 +403,14 @@ impl Client {
             if self.replan || index >= self.round_end {
                 self.new_round(index, false);
             } else if self.pool.pending() == 0
-                && self.round_pages.contains(&key)
+                && self.round_pages.remove(&key)
                 && !self.resident(fd, page)
             {
-                // §4.5: a listed page of this round is gone: premature eviction.
+                // §4.5/§4.6: a page of this round evicted before its first
+                // use is a premature eviction. Each page is checked once per
+                // round, at its first access (it is removed from the set):
+                // an eviction after use is not premature, and a page read
+                // eight times costs one residency check, not eight.
                 self.stats.premature_rounds += 1;
                 self.new_round(index, true);
             }
@@ -461,13 +497,7 @@ impl Client {
             }
             v
         };
-        let round = plan_round(
-            upcoming,
-            k,
-            self.cfg.infill.0 / PAGE,
-            self.cfg.charge,
-            self.head,
-        );
+        let round = plan_round(upcoming, k, self.infill_pages(), self.cfg.charge, self.head);
         // Drop the previous round's pages that the new round does not read.
         let mut keep: FxHashSet<(u64, u64)> = FxHashSet::default();
         for r in &round.runs {
