@@ -101,7 +101,6 @@ fn main() {
             "| {} | `{spec}` | {t:.2} | {seek:.1} | {expect:.1} |",
             human(kib)
         );
-        seen.push((kib, a, m));
     }
     fig3(&trace, &list);
 }
@@ -155,6 +154,7 @@ fn fig3(trace: &outrider_trace::Trace, list: &[Page]) {
             "| {} | {a:.2} | {b:.2} | {m:.2} | {c:.2} | {d:.2} |",
             human(kib)
         );
+        seen.push((kib, a, m));
     }
     println!("\nWhy the curve bends where it does — the HDD model's cost of a forward gap (positioning, Fig. 1) against reading the same gap through at the media rate (100 MB/s):\n");
     println!("| gap | skip it: forward positioning (ms) | read it through (ms) | cheaper |");
