@@ -40,6 +40,7 @@ limit=${LIMIT:-120} # seconds before a concurrent run is killed (§5.6: aimd=off
 cg=/sys/fs/cgroup/memory/outrider-directed-bench
 mkdir -p "$work" bench/results
 
+cargo build --release --quiet -p outrider-directed
 cargo build --release --quiet -p outrider-directed --example probe
 # A private copy of the library, so rebuilding during the runs changes nothing.
 cp target/release/liboutrider.so target/release/examples/probe "$work/"

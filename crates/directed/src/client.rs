@@ -10,8 +10,9 @@
 //!    round is planned from the new list.
 //! 2. **Round** (§4.5): past the end of the current round, or the list was
 //!    replaced → a new round. Inside the round, the page's residency is
-//!    checked with `cachestat(2)`; a miss is a premature eviction → the AIMD
-//!    controller halves and a new round starts at this entry.
+//!    checked with `cachestat(2)` at its first access in the round; a miss
+//!    is a premature eviction → the AIMD controller halves and a new round
+//!    starts at this entry.
 //! 3. **Low list** (§4.1): fewer than `low` entries left ahead, or too few
 //!    to fill the round being planned (under 2K) → the callback is asked to
 //!    extend the list (reason [`Reason::Low`]), once per list update.
@@ -19,7 +20,10 @@
 //! A round: K unique pages from the current entry on (K from the AIMD
 //! controller or `buffer`), physical positions from FIEMAP, C-LOOK order
 //! from the previous round's last position, infill merge (shared with the
-//! simulator: `outrider_core::policies::directed::plan`). Pages of the
+//! simulator: `outrider_core::policies::directed::plan`). The infill limit
+//! is `infill=SIZE`, or with `infill=auto` (the default) what the device
+//! probe ([`crate::probe`]) measures at the first round with gaps to fill
+//! (a list read in file order never probes). Pages of the
 //! previous round not in the new one are dropped with DONTNEED first, in one
 //! batch of merged ranges (§4.5: "faster to DONTNEED pages in large
 //! batches"). The runs are then issued as WILLNEED in chunks no larger than
@@ -51,9 +55,19 @@ use crate::config::{Config, Infill};
 
 const PAGE: u64 = 4096;
 
+/// Pages one residency check covers when the program reads the round in
+/// file order (see [`Client::resident_checked`]): 1 MiB.
+const CHECK_WINDOW_PAGES: u64 = 256;
+
 /// Bound on the ranges one worker job issues (a job is also at most one
 /// readahead cap of bytes).
 const MAX_RANGES_PER_JOB: usize = 256;
+
+/// Bound on the worker pool's queue, in jobs: room for a whole round (a
+/// 1 GiB round is 128 jobs of 8 MiB; 50 000 scattered pages are ~200 jobs),
+/// so the program does not wait at the round boundary for the workers to
+/// take the round's jobs — only for its planning.
+const POOL_QUEUE_JOBS: usize = 1024;
 
 /// One access-list entry as the application gives it (§4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,8 +134,11 @@ struct Region {
     ranges: Vec<(u64, u64)>,
     extents: Vec<Extent>,
     ra_cap: u64,
-    /// `infill=auto`: the limit the device probe chose (`None`: not probed).
+    /// `infill=auto`: the limit the device probe chose (`None`: not
+    /// probed, or the probe could not measure).
     infill: Option<u64>,
+    /// The probe was tried on this region.
+    probed: bool,
 }
 
 impl Region {
@@ -160,6 +177,12 @@ pub struct Client {
     head: (u32, u64),
     pool: Pool,
     stats: Stats,
+    /// Pages a window check found resident: (file, first page, end page).
+    verified: (u64, u64, u64),
+    /// The page whose residency was last asked about.
+    last_checked: (u64, u64),
+    /// Infill limit of the last round planned, pages.
+    infill_used: u64,
 }
 
 impl Client {
@@ -168,9 +191,13 @@ impl Client {
     pub fn new(cfg: Config) -> Client {
         let avail = available_pages(&cfg);
         let aimd = Aimd::new(avail, cfg.min.blocks(), cfg.aimd);
+        let infill_used = match cfg.infill {
+            Infill::Size(s) => s.0 / PAGE,
+            Infill::Auto => 0,
+        };
         Client {
             list: AccessList::new(cfg.list),
-            pool: Pool::new(cfg.threads, 4 * cfg.threads.max(1)),
+            pool: Pool::new(cfg.threads, POOL_QUEUE_JOBS),
             cfg,
             callback: None,
             regions: FxHashMap::default(),
@@ -183,6 +210,9 @@ impl Client {
             aimd,
             head: (0, 0),
             stats: Stats::default(),
+            verified: (u64::MAX, 0, 0),
+            last_checked: (u64::MAX, 0),
+            infill_used,
         }
     }
 
@@ -221,16 +251,6 @@ impl Client {
         }
         let dup = fd.try_clone_to_owned()?;
         let extents = fiemap(fd).unwrap_or_default();
-        let infill = match self.cfg.infill {
-            Infill::Auto => crate::probe::device_cost(fd, offset, len).map(|c| {
-                if self.cfg.charge {
-                    c.infill_pages
-                } else {
-                    c.infill_pages_uncharged
-                }
-            }),
-            Infill::Size(_) => None,
-        };
         self.regions.insert(
             raw,
             Region {
@@ -238,7 +258,8 @@ impl Client {
                 fd: Arc::new(dup),
                 ranges: vec![(offset, len)],
                 extents,
-                infill,
+                infill: None,
+                probed: false,
             },
         );
         Ok(())
@@ -291,24 +312,64 @@ impl Client {
     pub fn stats(&self) -> Stats {
         Stats {
             buffer_pages: self.buffer_pages(),
-            infill_limit_pages: self.infill_pages(),
+            infill_limit_pages: self.infill_used,
             ..self.stats
         }
     }
 
-    /// The infill limit, pages: the setting, or with `infill=auto` the
-    /// smallest limit the probe chose for the registered regions' devices
-    /// (the paper's 32 KiB when none could be probed).
-    pub fn infill_pages(&self) -> u64 {
-        match self.cfg.infill {
-            Infill::Size(s) => s.0 / PAGE,
-            Infill::Auto => self
-                .regions
-                .values()
-                .filter_map(|r| r.infill)
-                .min()
-                .unwrap_or(PAPER_INFILL_PAGES),
+    /// With `infill=auto`: the smallest limit the probe chose for the
+    /// registered regions' devices; the paper's 32 KiB once every region was
+    /// tried and none could be measured; `None` while regions are untried.
+    fn auto_infill(&self) -> Option<u64> {
+        if let Some(m) = self.regions.values().filter_map(|r| r.infill).min() {
+            return Some(m);
         }
+        self.regions
+            .values()
+            .all(|r| r.probed)
+            .then_some(PAPER_INFILL_PAGES)
+    }
+
+    /// Probe the devices of the regions not tried yet (once per device per
+    /// process, [`crate::probe::device_cost`]), on each region's largest
+    /// registered range.
+    fn probe_regions(&mut self) {
+        let charge = self.cfg.charge;
+        for r in self.regions.values_mut().filter(|r| !r.probed) {
+            r.probed = true;
+            let (off, len) = r
+                .ranges
+                .iter()
+                .copied()
+                .max_by_key(|x| x.1)
+                .unwrap_or((0, 0));
+            r.infill = crate::probe::device_cost(r.fd.as_fd(), off, len).map(|c| {
+                if charge {
+                    c.infill_pages
+                } else {
+                    c.infill_pages_uncharged
+                }
+            });
+        }
+    }
+
+    /// The list from `index` on with physical positions, read lazily (the
+    /// planner stops at the k-th unique page). Enough entries to find k
+    /// unique pages in any list shape is unknown; at most 4k + 1024 are
+    /// looked at.
+    fn upcoming(&self, index: u64, k: u64) -> impl Iterator<Item = Page> + '_ {
+        (index..)
+            .map_while(|i| self.list.get(i))
+            .take((4 * k.max(1) + 1024) as usize)
+            .map(|e| Page {
+                file: e.file,
+                page: e.page,
+                dev: 0,
+                phys: self
+                    .regions
+                    .get(&(e.file as RawFd))
+                    .map_or(e.page, |r| r.phys_block(e.page)),
+            })
     }
 
     /// Entries left ahead of the position.
@@ -404,7 +465,7 @@ impl Client {
                 self.new_round(index, false);
             } else if self.pool.pending() == 0
                 && self.round_pages.remove(&key)
-                && !self.resident(fd, page)
+                && !self.resident_checked(fd, page)
             {
                 // §4.5/§4.6: a page of this round evicted before its first
                 // use is a premature eviction. Each page is checked once per
@@ -420,6 +481,34 @@ impl Client {
             self.stats.low_callbacks += 1;
             self.call_back(Reason::Low, fd, page);
         }
+    }
+
+    /// [`Client::resident`] with one saving for lists read in file order:
+    /// when the page asked about follows the one asked about before, one
+    /// `cachestat` covers the next [`CHECK_WINDOW_PAGES`]; if all are cached,
+    /// their first accesses need no further call. A page of the window
+    /// evicted between that check and its first access (under a
+    /// millisecond at sequential speed) is then not counted as a premature
+    /// eviction. Random orders are checked page by page, as before.
+    fn resident_checked(&mut self, fd: RawFd, page: u64) -> bool {
+        let f = fd as u64;
+        let in_order = self.last_checked == (f, page.wrapping_sub(1));
+        self.last_checked = (f, page);
+        let (vf, vs, ve) = self.verified;
+        if vf == f && page >= vs && page < ve {
+            return true;
+        }
+        if in_order {
+            if let Some(r) = self.regions.get(&fd) {
+                if let Ok(s) = cachestat(r.fd.as_fd(), page * PAGE, CHECK_WINDOW_PAGES * PAGE) {
+                    if s.cache >= CHECK_WINDOW_PAGES {
+                        self.verified = (f, page, page + CHECK_WINDOW_PAGES);
+                        return true;
+                    }
+                }
+            }
+        }
+        self.resident(fd, page)
     }
 
     fn resident(&self, fd: RawFd, page: u64) -> bool {
@@ -458,6 +547,7 @@ impl Client {
         let avail = available_pages(&self.cfg);
         self.aimd.set_available(avail);
         self.replan = false;
+        self.verified = (u64::MAX, 0, 0);
         let k = self.buffer_pages();
         // The list is low if it cannot fill this round: ask for more first
         // (once per list update, as for the `low` mark).
@@ -474,30 +564,30 @@ impl Client {
                 }
             }
         }
-        let upcoming: Vec<Page> = {
-            let mut v = Vec::new();
-            let mut i = index;
-            while let Some(e) = self.list.get(i) {
-                let phys = self
-                    .regions
-                    .get(&(e.file as RawFd))
-                    .map_or(e.page, |r| r.phys_block(e.page));
-                v.push(Page {
-                    file: e.file,
-                    page: e.page,
-                    dev: 0,
-                    phys,
-                });
-                i += 1;
-                // Enough to find k unique pages in any list shape is unknown;
-                // stop at 4k entries past k unique candidates at most.
-                if v.len() as u64 >= 4 * k.max(1) + 1024 {
-                    break;
-                }
-            }
-            v
+        // Infill: the setting, or (auto) the device probe's limit. The
+        // probe runs at the first round that has gaps to fill: a list read
+        // in file order never pays for it.
+        let (charge, head) = (self.cfg.charge, self.head);
+        let mut infill = match self.cfg.infill {
+            Infill::Size(s) => Some(s.0 / PAGE),
+            Infill::Auto => self.auto_infill(),
         };
-        let round = plan_round(upcoming, k, self.infill_pages(), self.cfg.charge, self.head);
+        let mut round = plan_round(
+            self.upcoming(index, k),
+            k,
+            infill.unwrap_or(0),
+            charge,
+            head,
+        );
+        if infill.is_none() && has_gaps(&round.runs) {
+            self.probe_regions();
+            let v = self.auto_infill().unwrap_or(PAPER_INFILL_PAGES);
+            if v > 0 {
+                round = plan_round(self.upcoming(index, k), k, v, charge, head);
+            }
+            infill = Some(v);
+        }
+        self.infill_used = infill.unwrap_or(0);
         // Drop the previous round's pages that the new round does not read.
         let mut keep: FxHashSet<(u64, u64)> = FxHashSet::default();
         for r in &round.runs {
@@ -514,11 +604,20 @@ impl Client {
             }
             drop.sort_unstable();
             self.stats.dropped_pages += drop.len() as u64;
+            // Dropped by the workers, queued ahead of the new round's
+            // fetches (the next round's planning waits for both): the
+            // program goes on reading meanwhile.
+            let mut job: Vec<(u64, u64)> = Vec::new();
+            let mut job_fd: Option<RawFd> = None;
             for (file, page, pages) in coalesce(&drop) {
-                if let Some(r) = self.regions.get(&(file as RawFd)) {
-                    let _ = advise(r.fd.as_fd(), page * PAGE, pages * PAGE, Advice::DontNeed);
+                let fd = file as RawFd;
+                if job_fd != Some(fd) || job.len() >= MAX_RANGES_PER_JOB {
+                    self.drop_job(job_fd, &mut job);
+                    job_fd = Some(fd);
                 }
+                job.push((page * PAGE, pages * PAGE));
             }
+            self.drop_job(job_fd, &mut job);
         }
         // Issue the runs in C-LOOK order from the workers, batched.
         let mut batch: Vec<(u64, u64)> = Vec::new();
@@ -575,6 +674,23 @@ impl Client {
         self.round_runs = round.runs;
     }
 
+    fn drop_job(&self, fd: Option<RawFd>, ranges: &mut Vec<(u64, u64)>) {
+        let ranges = std::mem::take(ranges);
+        let Some(region) = fd.and_then(|fd| self.regions.get(&fd)) else {
+            return;
+        };
+        if ranges.is_empty() {
+            return;
+        }
+        let file = Arc::clone(&region.fd);
+        self.pool.submit(move || {
+            for (off, len) in ranges {
+                advise(file.as_fd(), off, len, Advice::DontNeed)?;
+            }
+            Ok(())
+        });
+    }
+
     fn flush_batch(&self, fd: Option<RawFd>, batch: &mut Vec<(u64, u64)>) {
         let Some(region) = fd.and_then(|fd| self.regions.get(&fd)) else {
             batch.clear();
@@ -593,6 +709,14 @@ impl Client {
             Ok(())
         });
     }
+}
+
+/// Does any run of a file start past the logical end of the file's run
+/// before it (C-LOOK order)? Runs split only at extent boundaries (a list
+/// read in file order) leave no gap for infill to fill.
+fn has_gaps(runs: &[Run]) -> bool {
+    runs.windows(2)
+        .any(|w| w[0].file == w[1].file && w[1].page > w[0].page + w[0].pages)
 }
 
 /// Sorted (file, page) pairs → (file, first page, pages) ranges.

@@ -9,7 +9,9 @@
 //! others costs only 2–4 sequential pages, and the paper's 32 KiB infill
 //! (8-page gaps) made random reads 1.5× slower (bench/results/directed.md).
 //!
-//! The probe uses the mechanism rounds use, on pages of the registered file
+//! The client probes at its first round that has gaps to fill (a list read
+//! in file order never needs it), on the largest registered range of each
+//! region. The probe uses the mechanism rounds use, on pages of the registered file
 //! that are not cached (checked with `cachestat(2)`):
 //! - **request cost**: WILLNEED on `R` lone pages spread over the region,
 //!   issued back to back, then a `pread` of each (waits for its I/O); the

@@ -15,7 +15,10 @@ fn python_wrapper_test_passes() {
     // The test runs from target/<profile>/deps, where cargo puts the cdylib.
     let exe = std::env::current_exe().unwrap();
     let so = exe.parent().unwrap().join("liboutrider.so");
-    assert!(so.exists(), "{so:?} missing: the cdylib is built with the tests");
+    assert!(
+        so.exists(),
+        "{so:?} missing: the cdylib is built with the tests"
+    );
     let out = Command::new("python3")
         .arg(&script)
         .env("OUTRIDER_LIB", &so)
