@@ -142,7 +142,7 @@ def med(label, key="seconds"):
     return st.median(float(d[key]) for d in rows[label])
 print("## Live, this machine (cold cache, 256 MiB cgroup-v1 memory limit)\n")
 print("### The infill default, measured (`infill=auto`)\n")
-print("The library probes the device at the first registered region (`crates/directed/src/probe.rs`): WILLNEED on 256 lone uncached pages then a read of each (cost of one more request at depth), and on a 2 MiB uncached run (cost of one more page read through), min of 3. Live infill pages occupy the page cache and the reorder buffer, so a gap is merged only if reading it through costs at most half the request it saves: `(g + 1) · page ≤ request / 2`, capped at the paper's 32 KiB (`infill_from_costs`). Three cold probes of the 1 GiB file:\n")
+print("The library probes the device at the first round that has gaps to fill (a list read in file order never probes) (`crates/directed/src/probe.rs`): WILLNEED on 256 lone uncached pages then a read of each (cost of one more request at depth), and on a 2 MiB uncached run (cost of one more page read through), median of 3. Live infill pages occupy the page cache and the reorder buffer, so a gap is merged only if reading it through costs at most half the request it saves: `(g + 1) · page ≤ request / 2`, capped at the paper's 32 KiB (`infill_from_costs`). Three cold probes of the 1 GiB file:\n")
 print("| request (µs) | page (µs) | request / page | infill limit, charged (pages) | uncharged rule (pages) |")
 print("|---|---|---|---|---|")
 for d in probes:

@@ -14,7 +14,7 @@
  *
  * Settings: the OUTRIDER_DIRECTED environment variable or
  * outrider_configure(), "k=v,..." with keys buffer, infill, aimd, charge,
- * min, list, low, threads, memory, drop, wait (e.g. "aimd=off,infill=0";
+ * min, list, low, threads, memory, drop, wait, shadow (e.g. "aimd=off,infill=0";
  * infill=auto, the default, probes the device at the first round with gaps
  * to fill, on a region of at least 16 MiB: infill=32KiB is the paper's
  * setting).

@@ -12,7 +12,12 @@
 //!    replaced → a new round. Inside the round, the page's residency is
 //!    checked with `cachestat(2)` at its first access in the round; a miss
 //!    is a premature eviction → the AIMD controller halves and a new round
-//!    starts at this entry.
+//!    starts at this entry. With `shadow=on` (the default) only a page the
+//!    kernel evicted counts (cachestat reports its shadow entry): a page the
+//!    round's WILLNEED never brought in is read on demand without halving
+//!    (live, such misses occurred with the cgroup far below its limit and
+//!    no failed charge). `shadow=off` is the paper's fincore test: any
+//!    missing page counts.
 //! 3. **Low list** (§4.1): fewer than `low` entries left ahead, or too few
 //!    to fill the round being planned (under 2K) → the callback is asked to
 //!    extend the list (reason [`Reason::Low`]), once per list update.
@@ -511,11 +516,15 @@ impl Client {
         self.resident(fd, page)
     }
 
+    /// Is the page cached — or, with `shadow=on`, absent without having been
+    /// evicted (no shadow entry: the round's WILLNEED never brought it in,
+    /// which is not an eviction of a prefetched page)?
     fn resident(&self, fd: RawFd, page: u64) -> bool {
         let Some(r) = self.regions.get(&fd) else {
             return true;
         };
-        cachestat(r.fd.as_fd(), page * PAGE, PAGE).map_or(true, |s| s.cache > 0)
+        cachestat(r.fd.as_fd(), page * PAGE, PAGE)
+            .map_or(true, |s| s.cache > 0 || (self.cfg.shadow && s.evicted == 0))
     }
 
     fn call_back(&mut self, reason: Reason, fd: RawFd, page: u64) {
@@ -604,9 +613,10 @@ impl Client {
             }
             drop.sort_unstable();
             self.stats.dropped_pages += drop.len() as u64;
-            // Dropped by the workers, queued ahead of the new round's
-            // fetches (the next round's planning waits for both): the
-            // program goes on reading meanwhile.
+            // Dropped by the workers in parallel, and finished before the
+            // new round's fetches are queued: the new round must not push
+            // its own pages out of memory (premature evictions) while the
+            // old ones are still being dropped.
             let mut job: Vec<(u64, u64)> = Vec::new();
             let mut job_fd: Option<RawFd> = None;
             for (file, page, pages) in coalesce(&drop) {
@@ -618,6 +628,7 @@ impl Client {
                 job.push((page * PAGE, pages * PAGE));
             }
             self.drop_job(job_fd, &mut job);
+            let _ = self.pool.wait();
         }
         // Issue the runs in C-LOOK order from the workers, batched.
         let mut batch: Vec<(u64, u64)> = Vec::new();

@@ -25,6 +25,8 @@ outrider_core::params! {
         threads: usize = 4,
         /// memory available to the page cache; 0 = discover (cgroup limit, MemAvailable)
         memory: ByteSize = ByteSize(0),
+        /// count a missing page of the round as a premature eviction only if the kernel evicted it (cachestat shows a shadow entry); off = any missing page counts (the paper's fincore test, §4.5)
+        shadow: bool = true,
         /// drop the previous round's pages not in the new round (DONTNEED, §4.5)
         drop: bool = true,
         /// wait for a round's submission before the read goes on: on (the paper, §4.5), off, or auto (on unless the round is read in the order it is fetched)

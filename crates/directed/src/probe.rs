@@ -20,8 +20,8 @@
 //!   each; time / `S` is the cost of one more page read through.
 //!
 //! Each is measured three times, interleaved, after a warm-up batch, and
-//! the minimum is kept (the machine is shared: interference only adds
-//! time). A device whose warm-up shows more than 0.5 ms per request (a
+//! the median is kept (the machine may be shared: one disturbed batch does
+//! not decide). A device whose warm-up shows more than 0.5 ms per request (a
 //! rotating disk) is measured once, to keep the probe short. The pages the
 //! probe read are dropped again with DONTNEED (they were not cached
 //! before). [`infill_from_costs`] turns the costs into a limit, capped at
@@ -176,6 +176,12 @@ fn time_seq(fd: BorrowedFd<'_>, start: u64, n: u64, buf: &mut [u8; PAGE as usize
     t.elapsed().as_nanos() as f64 / n as f64
 }
 
+/// The median (upper of the middle two), `None` for no values.
+fn median(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
 /// Measure the device behind `fd` on `[offset, offset + len)` (see the
 /// module docs). `None` when the region is under [`MIN_PROBE_PAGES`] or
 /// too much of it is cached.
@@ -200,15 +206,15 @@ pub fn probe(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Option<DeviceCost> {
     } else {
         RANDOM_PAGES
     };
-    let (mut req, mut page) = (f64::INFINITY, f64::INFINITY);
+    let (mut reqs, mut pgs): (Vec<f64>, Vec<f64>) = (Vec::new(), Vec::new());
     for _ in 0..reps {
         let lone = lone_pages(fd, first, pages, n_lone, &mut rng);
         if lone.len() as u64 >= n_lone / 2 {
-            req = req.min(time_lone(fd, &lone, &mut buf));
+            reqs.push(time_lone(fd, &lone, &mut buf));
             read.extend(lone.iter().map(|&p| (p, 1)));
         }
         if let Some(s) = seq_run(fd, first, pages, SEQ_PAGES, &mut rng) {
-            page = page.min(time_seq(fd, s, SEQ_PAGES, &mut buf));
+            pgs.push(time_seq(fd, s, SEQ_PAGES, &mut buf));
             read.push((s, SEQ_PAGES));
         }
     }
@@ -216,9 +222,9 @@ pub fn probe(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Option<DeviceCost> {
     for (p, n) in read {
         let _ = advise(fd, p * PAGE, n * PAGE, Advice::DontNeed);
     }
-    if !(req.is_finite() && page.is_finite()) {
+    let (Some(req), Some(page)) = (median(&mut reqs), median(&mut pgs)) else {
         return None;
-    }
+    };
     Some(DeviceCost {
         request_ns: req,
         page_ns: page,

@@ -166,7 +166,9 @@ fn premature_eviction_halves_the_buffer_and_refetches() {
     let fd = f.as_raw_fd();
     let log: Log = Arc::default();
     // 1000 pages of memory → AIMD cap 900, step 100.
-    let mut c = client("memory=4096000,infill=0,low=0", &log);
+    // DONTNEED leaves no shadow entry: shadow=off (the paper's test)
+    // counts the dropped page as evicted.
+    let mut c = client("memory=4096000,infill=0,low=0,shadow=off", &log);
     c.register_region(f.as_fd(), 0, 64 * PAGE).unwrap();
     let pages: Vec<u64> = (0..40).rev().collect();
     c.request_prefetching(&entries(fd, &pages, 0), Mode::Replace);
