@@ -29,9 +29,10 @@
 //! is `infill=SIZE`, or with `infill=auto` (the default) what the device
 //! probe ([`crate::probe`]) measures at the first round with gaps to fill
 //! (a list read in file order never probes). Pages of the
-//! previous round not in the new one are dropped with DONTNEED first, in one
-//! batch of merged ranges (§4.5: "faster to DONTNEED pages in large
-//! batches"). The runs are then issued as WILLNEED in chunks no larger than
+//! previous round not in the new one are dropped with DONTNEED first, as
+//! merged ranges issued by the workers in parallel (§4.5: "faster to
+//! DONTNEED pages in large batches"), finished before the new round's
+//! fetches are queued. The runs are then issued as WILLNEED in chunks no larger than
 //! the device's readahead cap, from the worker pool; the caller waits until
 //! every chunk is submitted (libprefetch blocks the application during a
 //! round, §4.5) but not for the I/O itself. Departure (`wait=auto`, the
@@ -597,29 +598,32 @@ impl Client {
             infill = Some(v);
         }
         self.infill_used = infill.unwrap_or(0);
+        // §4.5 blocks the program for the round. `wait=auto` does so unless
+        // the round will be read in the order it is fetched (ascending
+        // physical order: a sequential list), where reading can overlap the
+        // rest of the round like kernel readahead.
+        let in_fetch_order = round
+            .pages
+            .windows(2)
+            .all(|w| (w[0].dev, w[0].phys) < (w[1].dev, w[1].phys));
+        let wait = match self.cfg.wait.as_str() {
+            "off" => false,
+            "on" => true,
+            _ => !in_fetch_order,
+        };
         // Drop the previous round's pages that the new round does not read.
-        let mut keep: FxHashSet<(u64, u64)> = FxHashSet::default();
-        for r in &round.runs {
-            keep.extend((r.page..r.page + r.pages).map(|p| (r.file, p)));
-        }
         if self.cfg.drop {
-            let mut drop: Vec<(u64, u64)> = Vec::new();
-            for r in &self.round_runs {
-                drop.extend(
-                    (r.page..r.page + r.pages)
-                        .map(|p| (r.file, p))
-                        .filter(|k| !keep.contains(k)),
-                );
-            }
-            drop.sort_unstable();
-            self.stats.dropped_pages += drop.len() as u64;
-            // Dropped by the workers in parallel, and finished before the
-            // new round's fetches are queued: the new round must not push
-            // its own pages out of memory (premature evictions) while the
-            // old ones are still being dropped.
+            let drop = subtract_runs(&self.round_runs, &round.runs);
+            self.stats.dropped_pages += drop.iter().map(|d| d.2).sum::<u64>();
+            // Dropped by the workers in parallel. A blocking round waits for
+            // the drops before its fetches are queued, so that it does not
+            // push its own pages out (premature evictions) while the old
+            // ones are still being dropped; a round read in fetch order
+            // fills memory at the device's pace, far slower than dropping,
+            // and does not stall the program for it.
             let mut job: Vec<(u64, u64)> = Vec::new();
             let mut job_fd: Option<RawFd> = None;
-            for (file, page, pages) in coalesce(&drop) {
+            for (file, page, pages) in drop {
                 let fd = file as RawFd;
                 if job_fd != Some(fd) || job.len() >= MAX_RANGES_PER_JOB {
                     self.drop_job(job_fd, &mut job);
@@ -628,7 +632,9 @@ impl Client {
                 job.push((page * PAGE, pages * PAGE));
             }
             self.drop_job(job_fd, &mut job);
-            let _ = self.pool.wait();
+            if wait {
+                let _ = self.pool.wait();
+            }
         }
         // Issue the runs in C-LOOK order from the workers, batched.
         let mut batch: Vec<(u64, u64)> = Vec::new();
@@ -657,19 +663,6 @@ impl Client {
             }
         }
         self.flush_batch(batch_fd, &mut batch);
-        // §4.5 blocks the program for the round. `wait=auto` does so unless
-        // the round will be read in the order it is fetched (ascending
-        // physical order: a sequential list), where reading can overlap the
-        // rest of the round like kernel readahead.
-        let in_fetch_order = round
-            .pages
-            .windows(2)
-            .all(|w| (w[0].dev, w[0].phys) < (w[1].dev, w[1].phys));
-        let wait = match self.cfg.wait.as_str() {
-            "off" => false,
-            "on" => true,
-            _ => !in_fetch_order,
-        };
         if wait {
             let _ = self.pool.wait();
         }
@@ -730,14 +723,43 @@ fn has_gaps(runs: &[Run]) -> bool {
         .any(|w| w[0].file == w[1].file && w[1].page > w[0].page + w[0].pages)
 }
 
-/// Sorted (file, page) pairs → (file, first page, pages) ranges.
-fn coalesce(sorted: &[(u64, u64)]) -> Vec<(u64, u64, u64)> {
+/// The pages of `old` runs not covered by `new` runs, as (file, first
+/// page, pages) ranges in file order: interval arithmetic over the runs,
+/// not a set of pages (a sequential round is a few runs of 50 000 pages).
+fn subtract_runs(old: &[Run], new: &[Run]) -> Vec<(u64, u64, u64)> {
+    let sorted = |runs: &[Run]| {
+        let mut v: Vec<(u64, u64, u64)> = runs
+            .iter()
+            .map(|r| (r.file, r.page, r.page + r.pages))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let (old, new) = (sorted(old), sorted(new));
     let mut out: Vec<(u64, u64, u64)> = Vec::new();
-    for &(f, p) in sorted {
-        match out.last_mut() {
-            Some((lf, lp, n)) if *lf == f && *lp + *n == p => *n += 1,
-            _ => out.push((f, p, 1)),
+    let mut push = |f: u64, s: u64, e: u64| {
+        if s >= e {
+            return;
         }
+        match out.last_mut() {
+            Some((lf, ls, n)) if *lf == f && *ls + *n >= s => *n = (*n).max(e - *ls),
+            _ => out.push((f, s, e - s)),
+        }
+    };
+    let mut j = 0;
+    for &(f, s, e) in &old {
+        // Skip new runs wholly before this one.
+        while j < new.len() && (new[j].0, new[j].2) <= (f, s) {
+            j += 1;
+        }
+        let mut at = s;
+        let mut k = j;
+        while k < new.len() && new[k].0 == f && new[k].1 < e {
+            push(f, at, new[k].1.min(e));
+            at = at.max(new[k].2);
+            k += 1;
+        }
+        push(f, at, e);
     }
     out
 }
@@ -764,4 +786,43 @@ pub fn available_pages(cfg: &Config) -> u64 {
 /// `fd` must be open for the duration of the borrow.
 pub unsafe fn borrow_fd<'a>(fd: RawFd) -> BorrowedFd<'a> {
     BorrowedFd::borrow_raw(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(file: u64, page: u64, pages: u64) -> Run {
+        Run {
+            file,
+            page,
+            dev: 0,
+            phys: page,
+            pages,
+        }
+    }
+
+    #[test]
+    fn subtract_runs_keeps_exactly_the_uncovered_pages() {
+        // Old: file 1 pages 0..100, file 2 pages 10..20; new covers 1:20..30,
+        // 1:50..60 (two runs), 1:95..120, and all of file 2.
+        let old = [run(1, 0, 100), run(2, 10, 10)];
+        let new = [
+            run(1, 50, 5),
+            run(1, 20, 10),
+            run(1, 55, 5),
+            run(2, 0, 64),
+            run(1, 95, 25),
+        ];
+        assert_eq!(
+            subtract_runs(&old, &new),
+            vec![(1, 0, 20), (1, 30, 20), (1, 60, 35)]
+        );
+        // Nothing new: everything old is dropped, adjacent runs merged.
+        assert_eq!(
+            subtract_runs(&[run(1, 5, 3), run(1, 0, 5)], &[]),
+            vec![(1, 0, 8)]
+        );
+        assert_eq!(subtract_runs(&[], &new), vec![]);
+    }
 }
