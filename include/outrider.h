@@ -6,14 +6,18 @@
  * callback, registers the file regions whose reads it wants tracked, hands
  * over its access list with outrider_request_prefetching(), and reads
  * through outrider_read/pread/readv. The library prefetches the list one
- * reorder buffer at a time in disk order (FIEMAP, C-LOOK, 32 KiB infill),
+ * reorder buffer at a time in disk order (FIEMAP, C-LOOK, infill measured
+ * per device, at most 32 KiB),
  * sizes the buffer with an AIMD controller (90% of the page-cache memory
  * the process's cgroup allows, +10%, halve on premature eviction), and calls
  * back when the list runs low or the program strays from it.
  *
  * Settings: the OUTRIDER_DIRECTED environment variable or
  * outrider_configure(), "k=v,..." with keys buffer, infill, aimd, charge,
- * min, list, low, threads, memory, drop (e.g. "aimd=off,infill=0").
+ * min, list, low, threads, memory, drop, wait, shadow (e.g. "aimd=off,infill=0";
+ * infill=auto, the default, probes the device at the first round with gaps
+ * to fill, on a region of at least 16 MiB: infill=32KiB is the paper's
+ * setting).
  *
  * A client is not thread-safe: use it from one thread at a time.
  */
@@ -64,7 +68,7 @@ typedef void (*outrider_callback)(outrider_client *c, void *user, int reason,
 typedef struct {
     uint64_t tracked_reads, rounds, premature_rounds, low_callbacks,
         stray_callbacks, round_pages, infill_pages, dropped_pages,
-        buffer_pages;
+        buffer_pages, infill_limit_pages;
 } outrider_stats;
 
 /* NULL (errno EINVAL) if OUTRIDER_DIRECTED holds a bad setting. */

@@ -15,11 +15,13 @@
  *                    from the index before scanning and hands it over in
  *                    batches from the callback (libprefetch Fig. 7).
  *
- * Prints one line: mode pattern pages reads seconds checksum [library
- * counters]. Reads are 4 KiB (index: 512-byte rows, one pread each).
+ * Prints one line: mode pattern pages reads seconds checksum [killed=1]
+ * [library counters]; on SIGTERM it stops reading and prints what it did.
+ * Reads are 4 KiB (index: 512-byte rows, one pread each).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,14 @@
 #define BATCH (1u << 18)
 
 static uint64_t rng = 88172645463325252ULL;
+
+/* SIGTERM (timeout(1), as §5.6 killed runaway runs): stop reading and still
+ * print the counters, with killed=1. */
+static volatile sig_atomic_t stop;
+static void on_term(int sig) {
+    (void)sig;
+    stop = 1;
+}
 static uint64_t next_rand(void) {
     rng ^= rng << 13;
     rng ^= rng >> 7;
@@ -151,7 +161,9 @@ int main(int argc, char **argv) {
         }
         give(c, &p, OUTRIDER_REPLACE);
     }
-    for (size_t i = 0; i < p.n; i++) {
+    signal(SIGTERM, on_term);
+    size_t done = 0;
+    for (size_t i = 0; i < p.n && !stop; i++, done++) {
         ssize_t r = directed ? outrider_pread(c, p.fd, buf, unit, (off_t)p.off[i])
                              : pread(p.fd, buf, unit, (off_t)p.off[i]);
         if (r != (ssize_t)unit) {
@@ -162,7 +174,9 @@ int main(int argc, char **argv) {
     }
     double secs = now() - t0;
     printf("mode=%s pattern=%s pages=%llu reads=%zu seconds=%.3f checksum=%llu", mode, pattern,
-           (unsigned long long)pages, p.n, secs, (unsigned long long)sum);
+           (unsigned long long)pages, done, secs, (unsigned long long)sum);
+    if (stop)
+        printf(" killed=1");
     if (c) {
         outrider_stats s;
         outrider_get_stats(c, &s);
@@ -171,6 +185,7 @@ int main(int argc, char **argv) {
                (unsigned long long)s.low_callbacks, (unsigned long long)s.stray_callbacks,
                (unsigned long long)s.round_pages, (unsigned long long)s.infill_pages,
                (unsigned long long)s.dropped_pages, (unsigned long long)s.buffer_pages);
+        printf(" infill_limit_pages=%llu", (unsigned long long)s.infill_limit_pages);
         outrider_free_client(c);
     }
     printf("\n");

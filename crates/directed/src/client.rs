@@ -10,8 +10,14 @@
 //!    round is planned from the new list.
 //! 2. **Round** (§4.5): past the end of the current round, or the list was
 //!    replaced → a new round. Inside the round, the page's residency is
-//!    checked with `cachestat(2)`; a miss is a premature eviction → the AIMD
-//!    controller halves and a new round starts at this entry.
+//!    checked with `cachestat(2)` at its first access in the round; a miss
+//!    is a premature eviction → the AIMD controller halves and a new round
+//!    starts at this entry. With `shadow=on` (the default) only a page the
+//!    kernel evicted counts (cachestat reports its shadow entry): a page the
+//!    round's WILLNEED never brought in is read on demand without halving
+//!    (live, such misses occurred with the cgroup far below its limit and
+//!    no failed charge). `shadow=off` is the paper's fincore test: any
+//!    missing page counts.
 //! 3. **Low list** (§4.1): fewer than `low` entries left ahead, or too few
 //!    to fill the round being planned (under 2K) → the callback is asked to
 //!    extend the list (reason [`Reason::Low`]), once per list update.
@@ -19,10 +25,14 @@
 //! A round: K unique pages from the current entry on (K from the AIMD
 //! controller or `buffer`), physical positions from FIEMAP, C-LOOK order
 //! from the previous round's last position, infill merge (shared with the
-//! simulator: `outrider_core::policies::directed::plan`). Pages of the
-//! previous round not in the new one are dropped with DONTNEED first, in one
-//! batch of merged ranges (§4.5: "faster to DONTNEED pages in large
-//! batches"). The runs are then issued as WILLNEED in chunks no larger than
+//! simulator: `outrider_core::policies::directed::plan`). The infill limit
+//! is `infill=SIZE`, or with `infill=auto` (the default) what the device
+//! probe ([`crate::probe`]) measures at the first round with gaps to fill
+//! (a list read in file order never probes). Pages of the
+//! previous round not in the new one are dropped with DONTNEED first, as
+//! merged ranges issued by the workers in parallel (§4.5: "faster to
+//! DONTNEED pages in large batches"), finished before the new round's
+//! fetches are queued. The runs are then issued as WILLNEED in chunks no larger than
 //! the device's readahead cap, from the worker pool; the caller waits until
 //! every chunk is submitted (libprefetch blocks the application during a
 //! round, §4.5) but not for the I/O itself. Departure (`wait=auto`, the
@@ -42,18 +52,28 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use outrider_core::policies::directed::list::{AccessList, ListEntry, Mode, Observed};
-use outrider_core::policies::directed::plan::{plan_round, Aimd, Page, Run};
+use outrider_core::policies::directed::plan::{plan_round, Aimd, Page, Run, PAPER_INFILL_PAGES};
 use outrider_core::Params;
 use outrider_sys::{advise, cachestat, fiemap, Advice, Extent, Fetch, Pool};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::config::Config;
+use crate::config::{Config, Infill};
 
 const PAGE: u64 = 4096;
+
+/// Pages one residency check covers when the program reads the round in
+/// file order (see [`Client::resident_checked`]): 1 MiB.
+const CHECK_WINDOW_PAGES: u64 = 256;
 
 /// Bound on the ranges one worker job issues (a job is also at most one
 /// readahead cap of bytes).
 const MAX_RANGES_PER_JOB: usize = 256;
+
+/// Bound on the worker pool's queue, in jobs: room for a whole round (a
+/// 1 GiB round is 128 jobs of 8 MiB; 50 000 scattered pages are ~200 jobs),
+/// so the program does not wait at the round boundary for the workers to
+/// take the round's jobs — only for its planning.
+const POOL_QUEUE_JOBS: usize = 1024;
 
 /// One access-list entry as the application gives it (§4.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +131,8 @@ pub struct Stats {
     pub dropped_pages: u64,
     /// Current reorder-buffer size, pages.
     pub buffer_pages: u64,
+    /// Infill limit in use, pages (`infill=auto`: from the device probe).
+    pub infill_limit_pages: u64,
 }
 
 struct Region {
@@ -118,6 +140,11 @@ struct Region {
     ranges: Vec<(u64, u64)>,
     extents: Vec<Extent>,
     ra_cap: u64,
+    /// `infill=auto`: the limit the device probe chose (`None`: not
+    /// probed, or the probe could not measure).
+    infill: Option<u64>,
+    /// The probe was tried on this region.
+    probed: bool,
 }
 
 impl Region {
@@ -144,7 +171,8 @@ pub struct Client {
     list: AccessList,
     /// Absolute list index one past the current round.
     round_end: u64,
-    /// Pages of the current round (requested, not infill).
+    /// Pages of the current round (requested, not infill) not accessed yet
+    /// in the round (each is checked for residency at its first access).
     round_pages: FxHashSet<(u64, u64)>,
     /// Runs fetched by the current round (for the next round's drops).
     round_runs: Vec<Run>,
@@ -155,6 +183,12 @@ pub struct Client {
     head: (u32, u64),
     pool: Pool,
     stats: Stats,
+    /// Pages a window check found resident: (file, first page, end page).
+    verified: (u64, u64, u64),
+    /// The page whose residency was last asked about.
+    last_checked: (u64, u64),
+    /// Infill limit of the last round planned, pages.
+    infill_used: u64,
 }
 
 impl Client {
@@ -163,9 +197,13 @@ impl Client {
     pub fn new(cfg: Config) -> Client {
         let avail = available_pages(&cfg);
         let aimd = Aimd::new(avail, cfg.min.blocks(), cfg.aimd);
+        let infill_used = match cfg.infill {
+            Infill::Size(s) => s.0 / PAGE,
+            Infill::Auto => 0,
+        };
         Client {
             list: AccessList::new(cfg.list),
-            pool: Pool::new(cfg.threads, 4 * cfg.threads.max(1)),
+            pool: Pool::new(cfg.threads, POOL_QUEUE_JOBS),
             cfg,
             callback: None,
             regions: FxHashMap::default(),
@@ -178,6 +216,9 @@ impl Client {
             aimd,
             head: (0, 0),
             stats: Stats::default(),
+            verified: (u64::MAX, 0, 0),
+            last_checked: (u64::MAX, 0),
+            infill_used,
         }
     }
 
@@ -223,6 +264,8 @@ impl Client {
                 fd: Arc::new(dup),
                 ranges: vec![(offset, len)],
                 extents,
+                infill: None,
+                probed: false,
             },
         );
         Ok(())
@@ -275,8 +318,64 @@ impl Client {
     pub fn stats(&self) -> Stats {
         Stats {
             buffer_pages: self.buffer_pages(),
+            infill_limit_pages: self.infill_used,
             ..self.stats
         }
+    }
+
+    /// With `infill=auto`: the smallest limit the probe chose for the
+    /// registered regions' devices; the paper's 32 KiB once every region was
+    /// tried and none could be measured; `None` while regions are untried.
+    fn auto_infill(&self) -> Option<u64> {
+        if let Some(m) = self.regions.values().filter_map(|r| r.infill).min() {
+            return Some(m);
+        }
+        self.regions
+            .values()
+            .all(|r| r.probed)
+            .then_some(PAPER_INFILL_PAGES)
+    }
+
+    /// Probe the devices of the regions not tried yet (once per device per
+    /// process, [`crate::probe::device_cost`]), on each region's largest
+    /// registered range.
+    fn probe_regions(&mut self) {
+        let charge = self.cfg.charge;
+        for r in self.regions.values_mut().filter(|r| !r.probed) {
+            r.probed = true;
+            let (off, len) = r
+                .ranges
+                .iter()
+                .copied()
+                .max_by_key(|x| x.1)
+                .unwrap_or((0, 0));
+            r.infill = crate::probe::device_cost(r.fd.as_fd(), off, len).map(|c| {
+                if charge {
+                    c.infill_pages
+                } else {
+                    c.infill_pages_uncharged
+                }
+            });
+        }
+    }
+
+    /// The list from `index` on with physical positions, read lazily (the
+    /// planner stops at the k-th unique page). Enough entries to find k
+    /// unique pages in any list shape is unknown; at most 4k + 1024 are
+    /// looked at.
+    fn upcoming(&self, index: u64, k: u64) -> impl Iterator<Item = Page> + '_ {
+        (index..)
+            .map_while(|i| self.list.get(i))
+            .take((4 * k.max(1) + 1024) as usize)
+            .map(|e| Page {
+                file: e.file,
+                page: e.page,
+                dev: 0,
+                phys: self
+                    .regions
+                    .get(&(e.file as RawFd))
+                    .map_or(e.page, |r| r.phys_block(e.page)),
+            })
     }
 
     /// Entries left ahead of the position.
@@ -371,10 +470,14 @@ impl Client {
             if self.replan || index >= self.round_end {
                 self.new_round(index, false);
             } else if self.pool.pending() == 0
-                && self.round_pages.contains(&key)
-                && !self.resident(fd, page)
+                && self.round_pages.remove(&key)
+                && !self.resident_checked(fd, page)
             {
-                // §4.5: a listed page of this round is gone: premature eviction.
+                // §4.5/§4.6: a page of this round evicted before its first
+                // use is a premature eviction. Each page is checked once per
+                // round, at its first access (it is removed from the set):
+                // an eviction after use is not premature, and a page read
+                // eight times costs one residency check, not eight.
                 self.stats.premature_rounds += 1;
                 self.new_round(index, true);
             }
@@ -386,11 +489,43 @@ impl Client {
         }
     }
 
+    /// [`Client::resident`] with one saving for lists read in file order:
+    /// when the page asked about follows the one asked about before, one
+    /// `cachestat` covers the next [`CHECK_WINDOW_PAGES`]; if all are cached,
+    /// their first accesses need no further call. A page of the window
+    /// evicted between that check and its first access (under a
+    /// millisecond at sequential speed) is then not counted as a premature
+    /// eviction. Random orders are checked page by page, as before.
+    fn resident_checked(&mut self, fd: RawFd, page: u64) -> bool {
+        let f = fd as u64;
+        let in_order = self.last_checked == (f, page.wrapping_sub(1));
+        self.last_checked = (f, page);
+        let (vf, vs, ve) = self.verified;
+        if vf == f && page >= vs && page < ve {
+            return true;
+        }
+        if in_order {
+            if let Some(r) = self.regions.get(&fd) {
+                if let Ok(s) = cachestat(r.fd.as_fd(), page * PAGE, CHECK_WINDOW_PAGES * PAGE) {
+                    if s.cache >= CHECK_WINDOW_PAGES {
+                        self.verified = (f, page, page + CHECK_WINDOW_PAGES);
+                        return true;
+                    }
+                }
+            }
+        }
+        self.resident(fd, page)
+    }
+
+    /// Is the page cached — or, with `shadow=on`, absent without having been
+    /// evicted (no shadow entry: the round's WILLNEED never brought it in,
+    /// which is not an eviction of a prefetched page)?
     fn resident(&self, fd: RawFd, page: u64) -> bool {
         let Some(r) = self.regions.get(&fd) else {
             return true;
         };
-        cachestat(r.fd.as_fd(), page * PAGE, PAGE).map_or(true, |s| s.cache > 0)
+        cachestat(r.fd.as_fd(), page * PAGE, PAGE)
+            .map_or(true, |s| s.cache > 0 || (self.cfg.shadow && s.evicted == 0))
     }
 
     fn call_back(&mut self, reason: Reason, fd: RawFd, page: u64) {
@@ -422,6 +557,7 @@ impl Client {
         let avail = available_pages(&self.cfg);
         self.aimd.set_available(avail);
         self.replan = false;
+        self.verified = (u64::MAX, 0, 0);
         let k = self.buffer_pages();
         // The list is low if it cannot fill this round: ask for more first
         // (once per list update, as for the `low` mark).
@@ -438,56 +574,66 @@ impl Client {
                 }
             }
         }
-        let upcoming: Vec<Page> = {
-            let mut v = Vec::new();
-            let mut i = index;
-            while let Some(e) = self.list.get(i) {
-                let phys = self
-                    .regions
-                    .get(&(e.file as RawFd))
-                    .map_or(e.page, |r| r.phys_block(e.page));
-                v.push(Page {
-                    file: e.file,
-                    page: e.page,
-                    dev: 0,
-                    phys,
-                });
-                i += 1;
-                // Enough to find k unique pages in any list shape is unknown;
-                // stop at 4k entries past k unique candidates at most.
-                if v.len() as u64 >= 4 * k.max(1) + 1024 {
-                    break;
-                }
-            }
-            v
+        // Infill: the setting, or (auto) the device probe's limit. The
+        // probe runs at the first round that has gaps to fill: a list read
+        // in file order never pays for it.
+        let (charge, head) = (self.cfg.charge, self.head);
+        let mut infill = match self.cfg.infill {
+            Infill::Size(s) => Some(s.0 / PAGE),
+            Infill::Auto => self.auto_infill(),
         };
-        let round = plan_round(
-            upcoming,
+        let mut round = plan_round(
+            self.upcoming(index, k),
             k,
-            self.cfg.infill.0 / PAGE,
-            self.cfg.charge,
-            self.head,
+            infill.unwrap_or(0),
+            charge,
+            head,
         );
-        // Drop the previous round's pages that the new round does not read.
-        let mut keep: FxHashSet<(u64, u64)> = FxHashSet::default();
-        for r in &round.runs {
-            keep.extend((r.page..r.page + r.pages).map(|p| (r.file, p)));
-        }
-        if self.cfg.drop {
-            let mut drop: Vec<(u64, u64)> = Vec::new();
-            for r in &self.round_runs {
-                drop.extend(
-                    (r.page..r.page + r.pages)
-                        .map(|p| (r.file, p))
-                        .filter(|k| !keep.contains(k)),
-                );
+        if infill.is_none() && has_gaps(&round.runs) {
+            self.probe_regions();
+            let v = self.auto_infill().unwrap_or(PAPER_INFILL_PAGES);
+            if v > 0 {
+                round = plan_round(self.upcoming(index, k), k, v, charge, head);
             }
-            drop.sort_unstable();
-            self.stats.dropped_pages += drop.len() as u64;
-            for (file, page, pages) in coalesce(&drop) {
-                if let Some(r) = self.regions.get(&(file as RawFd)) {
-                    let _ = advise(r.fd.as_fd(), page * PAGE, pages * PAGE, Advice::DontNeed);
+            infill = Some(v);
+        }
+        self.infill_used = infill.unwrap_or(0);
+        // §4.5 blocks the program for the round. `wait=auto` does so unless
+        // the round will be read in the order it is fetched (ascending
+        // physical order: a sequential list), where reading can overlap the
+        // rest of the round like kernel readahead.
+        let in_fetch_order = round
+            .pages
+            .windows(2)
+            .all(|w| (w[0].dev, w[0].phys) < (w[1].dev, w[1].phys));
+        let wait = match self.cfg.wait.as_str() {
+            "off" => false,
+            "on" => true,
+            _ => !in_fetch_order,
+        };
+        // Drop the previous round's pages that the new round does not read.
+        if self.cfg.drop {
+            let drop = subtract_runs(&self.round_runs, &round.runs);
+            self.stats.dropped_pages += drop.iter().map(|d| d.2).sum::<u64>();
+            // Dropped by the workers in parallel. A blocking round waits for
+            // the drops before its fetches are queued, so that it does not
+            // push its own pages out (premature evictions) while the old
+            // ones are still being dropped; a round read in fetch order
+            // fills memory at the device's pace, far slower than dropping,
+            // and does not stall the program for it.
+            let mut job: Vec<(u64, u64)> = Vec::new();
+            let mut job_fd: Option<RawFd> = None;
+            for (file, page, pages) in drop {
+                let fd = file as RawFd;
+                if job_fd != Some(fd) || job.len() >= MAX_RANGES_PER_JOB {
+                    self.drop_job(job_fd, &mut job);
+                    job_fd = Some(fd);
                 }
+                job.push((page * PAGE, pages * PAGE));
+            }
+            self.drop_job(job_fd, &mut job);
+            if wait {
+                let _ = self.pool.wait();
             }
         }
         // Issue the runs in C-LOOK order from the workers, batched.
@@ -517,19 +663,6 @@ impl Client {
             }
         }
         self.flush_batch(batch_fd, &mut batch);
-        // §4.5 blocks the program for the round. `wait=auto` does so unless
-        // the round will be read in the order it is fetched (ascending
-        // physical order: a sequential list), where reading can overlap the
-        // rest of the round like kernel readahead.
-        let in_fetch_order = round
-            .pages
-            .windows(2)
-            .all(|w| (w[0].dev, w[0].phys) < (w[1].dev, w[1].phys));
-        let wait = match self.cfg.wait.as_str() {
-            "off" => false,
-            "on" => true,
-            _ => !in_fetch_order,
-        };
         if wait {
             let _ = self.pool.wait();
         }
@@ -543,6 +676,23 @@ impl Client {
         self.round_end = index + round.entries as u64;
         self.round_pages = round.pages.iter().map(|p| (p.file, p.page)).collect();
         self.round_runs = round.runs;
+    }
+
+    fn drop_job(&self, fd: Option<RawFd>, ranges: &mut Vec<(u64, u64)>) {
+        let ranges = std::mem::take(ranges);
+        let Some(region) = fd.and_then(|fd| self.regions.get(&fd)) else {
+            return;
+        };
+        if ranges.is_empty() {
+            return;
+        }
+        let file = Arc::clone(&region.fd);
+        self.pool.submit(move || {
+            for (off, len) in ranges {
+                advise(file.as_fd(), off, len, Advice::DontNeed)?;
+            }
+            Ok(())
+        });
     }
 
     fn flush_batch(&self, fd: Option<RawFd>, batch: &mut Vec<(u64, u64)>) {
@@ -565,14 +715,51 @@ impl Client {
     }
 }
 
-/// Sorted (file, page) pairs → (file, first page, pages) ranges.
-fn coalesce(sorted: &[(u64, u64)]) -> Vec<(u64, u64, u64)> {
+/// Does any run of a file start past the logical end of the file's run
+/// before it (C-LOOK order)? Runs split only at extent boundaries (a list
+/// read in file order) leave no gap for infill to fill.
+fn has_gaps(runs: &[Run]) -> bool {
+    runs.windows(2)
+        .any(|w| w[0].file == w[1].file && w[1].page > w[0].page + w[0].pages)
+}
+
+/// The pages of `old` runs not covered by `new` runs, as (file, first
+/// page, pages) ranges in file order: interval arithmetic over the runs,
+/// not a set of pages (a sequential round is a few runs of 50 000 pages).
+fn subtract_runs(old: &[Run], new: &[Run]) -> Vec<(u64, u64, u64)> {
+    let sorted = |runs: &[Run]| {
+        let mut v: Vec<(u64, u64, u64)> = runs
+            .iter()
+            .map(|r| (r.file, r.page, r.page + r.pages))
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let (old, new) = (sorted(old), sorted(new));
     let mut out: Vec<(u64, u64, u64)> = Vec::new();
-    for &(f, p) in sorted {
-        match out.last_mut() {
-            Some((lf, lp, n)) if *lf == f && *lp + *n == p => *n += 1,
-            _ => out.push((f, p, 1)),
+    let mut push = |f: u64, s: u64, e: u64| {
+        if s >= e {
+            return;
         }
+        match out.last_mut() {
+            Some((lf, ls, n)) if *lf == f && *ls + *n >= s => *n = (*n).max(e - *ls),
+            _ => out.push((f, s, e - s)),
+        }
+    };
+    let mut j = 0;
+    for &(f, s, e) in &old {
+        // Skip new runs wholly before this one.
+        while j < new.len() && (new[j].0, new[j].2) <= (f, s) {
+            j += 1;
+        }
+        let mut at = s;
+        let mut k = j;
+        while k < new.len() && new[k].0 == f && new[k].1 < e {
+            push(f, at, new[k].1.min(e));
+            at = at.max(new[k].2);
+            k += 1;
+        }
+        push(f, at, e);
     }
     out
 }
@@ -599,4 +786,43 @@ pub fn available_pages(cfg: &Config) -> u64 {
 /// `fd` must be open for the duration of the borrow.
 pub unsafe fn borrow_fd<'a>(fd: RawFd) -> BorrowedFd<'a> {
     BorrowedFd::borrow_raw(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(file: u64, page: u64, pages: u64) -> Run {
+        Run {
+            file,
+            page,
+            dev: 0,
+            phys: page,
+            pages,
+        }
+    }
+
+    #[test]
+    fn subtract_runs_keeps_exactly_the_uncovered_pages() {
+        // Old: file 1 pages 0..100, file 2 pages 10..20; new covers 1:20..30,
+        // 1:50..60 (two runs), 1:95..120, and all of file 2.
+        let old = [run(1, 0, 100), run(2, 10, 10)];
+        let new = [
+            run(1, 50, 5),
+            run(1, 20, 10),
+            run(1, 55, 5),
+            run(2, 0, 64),
+            run(1, 95, 25),
+        ];
+        assert_eq!(
+            subtract_runs(&old, &new),
+            vec![(1, 0, 20), (1, 30, 20), (1, 60, 35)]
+        );
+        // Nothing new: everything old is dropped, adjacent runs merged.
+        assert_eq!(
+            subtract_runs(&[run(1, 5, 3), run(1, 0, 5)], &[]),
+            vec![(1, 0, 8)]
+        );
+        assert_eq!(subtract_runs(&[], &new), vec![]);
+    }
 }

@@ -43,6 +43,8 @@ pub struct OutriderStats {
     pub dropped_pages: u64,
     /// Current reorder buffer, pages.
     pub buffer_pages: u64,
+    /// Infill limit in use, pages (`infill=auto`: from the device probe).
+    pub infill_limit_pages: u64,
 }
 
 /// `outrider_callback`: `(client, user, reason, fd, offset, marked_fd,
@@ -312,6 +314,7 @@ pub unsafe extern "C" fn outrider_get_stats(c: *const Client, out: *mut Outrider
         infill_pages: s.infill_pages,
         dropped_pages: s.dropped_pages,
         buffer_pages: s.buffer_pages,
+        infill_limit_pages: s.infill_limit_pages,
     };
     0
 }

@@ -21,7 +21,8 @@
 pub mod client;
 pub mod config;
 pub mod ffi;
+pub mod probe;
 
 pub use client::{Client, Entry, Event, Reason, Stats};
-pub use config::Config;
+pub use config::{Config, Infill};
 pub use outrider_core::policies::directed::list::Mode;

@@ -166,7 +166,9 @@ fn premature_eviction_halves_the_buffer_and_refetches() {
     let fd = f.as_raw_fd();
     let log: Log = Arc::default();
     // 1000 pages of memory → AIMD cap 900, step 100.
-    let mut c = client("memory=4096000,infill=0,low=0", &log);
+    // DONTNEED leaves no shadow entry: shadow=off (the paper's test)
+    // counts the dropped page as evicted.
+    let mut c = client("memory=4096000,infill=0,low=0,shadow=off", &log);
     c.register_region(f.as_fd(), 0, 64 * PAGE).unwrap();
     let pages: Vec<u64> = (0..40).rev().collect();
     c.request_prefetching(&entries(fd, &pages, 0), Mode::Replace);
@@ -208,4 +210,63 @@ fn bad_settings_are_clear_errors() {
         e.contains("no parameter 'infil'") && e.contains("infill"),
         "{e}"
     );
+}
+
+// infill: `auto` (the default), a size, or a clear error.
+#[test]
+fn infill_setting_is_auto_or_a_size() {
+    use outrider::{Config, Infill};
+    use outrider_core::size::ByteSize;
+    use outrider_core::Params;
+    assert_eq!(Config::default().infill, Infill::Auto);
+    let c = Config::parse("directed", "infill=8KiB").unwrap();
+    assert_eq!(c.infill, Infill::Size(ByteSize(8 << 10)));
+    let e = Client::from_params("infill=fast")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("infill") && e.contains("auto or a size"), "{e}");
+    // A fixed limit is used as given.
+    let (path, f) = temp_file(64);
+    let log: Log = Arc::default();
+    let mut c = client("infill=8KiB", &log);
+    c.register_region(f.as_fd(), 0, 64 * PAGE).unwrap();
+    assert_eq!(c.stats().infill_limit_pages, 2);
+    // auto, a list read in file order: no gaps, no probe, no infill.
+    let fd = f.as_raw_fd();
+    let mut c = client("low=0", &log);
+    c.register_region(f.as_fd(), 0, 64 * PAGE).unwrap();
+    let seq: Vec<u64> = (0..16).collect();
+    c.request_prefetching(&entries(fd, &seq, 0), Mode::Replace);
+    read_page(&mut c, &f, 0);
+    assert_eq!(c.stats().infill_limit_pages, 0);
+    // auto, a round with gaps, on a region too small to probe (64 pages
+    // < 16 MiB): the paper's 32 KiB.
+    let mut c = client("low=0", &log);
+    c.register_region(f.as_fd(), 0, 64 * PAGE).unwrap();
+    let gaps: Vec<u64> = vec![0, 10, 20, 30];
+    c.request_prefetching(&entries(fd, &gaps, 0), Mode::Replace);
+    read_page(&mut c, &f, 0);
+    assert_eq!(c.stats().infill_limit_pages, 8);
+    std::fs::remove_file(path).unwrap();
+}
+
+// The probe needs a region of at least 16 MiB whose pages are not cached.
+#[test]
+fn probe_refuses_small_or_cached_regions() {
+    use outrider::probe::{probe, MIN_PROBE_PAGES};
+    let (path, f) = temp_file(MIN_PROBE_PAGES + 16);
+    assert_eq!(probe(f.as_fd(), 0, (MIN_PROBE_PAGES - 1) * PAGE), None);
+    // Every page cached: nothing to measure.
+    let mut buf = vec![0u8; PAGE as usize];
+    for p in 0..MIN_PROBE_PAGES + 16 {
+        outrider_sys_pread(&f, &mut buf, p);
+    }
+    assert_eq!(probe(f.as_fd(), 0, (MIN_PROBE_PAGES + 16) * PAGE), None);
+    std::fs::remove_file(path).unwrap();
+}
+
+fn outrider_sys_pread(f: &File, buf: &mut [u8], page: u64) {
+    use std::os::unix::fs::FileExt;
+    f.read_exact_at(buf, page * PAGE).unwrap();
 }

@@ -51,9 +51,9 @@ mod spec;
 pub use clook::CLookQueue;
 pub use flash::{Flash, FlashParams, NVME_PARAMS, SSD_PARAMS};
 pub use hdd::{
-    Hdd, HDD_CAPACITY_BYTES, HDD_FORWARD_MERGE_BYTES, HDD_FULL_STROKE_SEEK_NS,
-    HDD_MEDIA_BYTES_PER_S, HDD_RPM, HDD_SHORT_SEEK_MAX_BYTES, HDD_SHORT_SEEK_NS,
-    HDD_TRACK_SEEK_BYTES, HDD_TRACK_SEEK_NS,
+    positioning_ns as hdd_positioning_ns, service_ns as hdd_service_ns, Hdd, HDD_CAPACITY_BYTES,
+    HDD_FORWARD_MERGE_BYTES, HDD_FULL_STROKE_SEEK_NS, HDD_MEDIA_BYTES_PER_S, HDD_RPM,
+    HDD_SHORT_SEEK_MAX_BYTES, HDD_SHORT_SEEK_NS, HDD_TRACK_SEEK_BYTES, HDD_TRACK_SEEK_NS,
 };
 pub use instant::Instantaneous;
 pub use raid::{Raid0, RAID0_MAX_MEMBERS, RAID0_STRIPE_BYTES};
