@@ -223,3 +223,57 @@ fn sigterm_is_forwarded_and_the_instance_removed() {
     assert_eq!(o.status.code(), Some(128 + 15));
     assert!(!Path::new(&inst).exists(), "instance removed");
 }
+
+/// Issue 7 item 8: a program that moves itself into a memory cgroup as it
+/// starts (as cgexec does) has outrider follow it there, so prefetching is
+/// charged to the program's cgroup and bounded by its limit: outrider joins
+/// once, its budget shrinks to a quarter of the cgroup's room, and after a
+/// backward read of a file twice the limit, what is resident of that file
+/// fits the limit (the prefetches did not escape to the root cgroup).
+#[test]
+fn run_follows_the_program_into_its_memory_cgroup() {
+    let cg_root = Path::new("/sys/fs/cgroup/memory");
+    if !is_root() || !cg_root.join("cgroup.procs").exists() {
+        eprintln!("skipped: needs root and the cgroup v1 memory controller");
+        return;
+    }
+    let cg = cg_root.join(format!("outrider-test-{}", std::process::id()));
+    std::fs::create_dir(&cg).unwrap();
+    let limit: u64 = 32 << 20;
+    std::fs::write(cg.join("memory.limit_in_bytes"), limit.to_string()).unwrap();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = dir.path().join("data");
+    make_file(&f, 16384); // 64 MiB: twice the limit
+    let fs = f.display().to_string();
+    assert!(outrider(&["evict", &fs]).status.success());
+    let json = dir.path().join("run.json");
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec python3 -c \"import os\nfd = os.open('{fs}', os.O_RDONLY)\nfor b in range(16383, -1, -1): os.pread(fd, 4096, b * 4096)\"",
+        cg.display()
+    );
+    let o = outrider(&[
+        "run",
+        "--policy",
+        "stride",
+        "--json",
+        &json.display().to_string(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let stat = outrider(&["stat", "--json", &fs]);
+    let _ = std::fs::remove_dir(&cg);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["cgroup_joins"], 1, "{v}");
+    assert!(v["budget_bytes"].as_u64().unwrap() <= limit / 4, "{v}");
+    assert!(v["stats"]["prefetched_pages"].as_u64().unwrap() > 0, "{v}");
+    let s: serde_json::Value = serde_json::from_slice(&stat.stdout).unwrap();
+    let resident = s["resident_pages"].as_u64().unwrap();
+    assert!(
+        resident * 4096 <= limit,
+        "{resident} pages resident exceed the {limit}-byte limit: {v}"
+    );
+}

@@ -167,8 +167,13 @@ fn ratio(a: u64, b: u64) -> f64 {
 /// Most recently accessed files remembered per device for block → file
 /// translation.
 const RECENT_FILES: usize = 8;
-/// How often the program's memory cgroup is looked up again (1 s).
-const CGROUP_RECHECK_NS: u64 = 1_000_000_000;
+/// How often the program's memory cgroup is looked up again while
+/// prefetching (10 ms; always before the first prefetch). A program that
+/// moves itself into a cgroup as it starts (cgexec, a wrapper writing
+/// `cgroup.procs`, `systemd-run --scope`) does so after outrider's first
+/// look: with a 1 s recheck the first second of prefetching was charged
+/// outside its limit. A recheck reads only `/proc/PID/cgroup`.
+const CGROUP_RECHECK_NS: u64 = 10_000_000;
 /// Most add-to-cache events remembered per task between two reads.
 const MAX_PENDING_ADDS: usize = 4096;
 
@@ -217,6 +222,8 @@ pub struct Controller {
     root_pid: u32,
     cgroup_target: Arc<CgroupTarget>,
     last_cgroup_check_ns: u64,
+    /// `/proc/<root>/cgroup` as last read.
+    last_proc_cgroup: String,
     seen_files: FxHashSet<FileId>,
     /// Counters.
     pub stats: LiveStats,
@@ -261,6 +268,7 @@ impl Controller {
             root_pid: 0,
             cgroup_target: Arc::new(CgroupTarget::default()),
             last_cgroup_check_ns: 0,
+            last_proc_cgroup: String::new(),
             seen_files: FxHashSet::default(),
             opts,
             stats: LiveStats::default(),
@@ -318,6 +326,25 @@ impl Controller {
             self.cgroup_target.joins.fetch_add(1, Ordering::Relaxed);
         }
         *cur = Some((t.version, t.dir));
+    }
+
+    /// The program may move itself to another cgroup (cgexec, systemd-run
+    /// --scope): look again every CGROUP_RECHECK_NS (or now, when `force`),
+    /// and follow it when `/proc/PID/cgroup` changed.
+    fn recheck_cgroup(&mut self, now_rel_ns: u64, force: bool) {
+        if self.root_pid == 0
+            || (!force && now_rel_ns < self.last_cgroup_check_ns + CGROUP_RECHECK_NS)
+        {
+            return;
+        }
+        self.last_cgroup_check_ns = now_rel_ns;
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{}/cgroup", self.root_pid)) else {
+            return;
+        };
+        if text != self.last_proc_cgroup {
+            self.last_proc_cgroup = text;
+            self.follow_cgroup(self.root_pid);
+        }
     }
 
     fn rel(&self, ts_ns: u64) -> u64 {
@@ -525,6 +552,10 @@ impl Controller {
             }
         }
         batch.sort_unstable_by_key(|b| (b.0, b.1, b.2));
+        if !batch.is_empty() {
+            // Charge this batch to the program's cgroup (issue 7 item 8).
+            self.recheck_cgroup(now_rel_ns, self.stats.prefetched_pages == 0);
+        }
         let budget_pages = self.opts.budget_bytes / BLOCK_SIZE;
         for (_, id, page, n) in batch {
             let Some(f) = self.files.get(id) else {
@@ -616,12 +647,7 @@ impl Controller {
         }
         self.qc_used = 0;
         self.qc_wasted = 0;
-        // The program may move itself to another cgroup (cgexec, systemd-run
-        // --scope): look again every CGROUP_RECHECK_NS.
-        if now_rel_ns >= self.last_cgroup_check_ns + CGROUP_RECHECK_NS {
-            self.last_cgroup_check_ns = now_rel_ns;
-            self.follow_cgroup(self.root_pid);
-        }
+        self.recheck_cgroup(now_rel_ns, false);
     }
 }
 
