@@ -48,9 +48,9 @@ RANDOM_READS=${RANDOM_READS:-20000}
 DATA_DIR=${DATA_DIR:-/var/tmp/outrider-bench}
 DIFF_DIRS=${DIFF_DIRS:-arch fs net kernel include sound Documentation}
 SQLITE_ROWS=${SQLITE_ROWS:-1500000}
-SQLITE_LIMIT=${SQLITE_LIMIT:-256M}
-# zips are 0000..9999 + "11111": the first SQLITE_ZIP_PERMILLE/1000 of them
-SQLITE_ZIP_BELOW=${SQLITE_ZIP_BELOW:-0600}
+SQLITE_LIMIT=${SQLITE_LIMIT:-128M}
+# zips are 0000..9999 + "11111": the query reads those below SQLITE_ZIP_BELOW
+SQLITE_ZIP_BELOW=${SQLITE_ZIP_BELOW:-0400}
 PY_MODULES=${PY_MODULES:-numpy pandas scipy.stats scipy.optimize scipy.signal sympy}
 CGROUP=${CGROUP:-/sys/fs/cgroup/memory/outrider-bench}
 OUT=${OUT:-bench/results/live.md}

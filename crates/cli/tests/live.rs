@@ -277,3 +277,57 @@ fn run_follows_the_program_into_its_memory_cgroup() {
         "{resident} pages resident exceed the {limit}-byte limit: {v}"
     );
 }
+
+/// Issue 7 item 8, read-only: every descriptor outrider holds on the
+/// traced program's file is `O_RDONLY|O_CLOEXEC|O_NOATIME` (root may use
+/// O_NOATIME), seen from outside in `/proc/<outrider>/fdinfo` while the
+/// program runs — not just what the open helper asks for.
+#[test]
+fn run_holds_the_programs_files_read_only_close_on_exec() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = dir.path().join("data");
+    make_file(&f, 256);
+    let fs = f.display().to_string();
+    let script = format!(
+        "python3 -c \"import os, time\nfd = os.open('{fs}', os.O_RDONLY)\nfor b in range(255, -1, -1): os.pread(fd, 4096, b * 4096)\ntime.sleep(2)\""
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
+        .args(["run", "-q", "--policy", "stride", "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut flags = Vec::new();
+    for _ in 0..300 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            break;
+        };
+        for e in rd.flatten() {
+            if std::fs::read_link(e.path()).ok().as_deref() == Some(f.as_path()) {
+                let info = std::fs::read_to_string(format!(
+                    "/proc/{pid}/fdinfo/{}",
+                    e.file_name().to_string_lossy()
+                ))
+                .unwrap_or_default();
+                if let Some(l) = info.lines().find(|l| l.starts_with("flags:")) {
+                    flags.push(i32::from_str_radix(l[6..].trim(), 8).unwrap());
+                }
+            }
+        }
+        if !flags.is_empty() {
+            break;
+        }
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!flags.is_empty(), "outrider opened the program's file");
+    for fl in flags {
+        assert_eq!(fl & libc::O_ACCMODE, libc::O_RDONLY, "flags {fl:o}");
+        assert_eq!(fl & libc::O_CLOEXEC, libc::O_CLOEXEC, "flags {fl:o}");
+        assert_eq!(fl & libc::O_NOATIME, libc::O_NOATIME, "flags {fl:o}");
+    }
+}
