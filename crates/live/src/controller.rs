@@ -373,7 +373,16 @@ impl Controller {
         let Some(id) = self.file_id(dev, ino) else {
             return;
         };
-        let pages = pages.clamp(1, u64::from(u32::MAX));
+        let mut pages = pages.clamp(1, u64::from(u32::MAX));
+        // mm_filemap_get_pages reports the read's requested range, not
+        // clipped to the file: a 2 KiB file read with a 96 KiB buffer (grep)
+        // would count 24 demand pages. Clip to the size known at open.
+        if let Some(f) = self.files.resolve(id, e.pid) {
+            let size_pages = f.size.div_ceil(BLOCK_SIZE);
+            if size_pages > index {
+                pages = pages.min(size_pages - index);
+            }
+        }
         let end = index + pages;
         // Misses: this task's adds inside the range; beyond: readahead.
         let mut miss = 0u64;
@@ -438,9 +447,8 @@ impl Controller {
             inflight_blocks: 0,
             miss_blocks: miss as u32,
         };
-        // Make sure the file is open before the policy answers, so its
-        // requests can be acted on.
-        let _ = self.files.resolve(id, e.pid);
+        // The file was opened above (resolve) before the policy answers,
+        // so its requests can be acted on.
         let residency = Unused(&self.unused, &self.files);
         let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
         self.policy.on_access(&access, &outcome, &mut sink);
