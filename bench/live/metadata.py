@@ -11,7 +11,8 @@ for bench/live/metadata.sh.
       bitmaps: blocks that belong to no file) is metadata. Writes the
       metadata ranges (device byte offset, length) and counts.
 
-  metadata.py time [--prefetch OUT.json DEVICE | --prewarm OUT.json DEVICE] -- CMD [ARGS...]
+  metadata.py time [--prefetch OUT.json DEVICE | --prewarm OUT.json DEVICE
+                    | --walk OUT.json THREADS | --warm-first CMD2] -- CMD [ARGS...]
       Print CMD's wall time in seconds. --prefetch: at the moment CMD
       starts, posix_fadvise(WILLNEED) the recorded metadata ranges through
       the block device itself (opened O_RDONLY|O_CLOEXEC), in physical
@@ -21,6 +22,13 @@ for bench/live/metadata.sh.
       bound on what metadata prefetching can save. The kernel reads ext4
       metadata through the block device's page cache (buffer heads), so
       these pages are what the traversal looks up.
+      --walk: the same metadata brought in through the file system instead
+      of the block device: THREADS threads list the recorded directories
+      (getdents: directory blocks) and stat their entries (inode tables),
+      in the recorded order, started with CMD. --warm-first: run CMD2 (a
+      metadata-only traversal, `find TREE -printf %s`) before the clock
+      starts: metadata resident, file data cold — the bound when the block
+      device cannot be opened.
 """
 import fcntl
 import json
@@ -159,7 +167,9 @@ def record(out, tree, cmd):
             ranges[-1][1] += 4096
         else:
             ranges.append([p, 4096])
+    dirs = [d for d, _s, _f in os.walk(tree)]
     json.dump({
+        "dirs": dirs,
         "command": cmd, "exit_code": rc, "device": fsdev, "read_requests": len(reads),
         "data_bytes": data_bytes, "metadata_bytes": meta_bytes,
         "metadata_flagged_bytes": rm_bytes, "other_device_bytes": other_dev,
@@ -210,13 +220,48 @@ def prefetch(fd, jobs, threads=2):
     return ts
 
 
+def walk(dirs, threads):
+    """Start THREADS metadata walkers over `dirs` (in order)."""
+    lock = threading.Lock()
+    nxt = [0]
+
+    def worker():
+        while True:
+            with lock:
+                i = nxt[0]
+                nxt[0] += 1
+            if i >= len(dirs):
+                return
+            try:
+                with os.scandir(dirs[i]) as it:
+                    for e in it:
+                        try:
+                            e.stat(follow_symlinks=False)
+                        except OSError:
+                            pass
+            except OSError:
+                pass
+
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    return ts
+
+
 def timed(a):
     import time
-    mode, fd, jobs = None, None, []
+    mode, fd, jobs, dirs, nthreads = None, None, [], [], 0
     if a[0] in ("--prefetch", "--prewarm"):
         mode = a[0]
         fd, jobs = open_ranges(a[1], a[2])
         a = a[3:]
+    elif a[0] == "--walk":
+        mode = a[0]
+        dirs, nthreads = json.load(open(a[1]))["dirs"], int(a[2])
+        a = a[3:]
+    elif a[0] == "--warm-first":
+        subprocess.call(a[1].split(), stdout=subprocess.DEVNULL)
+        a = a[2:]
     if not a or a[0] != "--":
         sys.stderr.write(__doc__)
         sys.exit(2)
@@ -225,6 +270,8 @@ def timed(a):
         prewarm(fd, jobs)
     t0 = time.monotonic()
     workers = prefetch(fd, jobs) if mode == "--prefetch" else []
+    if mode == "--walk":
+        workers = walk(dirs, nthreads)
     rc = subprocess.call(cmd, stdout=subprocess.DEVNULL)
     t1 = time.monotonic()
     for t in workers:

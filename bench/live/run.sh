@@ -61,26 +61,13 @@ here=$PWD/bench/live
 mkdir -p "$DATA_DIR"
 
 # --- setup (cached) -------------------------------------------------------
+. bench/live/setup.sh # setup_tree
 setup_file() {
   cc -O2 -o "$DATA_DIR/reader" bench/live/reader.c
   data=$DATA_DIR/data-1g
   if [ ! -f "$data" ] || [ "$(stat -c %s "$data")" != 1073741824 ]; then
     head -c 1073741824 /dev/urandom > "$data.tmp" && mv "$data.tmp" "$data"
     sync
-  fi
-}
-setup_tree() {
-  tree=$DATA_DIR/linux
-  if [ ! -f "$tree/.complete" ]; then
-    local tarball
-    tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | head -1 || true)
-    if [ -z "$tarball" ]; then
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-source-6.1 > /dev/null
-      tarball=$(ls /usr/src/linux-source-*.tar.xz | head -1)
-    fi
-    rm -rf "$tree" "$tree.tmp"; mkdir -p "$tree.tmp"
-    tar xJf "$tarball" -C "$tree.tmp" --strip-components=1
-    mv "$tree.tmp" "$tree"; touch "$tree/.complete"; sync
   fi
 }
 setup_diff() {
