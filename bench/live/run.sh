@@ -55,8 +55,11 @@ PY_MODULES=${PY_MODULES:-numpy pandas scipy.stats scipy.optimize scipy.signal sy
 CGROUP=${CGROUP:-/sys/fs/cgroup/memory/outrider-bench}
 OUT=${OUT:-bench/results/live.md}
 
-cargo build --release --quiet -p outrider
-bin=$PWD/target/release/outrider
+# OUTRIDER=path: use that binary instead of building target/release/outrider.
+if [ -z "${OUTRIDER:-}" ]; then
+  cargo build --release --quiet -p outrider
+fi
+bin=${OUTRIDER:-$PWD/target/release/outrider}
 here=$PWD/bench/live
 mkdir -p "$DATA_DIR"
 
