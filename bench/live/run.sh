@@ -1,155 +1,225 @@
 #!/usr/bin/env bash
-# Live benchmark (issue 7): unmodified programs, stock Linux vs
-# `outrider run`, on the real kernel and disk of this machine.
+# Live benchmark suite (issue 7 "Benchmark suite"): unmodified programs,
+# stock Linux vs `outrider run`, on the real kernel and disk of this
+# machine. Writes bench/results/live.md. Needs root (tracefs, drop_caches,
+# the memory cgroup).
 #
-# Workloads on a 1 GiB file of random bytes (bench/live/reader.c, 4 KiB
-# pread()s, no hints): reverse (every block, last to first), stride (every
-# other block), seq (sequential 256 KiB reads: must not regress), random
-# (RANDOM_READS uniformly random blocks: must not regress by > 5%).
+# Workloads (WORKLOADS, default all, e.g. WORKLOADS="grep diff"):
+#   reverse  4 KiB preads of a 1 GiB file, last block to first (reader.c)
+#   stride   every other 4 KiB block of the 1 GiB file
+#   seq      sequential 256 KiB reads of the file (must not regress)
+#   random   RANDOM_READS uniformly random 4 KiB preads (must not regress > 5%)
+#   grep     `grep -r` over the Linux kernel source tree (Debian linux-source)
+#   diff     `diff -r` over two copies of DIFF_DIRS of that tree, written at
+#            different times (different places on disk)
+#   sqlite   SQLite ORDER BY c_zip (secondary index) on a TPC-C-like customer
+#            table SQLITE_ROWS rows (~1 GiB), program and outrider's
+#            prefetching inside a v1 memory cgroup limited to SQLITE_LIMIT
+#   python   cold start of Python importing numpy, pandas, scipy, sympy
+#            (a venv of PyPI packages)
 #
-# Method: before EVERY run the data file is made cold — by default with
-# `outrider evict` (DONTNEED of the file's pages: only the measured data is
-# dropped, so the other users of this shared machine keep their caches);
-# with DROP_CACHES=1, `sync; echo 3 > /proc/sys/vm/drop_caches` as the
-# issue describes. Stock and outrider runs alternate within each
-# repetition (REPS, default 3) and the median wall time is reported; the
-# hot-cache time (file fully resident, stock) is the floor. The policy is
-# POLICY (default `stride`: forward/reverse/strided detection, the
-# no-history half of issue 7's `auto`, which does not exist yet).
-# Writes bench/results/live.md. Needs root (tracefs, drop_caches).
+# Method, per workload and repetition (REPS, default 3; NOREG_REPS for seq
+# and random): `sync; echo 3 > /proc/sys/vm/drop_caches` before EVERY run,
+# then in turn stock, outrider run 1 (fresh history database), outrider
+# run 2 (the history run 1 left) — so stock and outrider alternate and
+# share the machine's noise. Medians are reported; the hot-cache time
+# (stock, everything resident) is the floor. seq and random also get a
+# `--policy none` arm: tracing and the controller without prefetching,
+# i.e. outrider's own overhead.
+#
+# Policy and history come from variables so the suite needs no edit when
+# `auto` and `--history` land: POLICY (default: empty = what `outrider run`
+# defaults to), HISTORY (default `auto`: pass `--history DB` when `outrider
+# run --help` offers it; `none`: never). Without --history, run 2 is simply
+# a second outrider run (no history to learn from) and the file says so.
+#
+# Setup is cached in DATA_DIR (default /var/tmp/outrider-bench) between
+# invocations: the 1 GiB file, the unpacked kernel tree, the diff copies,
+# the SQLite database, the venv. First invocation: ~5 min of setup
+# (apt-get install linux-source-6.1, pip install) on top of the suite.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPS=${REPS:-3}
-# seq and random must not regress by more than 5%: a small difference on a
-# noisy machine needs more repetitions.
-NOREG_REPS=${NOREG_REPS:-7}
-POLICY=${POLICY:-stride}
+NOREG_REPS=${NOREG_REPS:-5}
+POLICY=${POLICY:-}
+HISTORY=${HISTORY:-auto}
+WORKLOADS=${WORKLOADS:-reverse stride seq random grep diff sqlite python}
 RANDOM_READS=${RANDOM_READS:-20000}
-DATA_DIR=${DATA_DIR:-/var/tmp/outrider-bench-live}
-cargo build --release --quiet -p outrider
-bin=$PWD/target/release/outrider
-mkdir -p "$DATA_DIR"
-cc -O2 -o "$DATA_DIR/reader" bench/live/reader.c
-data=$DATA_DIR/data-1g
-if [ ! -f "$data" ] || [ "$(stat -c %s "$data")" != 1073741824 ]; then
-  head -c 1073741824 /dev/urandom > "$data"
-  sync
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+DATA_DIR=${DATA_DIR:-/var/tmp/outrider-bench}
+DIFF_DIRS=${DIFF_DIRS:-arch fs net kernel include sound Documentation}
+SQLITE_ROWS=${SQLITE_ROWS:-1500000}
+SQLITE_LIMIT=${SQLITE_LIMIT:-128M}
+# zips are 0000..9999 + "11111": the query reads those below SQLITE_ZIP_BELOW
+SQLITE_ZIP_BELOW=${SQLITE_ZIP_BELOW:-0400}
+PY_MODULES=${PY_MODULES:-numpy pandas scipy.stats scipy.optimize scipy.signal sympy}
+CGROUP=${CGROUP:-/sys/fs/cgroup/memory/outrider-bench}
+OUT=${OUT:-bench/results/live.md}
 
-cold() {
-  if [ "${DROP_CACHES:-0}" = 1 ]; then
-    sync; echo 3 > /proc/sys/vm/drop_caches
-  else
-    "$bin" evict "$data" > /dev/null
+# OUTRIDER=path: use that binary instead of building target/release/outrider.
+if [ -z "${OUTRIDER:-}" ]; then
+  cargo build --release --quiet -p outrider
+fi
+bin=${OUTRIDER:-$PWD/target/release/outrider}
+here=$PWD/bench/live
+mkdir -p "$DATA_DIR"
+
+# --- setup (cached) -------------------------------------------------------
+. bench/live/setup.sh # setup_tree
+setup_file() {
+  cc -O2 -o "$DATA_DIR/reader" bench/live/reader.c
+  data=$DATA_DIR/data-1g
+  if [ ! -f "$data" ] || [ "$(stat -c %s "$data")" != 1073741824 ]; then
+    head -c 1073741824 /dev/urandom > "$data.tmp" && mv "$data.tmp" "$data"
+    sync
   fi
 }
-
-# seconds of wall time of "$@"
-timed() {
-  local t0 t1
-  t0=$(date +%s.%N)
-  "$@" > /dev/null
-  t1=$(date +%s.%N)
-  echo "$t1 - $t0" | bc -l
+setup_diff() {
+  setup_tree
+  dtag=$(echo "$DIFF_DIRS" | tr ' ' '_')
+  diffa=$DATA_DIR/diff-$dtag/a
+  diffb=$DATA_DIR/diff-$dtag/b
+  if [ ! -f "$DATA_DIR/diff-$dtag/.complete" ]; then
+    rm -rf "$DATA_DIR/diff-$dtag"; mkdir -p "$diffa" "$diffb"
+    for d in $DIFF_DIRS; do cp -a "$tree/$d" "$diffa/"; done
+    sync
+    # The second copy is written after the first: its blocks lie elsewhere.
+    for d in $DIFF_DIRS; do cp -a "$diffa/$d" "$diffb/"; done
+    sync; touch "$DATA_DIR/diff-$dtag/.complete"
+  fi
+}
+setup_sqlite() {
+  db=$DATA_DIR/tpcc-$SQLITE_ROWS.db
+  if [ ! -f "$db" ]; then
+    rm -f "$db.tmp"
+    python3 bench/live/tpcc_customer.py "$db.tmp" "$SQLITE_ROWS"
+    mv "$db.tmp" "$db"; sync
+  fi
+  mkdir -p "$CGROUP"
+  echo "$SQLITE_LIMIT" > "$CGROUP/memory.limit_in_bytes"
+  limit_bytes=$(cat "$CGROUP/memory.limit_in_bytes")
+  db_bytes=$(stat -c %s "$db")
+  query="SELECT c_id, c_last, c_zip, c_balance, length(c_data) FROM customer WHERE c_zip < '$SQLITE_ZIP_BELOW' ORDER BY c_zip;"
+}
+setup_python() {
+  venv=$DATA_DIR/venv
+  if [ ! -f "$venv/.complete" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q numpy pandas scipy sympy
+    touch "$venv/.complete"
+  fi
+  pyimport="import $(echo "$PY_MODULES" | tr ' ' ',')"
 }
 
-args_of() { # workload -> reader arguments
+# CMD=( ... ) for workload $1
+command_of() {
   case $1 in
-    random) echo "random $data $RANDOM_READS" ;;
-    *) echo "$1 $data" ;;
+    reverse | stride | seq) CMD=("$DATA_DIR/reader" "$1" "$data") ;;
+    random) CMD=("$DATA_DIR/reader" random "$data" "$RANDOM_READS") ;;
+    # A string that occurs nowhere: grep reads every file to its end.
+    grep) CMD=(grep -r -F -e outrider-bench-no-such-string "$tree") ;;
+    diff) CMD=(diff -r "$diffa" "$diffb") ;;
+    sqlite) CMD=("$here/incgroup.sh" "$CGROUP" sqlite3 "$db" "$query") ;;
+    python) CMD=("$venv/bin/python" -c "$pyimport") ;;
+    *) echo "unknown workload '$1' (expected one of: reverse stride seq random grep diff sqlite python)" >&2; exit 2 ;;
   esac
 }
 
-out=bench/results/live.md
-results=$work/results
-: > "$results"
-for w in reverse stride seq random; do
-  read -r -a a <<< "$(args_of "$w")"
-  reps=$REPS
-  case $w in seq|random) reps=$NOREG_REPS ;; esac
-  for rep in $(seq 1 "$reps"); do
-    cold
-    s=$(timed "$DATA_DIR/reader" "${a[@]}")
-    cold
-    o=$(timed "$bin" run -q --policy "$POLICY" --json "$work/$w.json" -- "$DATA_DIR/reader" "${a[@]}")
-    # Control arm: tracing and the controller with no prefetching (`none`),
-    # for the workloads where outrider should do nothing: its overhead.
-    n=-
-    case $w in seq|random)
-      cold
-      n=$(timed "$bin" run -q --policy none -- "$DATA_DIR/reader" "${a[@]}") ;;
-    esac
-    echo "$w $rep $s $o $n" >> "$results"
-    echo "$w rep $rep: stock $s s, outrider $o s, outrider none $n s" >&2
-  done
-  "$bin" warm "$data" > /dev/null
-  cat "$data" > /dev/null
-  h=$(timed "$DATA_DIR/reader" "${a[@]}")
-  echo "$w hot $h" >> "$results"
-  cp "$work/$w.json" "$work/$w.last.json"
+for w in $WORKLOADS; do
+  case $w in
+    reverse | stride | seq | random) setup_file ;;
+    grep) setup_tree ;;
+    diff) setup_diff ;;
+    sqlite) setup_sqlite ;;
+    python) setup_python ;;
+    *) command_of "$w" ;;
+  esac
 done
 
-python3 - "$results" "$work" "$POLICY" "$REPS/$NOREG_REPS" "$RANDOM_READS" "${DROP_CACHES:-0}" "$(uname -r)" "$(nproc)" > "$out" <<'PY'
-import json, statistics, sys, datetime
-res, work, policy, reps, nrand, drop, kernel, cores = sys.argv[1:9]
-stock, ours, hot, ctl = {}, {}, {}, {}
-for line in open(res):
-    f = line.split()
-    if f[1] == "hot":
-        hot[f[0]] = float(f[2])
-    else:
-        stock.setdefault(f[0], []).append(float(f[2]))
-        ours.setdefault(f[0], []).append(float(f[3]))
-        if f[4] != "-":
-            ctl.setdefault(f[0], []).append(float(f[4]))
-desc = {
-    "reverse": "4 KiB preads of a 1 GiB file, last block to first",
-    "stride": "every other 4 KiB block of a 1 GiB file (512 MiB read)",
-    "seq": "sequential 256 KiB reads of a 1 GiB file (no regression)",
-    "random": f"{nrand} uniformly random 4 KiB preads of a 1 GiB file (no regression)",
+# --- measurement ----------------------------------------------------------
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+# Seconds of wall time of "$@"; exit status 0 or 1 (grep: no match, diff:
+# differences) is fine, anything else fails the suite.
+timed() {
+  local t0 t1 rc=0
+  t0=$(date +%s.%N)
+  "$@" > /dev/null || rc=$?
+  t1=$(date +%s.%N)
+  if [ "$rc" -gt 1 ]; then
+    echo "run.sh: '$*' exited $rc" >&2
+    exit 1
+  fi
+  echo "$t1 - $t0" | bc -l
 }
-target = {"reverse": ">= 5x", "stride": ">= 5x", "seq": ">= 0.95x", "random": ">= 0.95x"}
-print("# Live benchmark: stock Linux vs `outrider run`")
-print()
-print(f"Written by `bench/live/run.sh` on {datetime.date.today()} ({cores} cores, {kernel}); do not edit by hand.")
-print()
-cold = "`sync; echo 3 > /proc/sys/vm/drop_caches`" if drop == "1" else "`outrider evict` of the data file (DONTNEED)"
-print(f"Policy: `{policy}`. Cold cache before every run: {cold}. Stock and outrider runs alternate;")
-print(f"median of {reps.split('/')[0]} repetitions (reverse, stride) and {reps.split('/')[1]} (seq, random); hot = the same program with the file fully resident (the floor).")
-print("Shared, noisy machine (virtio disk): compare rows within this file.")
-print()
-print(f"| workload | stock (s) | outrider `{policy}` (s) | speed-up | outrider `none` (s) | hot floor (s) | target | coverage | cost | accuracy | lost events |")
-print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
-for w in ["reverse", "stride", "seq", "random"]:
-    if w not in stock:
-        continue
-    s, o = statistics.median(stock[w]), statistics.median(ours[w])
-    j = json.load(open(f"{work}/{w}.last.json"))
-    c = f"{statistics.median(ctl[w]):.3f}" if w in ctl else "-"
-    print(f"| {w} | {s:.3f} | {o:.3f} | {s/o:.2f}x | {c} | {hot[w]:.3f} | {target[w]} | {j['coverage']:.3f} | {j['cost']:.3f} | {j['prefetch_accuracy']:.3f} | {j['lost_events']} |")
-print()
-print("Workloads (`bench/live/reader.c`):")
-print()
-for w in ["reverse", "stride", "seq", "random"]:
-    print(f"- **{w}**: {desc[w]}")
-print()
-print("`outrider none` runs the same tracing and controller without prefetching: the")
-print("difference to stock is outrider's own overhead.")
-print()
-print("All repetitions (stock s / outrider s):")
-print()
-for w in ["reverse", "stride", "seq", "random"]:
-    if w in stock:
-        pairs = ", ".join(f"{a:.3f}/{b:.3f}" for a, b in zip(stock[w], ours[w]))
-        if w in ctl:
-            pairs += " (none: " + ", ".join(f"{c:.3f}" for c in ctl[w]) + ")"
-        print(f"- {w}: {pairs}")
-print()
-print("coverage = demand pages served by an outrider prefetch / demand pages; cost = pages")
-print("prefetched / demand pages; accuracy = prefetched pages used / prefetched (from the last")
-print("outrider run's `--json`). Not measured here yet (issue 7): grep -r, diff -r, SQLite ORDER BY,")
-print("Python cold start, and run 2 with history (no history store or `auto` policy yet).")
-PY
-cat "$out"
+
+policy_args=()
+[ -n "$POLICY" ] && policy_args=(--policy "$POLICY")
+has_history=0
+if [ "$HISTORY" != none ] && "$bin" run --help | grep -q -- '--history'; then
+  has_history=1
+fi
+
+# outrider run 1|2 of workload $w, rep $rep: history database per rep.
+ours() {
+  local run=$1 hist=()
+  if [ "$has_history" = 1 ]; then
+    [ "$run" = 1 ] && rm -f "$work/$w.db" "$work/$w.db-wal" "$work/$w.db-shm"
+    hist=(--history "$work/$w.db")
+  fi
+  timed "$bin" run -q "${policy_args[@]}" "${hist[@]}" --json "$work/$w.r$run.$rep.json" -- "${CMD[@]}"
+}
+
+# Pages of the SQLite database resident after a run (cachestat): with the
+# program and outrider's prefetching both charged to the cgroup, at most
+# its limit.
+resident_mib() {
+  "$bin" stat --json "$db" | python3 -c 'import json,sys; print(json.load(sys.stdin)["resident_pages"]*4096/2**20)'
+}
+
+results=$work/results
+: > "$results"
+for w in $WORKLOADS; do
+  command_of "$w"
+  reps=$REPS
+  case $w in seq | random) reps=$NOREG_REPS ;; esac
+  for rep in $(seq 1 "$reps"); do
+    cold; s=$(timed "${CMD[@]}")
+    extra=""
+    [ "$w" = sqlite ] && extra=" $(resident_mib)"
+    echo "$w stock $rep $s$extra" >> "$results"
+    for run in 1 2; do
+      cold; o=$(ours $run)
+      extra=""
+      [ "$w" = sqlite ] && extra=" $(resident_mib)"
+      echo "$w run$run $rep $o$extra" >> "$results"
+    done
+    line="$w rep $rep: stock $s s, outrider run 1 $(grep "^$w run1 $rep " "$results" | cut -d' ' -f4) s, run 2 $o s"
+    case $w in seq | random)
+      cold; n=$(timed "$bin" run -q --policy none -- "${CMD[@]}")
+      echo "$w none $rep $n" >> "$results"
+      line="$line, none $n s" ;;
+    esac
+    echo "$line" >&2
+  done
+  # Hot floor: everything resident (the SQLite file is read in from outside
+  # the cgroup, so the limit does not evict it).
+  cold
+  case $w in
+    sqlite) cat "$db" > /dev/null ;;
+    *) timed "${CMD[@]}" > /dev/null ;;
+  esac
+  h=$(timed "${CMD[@]}")
+  echo "$w hot 1 $h" >> "$results"
+  echo "$w hot: $h s" >&2
+done
+[ -d "$CGROUP" ] && rmdir "$CGROUP" 2> /dev/null || true
+
+python3 bench/live/report.py "$results" "$work" "$has_history" "$REPS/$NOREG_REPS" \
+  "RANDOM_READS=$RANDOM_READS" "DIFF_DIRS=$DIFF_DIRS" "SQLITE_ROWS=$SQLITE_ROWS" \
+  "SQLITE_LIMIT=${limit_bytes:-0}" "SQLITE_DB_BYTES=${db_bytes:-0}" "SQLITE_ZIP_BELOW=$SQLITE_ZIP_BELOW" \
+  "PY_MODULES=$PY_MODULES" "POLICY=$POLICY" > "$OUT.tmp"
+mv "$OUT.tmp" "$OUT"
+cat "$OUT"

@@ -300,3 +300,111 @@ fn run_auto_twice_replays_history() {
     assert!(s["used_pages"].as_u64().unwrap() > 0, "{r2}");
     assert_eq!(r2["lost_events"], 0, "{r2}");
 }
+
+/// Issue 7 item 8: a program that moves itself into a memory cgroup as it
+/// starts (as cgexec does) has outrider follow it there, so prefetching is
+/// charged to the program's cgroup and bounded by its limit: outrider joins
+/// once, its budget shrinks to a quarter of the cgroup's room, and after a
+/// backward read of a file twice the limit, what is resident of that file
+/// fits the limit (the prefetches did not escape to the root cgroup).
+#[test]
+fn run_follows_the_program_into_its_memory_cgroup() {
+    let cg_root = Path::new("/sys/fs/cgroup/memory");
+    if !is_root() || !cg_root.join("cgroup.procs").exists() {
+        eprintln!("skipped: needs root and the cgroup v1 memory controller");
+        return;
+    }
+    let cg = cg_root.join(format!("outrider-test-{}", std::process::id()));
+    std::fs::create_dir(&cg).unwrap();
+    let limit: u64 = 32 << 20;
+    std::fs::write(cg.join("memory.limit_in_bytes"), limit.to_string()).unwrap();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = dir.path().join("data");
+    make_file(&f, 16384); // 64 MiB: twice the limit
+    let fs = f.display().to_string();
+    assert!(outrider(&["evict", &fs]).status.success());
+    let json = dir.path().join("run.json");
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec python3 -c \"import os\nfd = os.open('{fs}', os.O_RDONLY)\nfor b in range(16383, -1, -1): os.pread(fd, 4096, b * 4096)\"",
+        cg.display()
+    );
+    let o = outrider(&[
+        "run",
+        "--policy",
+        "stride",
+        "--json",
+        &json.display().to_string(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let stat = outrider(&["stat", "--json", &fs]);
+    let _ = std::fs::remove_dir(&cg);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["cgroup_joins"], 1, "{v}");
+    assert!(v["budget_bytes"].as_u64().unwrap() <= limit / 4, "{v}");
+    assert!(v["stats"]["prefetched_pages"].as_u64().unwrap() > 0, "{v}");
+    let s: serde_json::Value = serde_json::from_slice(&stat.stdout).unwrap();
+    let resident = s["resident_pages"].as_u64().unwrap();
+    assert!(
+        resident * 4096 <= limit,
+        "{resident} pages resident exceed the {limit}-byte limit: {v}"
+    );
+}
+
+/// Issue 7 item 8, read-only: every descriptor outrider holds on the
+/// traced program's file is `O_RDONLY|O_CLOEXEC|O_NOATIME` (root may use
+/// O_NOATIME), seen from outside in `/proc/<outrider>/fdinfo` while the
+/// program runs — not just what the open helper asks for.
+#[test]
+fn run_holds_the_programs_files_read_only_close_on_exec() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = dir.path().join("data");
+    make_file(&f, 256);
+    let fs = f.display().to_string();
+    let script = format!(
+        "python3 -c \"import os, time\nfd = os.open('{fs}', os.O_RDONLY)\nfor b in range(255, -1, -1): os.pread(fd, 4096, b * 4096)\ntime.sleep(2)\""
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
+        .args(["run", "-q", "--policy", "stride", "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut flags = Vec::new();
+    for _ in 0..300 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            break;
+        };
+        for e in rd.flatten() {
+            if std::fs::read_link(e.path()).ok().as_deref() == Some(f.as_path()) {
+                let info = std::fs::read_to_string(format!(
+                    "/proc/{pid}/fdinfo/{}",
+                    e.file_name().to_string_lossy()
+                ))
+                .unwrap_or_default();
+                if let Some(l) = info.lines().find(|l| l.starts_with("flags:")) {
+                    flags.push(i32::from_str_radix(l[6..].trim(), 8).unwrap());
+                }
+            }
+        }
+        if !flags.is_empty() {
+            break;
+        }
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!flags.is_empty(), "outrider opened the program's file");
+    for fl in flags {
+        assert_eq!(fl & libc::O_ACCMODE, libc::O_RDONLY, "flags {fl:o}");
+        assert_eq!(fl & libc::O_CLOEXEC, libc::O_CLOEXEC, "flags {fl:o}");
+        assert_eq!(fl & libc::O_NOATIME, libc::O_NOATIME, "flags {fl:o}");
+    }
+}

@@ -198,8 +198,13 @@ fn ratio(a: u64, b: u64) -> f64 {
 /// Most recently accessed files remembered per device for block → file
 /// translation.
 const RECENT_FILES: usize = 8;
-/// How often the program's memory cgroup is looked up again (1 s).
-const CGROUP_RECHECK_NS: u64 = 1_000_000_000;
+/// How often the program's memory cgroup is looked up again while
+/// prefetching (10 ms; always before the first prefetch). A program that
+/// moves itself into a cgroup as it starts (cgexec, a wrapper writing
+/// `cgroup.procs`, `systemd-run --scope`) does so after outrider's first
+/// look: with a 1 s recheck the first second of prefetching was charged
+/// outside its limit. A recheck reads only `/proc/PID/cgroup`.
+const CGROUP_RECHECK_NS: u64 = 10_000_000;
 /// Most add-to-cache events remembered per task between two reads.
 const MAX_PENDING_ADDS: usize = 4096;
 /// Most pages one I/O job carries (several small chunks; a chunk larger
@@ -257,6 +262,8 @@ pub struct Controller {
     root_pid: u32,
     cgroup_target: Arc<CgroupTarget>,
     last_cgroup_check_ns: u64,
+    /// `/proc/<root>/cgroup` as last read.
+    last_proc_cgroup: String,
     seen_files: FxHashSet<FileId>,
     /// Block requests whose WILLNEED calls all ran (filled by the workers),
     /// told to the policy as `on_prefetch_done` at the next poll.
@@ -330,6 +337,7 @@ impl Controller {
             root_pid: 0,
             cgroup_target: Arc::new(CgroupTarget::default()),
             last_cgroup_check_ns: 0,
+            last_proc_cgroup: String::new(),
             seen_files: FxHashSet::default(),
             done: Arc::new(Mutex::new(Vec::new())),
             done_now: Vec::new(),
@@ -420,6 +428,25 @@ impl Controller {
         *cur = Some((t.version, t.dir));
     }
 
+    /// The program may move itself to another cgroup (cgexec, systemd-run
+    /// --scope): look again every CGROUP_RECHECK_NS (or now, when `force`),
+    /// and follow it when `/proc/PID/cgroup` changed.
+    fn recheck_cgroup(&mut self, now_rel_ns: u64, force: bool) {
+        if self.root_pid == 0
+            || (!force && now_rel_ns < self.last_cgroup_check_ns + CGROUP_RECHECK_NS)
+        {
+            return;
+        }
+        self.last_cgroup_check_ns = now_rel_ns;
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{}/cgroup", self.root_pid)) else {
+            return;
+        };
+        if text != self.last_proc_cgroup {
+            self.last_proc_cgroup = text;
+            self.follow_cgroup(self.root_pid);
+        }
+    }
+
     fn rel(&self, ts_ns: u64) -> u64 {
         ts_ns.saturating_sub(self.t0_ns)
     }
@@ -446,7 +473,16 @@ impl Controller {
         let Some(id) = self.file_id(dev, ino) else {
             return;
         };
-        let pages = pages.clamp(1, u64::from(u32::MAX));
+        let mut pages = pages.clamp(1, u64::from(u32::MAX));
+        // mm_filemap_get_pages reports the read's requested range, not
+        // clipped to the file: a 2 KiB file read with a 96 KiB buffer (grep)
+        // would count 24 demand pages. Clip to the size known at open.
+        if let Some(f) = self.files.resolve(id, e.pid) {
+            let size_pages = f.size.div_ceil(BLOCK_SIZE);
+            if size_pages > index {
+                pages = pages.min(size_pages - index);
+            }
+        }
         let end = index + pages;
         // Misses: this task's adds inside the range; beyond: readahead.
         let mut miss = 0u64;
@@ -514,9 +550,8 @@ impl Controller {
             inflight_blocks: 0,
             miss_blocks: miss as u32,
         };
-        // Make sure the file is open before the policy answers, so its
-        // requests can be acted on.
-        let _ = self.files.resolve(id, e.pid);
+        // The file was opened above (resolve) before the policy answers,
+        // so its requests can be acted on.
         // A page the program had to bring in was not resident: tell a
         // block-level policy that keeps its own residency model (DiskSeen's
         // block table, §3.1) that the block left memory, as the simulator
@@ -712,6 +747,10 @@ impl Controller {
             }
         }
         batch.sort_unstable_by_key(|b| (b.0, b.1, b.2));
+        if !batch.is_empty() {
+            // Charge this batch to the program's cgroup (issue 7 item 8).
+            self.recheck_cgroup(now_rel_ns, self.stats.prefetched_pages == 0);
+        }
         let budget_pages = self.opts.budget_bytes / BLOCK_SIZE;
         // Pages submitted per request (for the device stream and dones).
         let mut sent = vec![0u64; reqs.len()];
@@ -899,12 +938,7 @@ impl Controller {
         }
         self.qc_used = 0;
         self.qc_wasted = 0;
-        // The program may move itself to another cgroup (cgexec, systemd-run
-        // --scope): look again every CGROUP_RECHECK_NS.
-        if now_rel_ns >= self.last_cgroup_check_ns + CGROUP_RECHECK_NS {
-            self.last_cgroup_check_ns = now_rel_ns;
-            self.follow_cgroup(self.root_pid);
-        }
+        self.recheck_cgroup(now_rel_ns, false);
     }
 }
 
