@@ -130,6 +130,10 @@ impl Policy for DiskSeen {
         self.table.clear_status_everywhere(RESIDENT | BUSY | CACHED);
     }
 
+    fn on_cache_info(&mut self, cache_blocks: u64) {
+        self.set_memory_blocks(cache_blocks);
+    }
+
     fn memory_bytes(&self) -> usize {
         self.table.memory_bytes()
             + self.owner.capacity() * (8 + 4 * OWNERS_PER_CHUNK)

@@ -86,9 +86,10 @@ impl DiskSeen {
     }
 
     /// Issue `wanted` (ascending, none resident) as requests of window
-    /// `id`: one per run, a run bridging gaps of at most `infill` blocks
-    /// (read through; 0 = the paper's exact blocks). Marks what is read
-    /// resident, busy and prefetched; returns how many blocks that is.
+    /// `id`: one per aggregate, which bridges holes of at most `infill`
+    /// blocks that are neither resident nor busy (read through; 0 = exactly
+    /// the wanted blocks). Marks what is read resident, busy and
+    /// prefetched; returns how many blocks that is.
     pub(super) fn emit_runs(
         &mut self,
         dev: u32,
@@ -114,7 +115,9 @@ impl DiskSeen {
         };
         for &b in wanted {
             run = match run {
-                Some((s, e)) if b >= e && b - e <= infill => Some((s, b + 1)),
+                Some((s, e)) if b >= e && b - e <= infill && self.free_hole(dev, e, b, sink) => {
+                    Some((s, b + 1))
+                }
                 other => {
                     flush(self, other, sink);
                     Some((b, b + 1))
@@ -123,6 +126,13 @@ impl DiskSeen {
         }
         flush(self, run, sink);
         marked
+    }
+
+    /// May the hole `from..to` be read through: no block of it resident or
+    /// busy (§3.2: those are never requested again)?
+    fn free_hole(&self, dev: u32, from: u64, to: u64, sink: &Sink<'_>) -> bool {
+        (from..to)
+            .all(|b| self.table.status(dev, b) & (RESIDENT | BUSY) == 0 && !sink.is_cached(dev, b))
     }
 
     pub(super) fn track_window(&mut self, id: WindowId, pid: Pid, left: u32, group: u32) {
