@@ -124,6 +124,7 @@ impl Policy for DiskSeen {
     fn on_run_start(&mut self, _run: u32) {
         self.streams.clear();
         self.owner.clear();
+        self.forget_owner_lookup();
         self.trails.clear();
         self.windows.clear();
         self.window_order.clear();

@@ -14,7 +14,19 @@ use crate::policy::Sink;
 impl DiskSeen {
     /// The stream whose current or readahead window holds `lbn`.
     pub(super) fn owner_of(&self, dev: u32, lbn: u64) -> Option<usize> {
-        let slots = self.owner.get(&(key(dev, lbn) >> 6))?;
+        let chunk = key(dev, lbn) >> 6;
+        let (c, cached) = self.owner_last.get();
+        let slots = if c == chunk {
+            cached
+        } else {
+            let slots = self
+                .owner
+                .get(&chunk)
+                .copied()
+                .unwrap_or([NO_SLOT; OWNERS_PER_CHUNK]);
+            self.owner_last.set((chunk, slots));
+            slots
+        };
         slots
             .iter()
             .take_while(|&&s| s != NO_SLOT)
@@ -32,6 +44,7 @@ impl DiskSeen {
 
     /// Index a new window's blocks under stream `slot`.
     pub(super) fn index_blocks(&mut self, slot: usize, dev: u32, blocks: &[u64]) {
+        self.forget_owner_lookup();
         if self.owner.len() >= MAX_OWNER_CHUNKS {
             self.owner.clear();
             for i in 0..self.streams.len() {
@@ -43,6 +56,11 @@ impl DiskSeen {
             }
         }
         self.index_chunks(slot, dev, blocks);
+    }
+
+    /// The stream index changed: drop the remembered lookup.
+    pub(super) fn forget_owner_lookup(&self) {
+        self.owner_last.set((u64::MAX, [NO_SLOT; OWNERS_PER_CHUNK]));
     }
 
     pub(super) fn index_chunks(&mut self, slot: usize, dev: u32, blocks: &[u64]) {

@@ -92,6 +92,7 @@ use crate::event::{Access, WindowId};
 use crate::policy::Sink;
 use quality::{QcParams, Quality};
 use rustc_hash::FxHashMap;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use stream::{next_window_size, Kind, Stream, Window};
 use table::{BlockTable, BUSY, CACHED, RESIDENT};
@@ -213,6 +214,9 @@ pub struct DiskSeen {
     /// Which streams have windows in each 64-block chunk (§3.3.3's
     /// stream index; verified against the windows on lookup).
     owner: FxHashMap<u64, [u32; OWNERS_PER_CHUNK]>,
+    /// The last chunk looked up in `owner` and its entry (most demand
+    /// blocks follow their neighbour into the same chunk).
+    owner_last: Cell<(u64, [u32; OWNERS_PER_CHUNK])>,
     trails: Trails,
     windows: FxHashMap<u64, WinRec>,
     window_order: VecDeque<u64>,
@@ -252,6 +256,7 @@ impl DiskSeen {
             counter: 0,
             streams: Vec::new(),
             owner: FxHashMap::default(),
+            owner_last: Cell::new((u64::MAX, [NO_SLOT; OWNERS_PER_CHUNK])),
             windows: FxHashMap::default(),
             window_order: VecDeque::new(),
             qc,
