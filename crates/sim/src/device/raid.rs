@@ -253,7 +253,8 @@ impl<D: Device> Raid0<D> {
                 let drained = g.held.is_empty() && g.inflight == 0;
                 let over = now_ns >= self.coord.slice_end_ns
                     || (rate_check && self.coord.trail_slower_than_others(now_ns));
-                if !drained && !(over && others_wait) {
+                let hand_over = drained || (over && others_wait);
+                if !hand_over {
                     while let Some(req) = self.coord.groups[ix].held.pop_front() {
                         self.coord.held -= 1;
                         let id = self.coord.groups[ix].id;
