@@ -204,6 +204,12 @@ pub trait Policy: Send {
     /// [`Policy::on_run_start`] of every run. Default: ignored.
     fn on_device_info(&mut self, _info: &DeviceInfo) {}
 
+    /// The buffer memory the driver manages, in 4 KiB blocks (sim:
+    /// `--cache`), told after [`Policy::on_run_start`] of every run.
+    /// DiskSeen derives its timestamp gap threshold T from it (1/64 of
+    /// buffer memory, §3.3.1). Default: ignored.
+    fn on_cache_info(&mut self, _cache_blocks: u64) {}
+
     /// Points of a time series the policy recorded since the current run
     /// started (flashy: application and prefetch throughput and the scale
     /// factor, its Fig. 5). Drivers collect it at the end of each run.

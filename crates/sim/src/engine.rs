@@ -21,7 +21,8 @@
 //! flashy's second event stream), before the access that caused it is
 //! (demand) or right after the prefetches are issued. At the start of each
 //! run the policy is told the device model's maximum throughput
-//! ([`outrider_core::Policy::on_device_info`]); at its end the policy's
+//! ([`outrider_core::Policy::on_device_info`]) and the cache size
+//! ([`outrider_core::Policy::on_cache_info`]); at its end the policy's
 //! time series is collected into [`SimResult::series`].
 //!
 //! Think time: with [`Timing::Think`] (default) a process issues its next
@@ -303,6 +304,7 @@ pub fn simulate_on(
             dev: None,
             max_read_bytes_per_s: e.device.max_throughput_bytes_per_s(),
         });
+        policy.on_cache_info(cfg.cache_blocks);
         if policy.wants_oracle() {
             policy.on_oracle(&oracle, cfg.cache_blocks);
         }

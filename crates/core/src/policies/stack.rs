@@ -148,6 +148,11 @@ impl Policy for Stack {
         self.lower.on_device_info(info);
     }
 
+    fn on_cache_info(&mut self, cache_blocks: u64) {
+        self.upper.on_cache_info(cache_blocks);
+        self.lower.on_cache_info(cache_blocks);
+    }
+
     /// Both parts' series, the upper's first.
     fn series(&self) -> Vec<SeriesPoint> {
         let mut s = self.upper.series();

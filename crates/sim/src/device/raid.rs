@@ -41,10 +41,22 @@ struct Slot {
     group: u32,
 }
 
-/// Longest time slice one scheduling group holds the array once another
-/// group is waiting (DiskSeen §3.7 coordination): 20 ms, a few HDD seeks'
-/// worth, so a trail's prefetch window is served as a batch on every disk.
+/// Time slice of a scheduling group whose throughput is the mean of the
+/// groups' (DiskSeen §3.7 coordination): 20 ms, a few HDD seeks' worth, so
+/// a trail's prefetch window is served as a batch on every disk. Slices
+/// are proportional to each group's measured throughput, within
+/// [`RAID0_MIN_SLICE_NS`]..=[`RAID0_MAX_SLICE_NS`].
 pub const RAID0_SLICE_NS: u64 = 20_000_000;
+
+/// Shortest slice a slow group gets: 5 ms.
+pub const RAID0_MIN_SLICE_NS: u64 = RAID0_SLICE_NS / 4;
+
+/// Longest slice a fast group gets: 80 ms.
+pub const RAID0_MAX_SLICE_NS: u64 = RAID0_SLICE_NS * 4;
+
+/// Weight of the newest slice in a group's throughput estimate
+/// (exponential moving average).
+const THROUGHPUT_WEIGHT: f64 = 0.5;
 
 /// Bound on scheduling groups tracked at once; requests of further groups
 /// join group 0 (the non-trail group).
@@ -59,21 +71,127 @@ struct Group {
     inflight: usize,
 }
 
-/// DiskSeen §3.7 coordinated scheduling: once a tagged request arrives,
+/// DiskSeen §3.7 coordinated scheduling. Once a tagged request arrives,
 /// the array serves one scheduling group (a trail, or group 0: requests
-/// on no trail) at a time. The group being served keeps the array until
-/// it has nothing queued or in service (a trail whose window is served
-/// and whose next window is not issued yet: the paper's early end of a
-/// slice) or its slice of [`RAID0_SLICE_NS`] is over while another group
-/// waits. Simplification: slices are equal, not proportional to each
-/// group's measured throughput.
+/// on no trail) at a time, each for a time slice:
+///
+/// - **Slices proportional to throughput.** The array measures the
+///   throughput (blocks completed per ns) of each slice; a group's slice
+///   is [`RAID0_SLICE_NS`] × its throughput / the mean throughput of the
+///   groups waiting, clamped to 5..80 ms. Group 0 keeps its own estimate;
+///   trails, which come and go with DiskSeen's streams, share one (a new
+///   trail starts from it).
+/// - **Early end.** A trail's slice ends when its throughput so far falls
+///   below the non-trail group's, checked whenever one of its requests
+///   completes; a trail with nothing queued or in service (its window is
+///   served and the next one not issued yet, the paper's example) ends
+///   its slice at once.
+/// - A slice that is over passes the array on only if another group
+///   waits; groups with nothing left are forgotten.
 #[derive(Clone, Debug, Default)]
 struct Coord {
     active: bool,
     groups: Vec<Group>,
     cur: u32,
+    slice_start_ns: u64,
     slice_end_ns: u64,
+    /// Blocks of the current group's requests completed in its slice.
+    slice_blocks: u64,
+    /// When the first of them completed, and the blocks completed since
+    /// (the slice's streaming rate, its first positioning excluded).
+    first_done_ns: Option<u64>,
+    blocks_after_first: u64,
     held: usize,
+    /// Throughput estimates (blocks per ns; 0 = not measured yet): group
+    /// 0's and the trails'.
+    thr_other: f64,
+    thr_trail: f64,
+}
+
+impl Coord {
+    fn thr_of(&self, id: u32) -> f64 {
+        if id == 0 {
+            self.thr_other
+        } else {
+            self.thr_trail
+        }
+    }
+
+    /// Close the current slice at `now_ns`: fold its throughput into the
+    /// current group's estimate, if it ran at least
+    /// [`RAID0_MIN_SLICE_NS`] (a shorter one, ended when its group ran
+    /// dry, measures little more than one request's seek).
+    fn close_slice(&mut self, now_ns: u64) {
+        let elapsed = now_ns.saturating_sub(self.slice_start_ns);
+        if elapsed < RAID0_MIN_SLICE_NS {
+            return;
+        }
+        let thr = self.slice_blocks as f64 / elapsed as f64;
+        let est = if self.cur == 0 {
+            &mut self.thr_other
+        } else {
+            &mut self.thr_trail
+        };
+        *est = if *est == 0.0 {
+            thr
+        } else {
+            THROUGHPUT_WEIGHT * thr + (1.0 - THROUGHPUT_WEIGHT) * *est
+        };
+    }
+
+    /// Open a slice for group `id` at `now_ns`, its length proportional to
+    /// its throughput among the groups present.
+    fn open_slice(&mut self, id: u32, now_ns: u64) {
+        self.cur = id;
+        self.slice_start_ns = now_ns;
+        self.slice_blocks = 0;
+        self.first_done_ns = None;
+        self.blocks_after_first = 0;
+        self.slice_end_ns = now_ns + self.slice_len_ns(id);
+    }
+
+    fn slice_len_ns(&self, id: u32) -> u64 {
+        let known: Vec<f64> = self
+            .groups
+            .iter()
+            .map(|g| self.thr_of(g.id))
+            .filter(|&t| t > 0.0)
+            .collect();
+        let own = self.thr_of(id);
+        if known.is_empty() || own == 0.0 {
+            return RAID0_SLICE_NS;
+        }
+        let mean = known.iter().sum::<f64>() / known.len() as f64;
+        ((RAID0_SLICE_NS as f64 * own / mean) as u64).clamp(RAID0_MIN_SLICE_NS, RAID0_MAX_SLICE_NS)
+    }
+
+    /// Has the current trail's throughput in this slice fallen below the
+    /// non-trail group's (§3.7's early end)? The trail's rate is taken
+    /// from its first completion in the slice on (the seek to reach it
+    /// says nothing about the trail), once the slice has run
+    /// [`RAID0_MIN_SLICE_NS`].
+    fn trail_slower_than_others(&self, now_ns: u64) -> bool {
+        let elapsed = now_ns.saturating_sub(self.slice_start_ns);
+        let Some(first) = self.first_done_ns else {
+            return false;
+        };
+        let streaming = now_ns.saturating_sub(first);
+        self.cur != 0
+            && self.thr_other > 0.0
+            && elapsed >= RAID0_MIN_SLICE_NS
+            && streaming > 0
+            && (self.blocks_after_first as f64 / streaming as f64) < self.thr_other
+    }
+
+    /// A request of `blocks` of the current group completed at `now_ns`.
+    fn count_done(&mut self, now_ns: u64, blocks: u32) {
+        self.slice_blocks += u64::from(blocks);
+        if self.first_done_ns.is_some() {
+            self.blocks_after_first += u64::from(blocks);
+        } else {
+            self.first_done_ns = Some(now_ns);
+        }
+    }
 }
 
 /// A RAID-0 array of identical members.
@@ -123,32 +241,31 @@ impl<D: Device> Raid0<D> {
     }
 
     /// Dispatch held requests of the group being served; switch groups
-    /// when it is drained or its slice is over and another group waits.
-    fn pump(&mut self, now_ns: u64) {
+    /// when its slice ends (over, or ended early, see [`Coord`]) and
+    /// another group waits, or when it has nothing left. `rate_check`: a
+    /// request of the current group just completed, so its throughput is
+    /// compared with the non-trail group's.
+    fn pump(&mut self, now_ns: u64, rate_check: bool) {
         for _ in 0..=self.coord.groups.len() {
-            let cur = self.group_ix(self.coord.cur);
-            if let Some(ix) = cur {
-                let in_slice = now_ns < self.coord.slice_end_ns;
-                if in_slice || self.coord.held == self.coord.groups[ix].held.len() {
-                    if !self.coord.groups[ix].held.is_empty() {
-                        while let Some(req) = self.coord.groups[ix].held.pop_front() {
-                            self.coord.held -= 1;
-                            let g = self.coord.groups[ix].id;
-                            self.dispatch(now_ns, req, g);
-                        }
-                        return;
+            if let Some(ix) = self.group_ix(self.coord.cur) {
+                let others_wait = self.coord.held > self.coord.groups[ix].held.len();
+                let g = &self.coord.groups[ix];
+                let drained = g.held.is_empty() && g.inflight == 0;
+                let over = now_ns >= self.coord.slice_end_ns
+                    || (rate_check && self.coord.trail_slower_than_others(now_ns));
+                let hand_over = drained || (over && others_wait);
+                if !hand_over {
+                    while let Some(req) = self.coord.groups[ix].held.pop_front() {
+                        self.coord.held -= 1;
+                        let id = self.coord.groups[ix].id;
+                        self.dispatch(now_ns, req, id);
                     }
-                    if self.coord.groups[ix].inflight > 0 && in_slice {
-                        return;
-                    }
+                    return;
                 }
             }
             // Forget groups with nothing left (trails that ended), then
             // round robin to the next group with requests waiting.
             let cur_id = self.coord.cur;
-            self.coord
-                .groups
-                .retain(|g| g.id == 0 || !g.held.is_empty() || g.inflight > 0);
             let cur = self.group_ix(cur_id);
             let n = self.coord.groups.len();
             let start = cur.map_or(0, |i| i + 1);
@@ -158,8 +275,12 @@ impl<D: Device> Raid0<D> {
             else {
                 return;
             };
-            self.coord.cur = self.coord.groups[next].id;
-            self.coord.slice_end_ns = now_ns + RAID0_SLICE_NS;
+            let next_id = self.coord.groups[next].id;
+            self.coord.close_slice(now_ns);
+            self.coord
+                .groups
+                .retain(|g| g.id == 0 || !g.held.is_empty() || g.inflight > 0);
+            self.coord.open_slice(next_id, now_ns);
         }
     }
 
@@ -298,8 +419,7 @@ impl<D: Device> Device for Raid0<D> {
                 held: VecDeque::new(),
                 inflight,
             });
-            self.coord.cur = 0;
-            self.coord.slice_end_ns = now_ns + RAID0_SLICE_NS;
+            self.coord.open_slice(0, now_ns);
         }
         let ix = match self.group_ix(group) {
             Some(ix) => ix,
@@ -314,7 +434,7 @@ impl<D: Device> Device for Raid0<D> {
         };
         self.coord.groups[ix].held.push_back(req);
         self.coord.held += 1;
-        self.pump(now_ns);
+        self.pump(now_ns, false);
     }
 
     fn next_completion_ns(&mut self) -> Option<u64> {
@@ -327,6 +447,10 @@ impl<D: Device> Device for Raid0<D> {
         self.free_slots.push(slot_ix);
         let slot = self.slots[slot_ix as usize];
         if self.coord.active {
+            let own = slot.group == self.coord.cur && t >= self.coord.slice_start_ns;
+            if own {
+                self.coord.count_done(t, slot.req.blocks);
+            }
             if let Some(ix) = self.group_ix(slot.group) {
                 let g = &mut self.coord.groups[ix];
                 g.inflight = g.inflight.saturating_sub(1);
@@ -334,7 +458,7 @@ impl<D: Device> Device for Raid0<D> {
                     self.coord.groups.remove(ix);
                 }
             }
-            self.pump(t);
+            self.pump(t, own);
         }
         Some((t, slot.req))
     }
@@ -437,6 +561,69 @@ mod tests {
         assert_eq!(order.len(), 6);
         assert_ne!(order, vec![1, 3, 5, 2, 4, 6]);
         assert_eq!(coord.pending(), 0);
+    }
+
+    /// §3.7: slices proportional to throughput. Group 0 measured at 1
+    /// block/ns, trails at 3: with both waiting (mean 2) group 0 gets
+    /// 20 ms × 1/2 and a trail 20 ms × 3/2, within 5..80 ms; a group
+    /// nothing is known about gets the base slice.
+    #[test]
+    fn slices_are_proportional_to_measured_throughput() {
+        let mut c = Coord {
+            groups: vec![
+                Group {
+                    id: 0,
+                    ..Group::default()
+                },
+                Group {
+                    id: 5,
+                    ..Group::default()
+                },
+            ],
+            ..Coord::default()
+        };
+        assert_eq!(c.slice_len_ns(5), RAID0_SLICE_NS, "nothing measured yet");
+        c.thr_other = 1.0;
+        c.thr_trail = 3.0;
+        assert_eq!(c.slice_len_ns(0), 10_000_000);
+        assert_eq!(c.slice_len_ns(5), 30_000_000);
+        // Mean 500.5: the trail gets 20 ms × 1000 / 500.5, group 0 the
+        // 5 ms minimum.
+        c.thr_trail = 1000.0;
+        assert_eq!(c.slice_len_ns(5), 39_960_039);
+        assert_eq!(c.slice_len_ns(0), RAID0_MIN_SLICE_NS);
+        // A slice's throughput folds into its group's estimate.
+        // A slice's throughput folds into its group's estimate; one
+        // shorter than the minimum is not counted.
+        c.open_slice(0, 1_000);
+        c.slice_blocks = 30;
+        c.close_slice(1_000 + RAID0_MIN_SLICE_NS - 1);
+        assert_eq!(c.thr_other, 1.0);
+        c.open_slice(0, 1_000);
+        c.slice_blocks = 3 * RAID0_MIN_SLICE_NS;
+        c.close_slice(1_000 + RAID0_MIN_SLICE_NS);
+        assert_eq!(c.thr_other, 0.5 * 3.0 + 0.5 * 1.0);
+    }
+
+    /// §3.7 early end: trail 1 has three requests on member 0 of a 2-disk
+    /// array, two of them far apart (a seek each, ~10 ms); group 2's
+    /// request on member 1 waits. Normally it waits until trail 1 has
+    /// nothing in service; when trail 1's throughput at a completion past
+    /// the 5 ms minimum is below the non-trail group's, its slice ends
+    /// there and group 2 is served before trail 1's last request.
+    #[test]
+    fn a_trail_slower_than_the_non_trail_group_loses_its_slice() {
+        let order = |thr_other: f64| {
+            let mut r = Raid0::new((0..2).map(|_| Hdd::new()).collect());
+            r.submit_grouped(0, req(1, 0, 1), 1);
+            r.coord.thr_other = thr_other;
+            r.submit_grouped(0, req(2, 1 << 24, 16), 1);
+            r.submit_grouped(0, req(4, 1 << 28, 16), 1);
+            r.submit_grouped(0, req(3, 16, 1), 2);
+            drain_ids(&mut r)
+        };
+        assert_eq!(order(0.0), vec![1, 2, 4, 3]);
+        assert_eq!(order(1.0), vec![1, 2, 3, 4]);
     }
 
     /// A 4-member array: 16-block units round-robin over members; a

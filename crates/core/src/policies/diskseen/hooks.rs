@@ -124,10 +124,15 @@ impl Policy for DiskSeen {
     fn on_run_start(&mut self, _run: u32) {
         self.streams.clear();
         self.owner.clear();
+        self.forget_owner_lookup();
         self.trails.clear();
         self.windows.clear();
         self.window_order.clear();
         self.table.clear_status_everywhere(RESIDENT | BUSY | CACHED);
+    }
+
+    fn on_cache_info(&mut self, cache_blocks: u64) {
+        self.set_memory_blocks(cache_blocks);
     }
 
     fn memory_bytes(&self) -> usize {

@@ -14,7 +14,19 @@ use crate::policy::Sink;
 impl DiskSeen {
     /// The stream whose current or readahead window holds `lbn`.
     pub(super) fn owner_of(&self, dev: u32, lbn: u64) -> Option<usize> {
-        let slots = self.owner.get(&(key(dev, lbn) >> 6))?;
+        let chunk = key(dev, lbn) >> 6;
+        let (c, cached) = self.owner_last.get();
+        let slots = if c == chunk {
+            cached
+        } else {
+            let slots = self
+                .owner
+                .get(&chunk)
+                .copied()
+                .unwrap_or([NO_SLOT; OWNERS_PER_CHUNK]);
+            self.owner_last.set((chunk, slots));
+            slots
+        };
         slots
             .iter()
             .take_while(|&&s| s != NO_SLOT)
@@ -32,6 +44,7 @@ impl DiskSeen {
 
     /// Index a new window's blocks under stream `slot`.
     pub(super) fn index_blocks(&mut self, slot: usize, dev: u32, blocks: &[u64]) {
+        self.forget_owner_lookup();
         if self.owner.len() >= MAX_OWNER_CHUNKS {
             self.owner.clear();
             for i in 0..self.streams.len() {
@@ -43,6 +56,11 @@ impl DiskSeen {
             }
         }
         self.index_chunks(slot, dev, blocks);
+    }
+
+    /// The stream index changed: drop the remembered lookup.
+    pub(super) fn forget_owner_lookup(&self) {
+        self.owner_last.set((u64::MAX, [NO_SLOT; OWNERS_PER_CHUNK]));
     }
 
     pub(super) fn index_chunks(&mut self, slot: usize, dev: u32, blocks: &[u64]) {
@@ -86,9 +104,10 @@ impl DiskSeen {
     }
 
     /// Issue `wanted` (ascending, none resident) as requests of window
-    /// `id`: one per run, a run bridging gaps of at most `infill` blocks
-    /// (read through; 0 = the paper's exact blocks). Marks what is read
-    /// resident, busy and prefetched; returns how many blocks that is.
+    /// `id`: one per aggregate, which bridges holes of at most `infill`
+    /// blocks that are neither resident nor busy (read through; 0 = exactly
+    /// the wanted blocks). Marks what is read resident, busy and
+    /// prefetched; returns how many blocks that is.
     pub(super) fn emit_runs(
         &mut self,
         dev: u32,
@@ -114,7 +133,9 @@ impl DiskSeen {
         };
         for &b in wanted {
             run = match run {
-                Some((s, e)) if b >= e && b - e <= infill => Some((s, b + 1)),
+                Some((s, e)) if b >= e && b - e <= infill && self.free_hole(dev, e, b, sink) => {
+                    Some((s, b + 1))
+                }
                 other => {
                     flush(self, other, sink);
                     Some((b, b + 1))
@@ -123,6 +144,13 @@ impl DiskSeen {
         }
         flush(self, run, sink);
         marked
+    }
+
+    /// May the hole `from..to` be read through: no block of it resident or
+    /// busy (§3.2: those are never requested again)?
+    fn free_hole(&self, dev: u32, from: u64, to: u64, sink: &Sink<'_>) -> bool {
+        (from..to)
+            .all(|b| self.table.status(dev, b) & (RESIDENT | BUSY) == 0 && !sink.is_cached(dev, b))
     }
 
     pub(super) fn track_window(&mut self, id: WindowId, pid: Pid, left: u32, group: u32) {

@@ -49,8 +49,14 @@ pub struct Window {
 
 impl Window {
     /// Position of `lbn` in the window.
+    #[inline]
     pub fn position(&self, lbn: u64) -> Option<usize> {
-        self.blocks.binary_search(&lbn).ok()
+        match (self.blocks.first(), self.blocks.last()) {
+            (Some(&lo), Some(&hi)) if (lo..=hi).contains(&lbn) => {
+                self.blocks.binary_search(&lbn).ok()
+            }
+            _ => None,
+        }
     }
     /// Distinct blocks hit so far (f in §3.3.2).
     pub fn hits(&self) -> u32 {

@@ -23,6 +23,7 @@
 //! up, so the newest history is kept.
 
 use rustc_hash::FxHashMap;
+use std::cell::Cell;
 
 /// Entries per table page (Fig. 1: 512).
 pub const ENTRIES: usize = 512;
@@ -61,22 +62,19 @@ impl Bte {
     #[inline]
     pub fn status(&self) -> u8 {
         let mut s = 0;
-        for i in 0..TIMESTAMPS {
-            if self.words[i] & STATUS_BIT != 0 {
-                s |= 1 << i;
-            }
+        for (i, w) in self.words.iter().enumerate() {
+            s |= ((w >> 31) as u8) << i;
         }
         s
     }
     #[inline]
     fn set_status(&mut self, bits: u8, on: bool) {
-        for i in 0..TIMESTAMPS {
-            if bits & (1 << i) != 0 {
-                if on {
-                    self.words[i] |= STATUS_BIT;
-                } else {
-                    self.words[i] &= !STATUS_BIT;
-                }
+        for (i, w) in self.words.iter_mut().enumerate() {
+            let mask = (u32::from(bits) >> i & 1) << 31;
+            if on {
+                *w |= mask;
+            } else {
+                *w &= !mask;
             }
         }
     }
@@ -86,6 +84,27 @@ impl Bte {
             self.words[i] = (self.words[i] & STATUS_BIT) | self.raw(i - 1);
         }
         self.words[0] = (self.words[0] & STATUS_BIT) | raw;
+    }
+    /// The smallest stored timestamp in `(after, after + t]` below
+    /// `before`, absolute (`base` + relative). Timestamps are kept newest
+    /// first, so the walk stops at the first one not after `after`.
+    #[inline]
+    fn following(&self, base: u64, after: u64, t: u64, before: u64) -> Option<u64> {
+        let mut best = None;
+        for i in 0..TIMESTAMPS {
+            let r = self.raw(i);
+            if r == 0 {
+                break;
+            }
+            let x = base + u64::from(r);
+            if x <= after {
+                break;
+            }
+            if x - after <= t && x < before {
+                best = Some(x);
+            }
+        }
+        best
     }
     fn is_empty(&self) -> bool {
         self.words.iter().all(|&w| w == 0)
@@ -117,28 +136,46 @@ struct Leaf {
 }
 
 struct Dir<C> {
-    child: Vec<Option<Box<C>>>,
+    child: Vec<C>,
     max_raw: Vec<u32>,
 }
 
 impl<C> Dir<C> {
-    fn new() -> Self {
+    fn new(empty: impl Fn() -> C) -> Self {
         Dir {
-            child: (0..ENTRIES).map(|_| None).collect(),
+            child: (0..ENTRIES).map(|_| empty()).collect(),
             max_raw: vec![0; ENTRIES],
         }
     }
 }
 
-type Mid = Dir<Leaf>;
-type Top = Dir<Mid>;
+/// Lowest directory level: leaf pages by index into [`BlockTable`]'s
+/// arena ([`NO_LEAF`] = none).
+type Mid = Dir<u32>;
+type Top = Dir<Option<Box<Mid>>>;
+
+const NO_LEAF: u32 = u32::MAX;
 
 /// The block table.
+///
+/// Speed (the table is on every demand block's path): leaf pages live in
+/// an arena and the last one looked up is remembered (`last`), so the
+/// several look-ups of one block and its neighbours walk the tree once;
+/// the directory maxima of the leaf being stamped are raised when
+/// stamping moves to another leaf (or before a purge reads them), not at
+/// every stamp.
 pub struct BlockTable {
     root: FxHashMap<u64, Box<Top>>,
+    arena: Vec<Leaf>,
+    free: Vec<u32>,
     base: u64,
     leaves: usize,
     dirs: usize,
+    /// (device, LBN >> 9, arena index) of the last leaf looked up.
+    last: Cell<(u32, u64, u32)>,
+    /// The newest stamp whose directory maxima are not raised yet:
+    /// (device, LBN, relative timestamp).
+    pending_max: Option<(u32, u64, u32)>,
 }
 
 impl Default for BlockTable {
@@ -172,9 +209,13 @@ impl BlockTable {
     pub fn new() -> Self {
         BlockTable {
             root: FxHashMap::default(),
+            arena: Vec::new(),
+            free: Vec::new(),
             base: 0,
             leaves: 0,
             dirs: 0,
+            last: Cell::new((u32::MAX, u64::MAX, NO_LEAF)),
+            pending_max: None,
         }
     }
 
@@ -194,56 +235,129 @@ impl BlockTable {
         (u64::from(dev) << 40) ^ (lbn >> (3 * LEVEL_BITS))
     }
 
-    fn leaf(&self, dev: u32, lbn: u64) -> Option<&Leaf> {
+    /// Arena index of the leaf page holding `lbn`, if any.
+    #[inline(always)]
+    fn leaf_ix(&self, dev: u32, lbn: u64) -> Option<u32> {
+        let (d, p, ix) = self.last.get();
+        if d == dev && p == lbn >> LEVEL_BITS {
+            return Some(ix);
+        }
+        self.walk(dev, lbn)
+    }
+
+    /// [`BlockTable::leaf_ix`] through the directories.
+    #[inline(never)]
+    fn walk(&self, dev: u32, lbn: u64) -> Option<u32> {
+        let page = lbn >> LEVEL_BITS;
         let (a, b, _) = Self::indices(lbn);
         let top = self.root.get(&Self::root_key(dev, lbn))?;
-        let mid = top.child[a].as_ref()?;
-        mid.child[b].as_deref()
+        let ix = top.child[a].as_ref()?.child[b];
+        if ix == NO_LEAF {
+            return None;
+        }
+        self.last.set((dev, page, ix));
+        Some(ix)
+    }
+
+    fn leaf(&self, dev: u32, lbn: u64) -> Option<&Leaf> {
+        self.leaf_ix(dev, lbn).map(|ix| &self.arena[ix as usize])
     }
 
     /// The entry of a block, if the table holds its page.
     #[inline]
     pub fn get(&self, dev: u32, lbn: u64) -> Option<&Bte> {
         let leaf = self.leaf(dev, lbn)?;
-        let e = &leaf.e[Self::indices(lbn).2];
+        let e = &leaf.e[(lbn & (ENTRIES as u64 - 1)) as usize];
         (!e.is_empty()).then_some(e)
     }
 
-    fn entry_mut(&mut self, dev: u32, lbn: u64) -> &mut Bte {
-        let (a, b, c) = Self::indices(lbn);
+    /// The leaf holding `lbn`, created (with its directories) if absent.
+    #[inline]
+    fn leaf_mut(&mut self, dev: u32, lbn: u64) -> &mut Leaf {
+        let ix = match self.leaf_ix(dev, lbn) {
+            Some(ix) => ix,
+            None => self.create_leaf(dev, lbn),
+        };
+        &mut self.arena[ix as usize]
+    }
+
+    #[cold]
+    fn create_leaf(&mut self, dev: u32, lbn: u64) -> u32 {
+        let (a, b, _) = Self::indices(lbn);
         let dirs = &mut self.dirs;
-        let leaves = &mut self.leaves;
         let top = self
             .root
             .entry(Self::root_key(dev, lbn))
             .or_insert_with(|| {
                 *dirs += 1;
-                Box::new(Dir::new())
+                Box::new(Dir::new(|| None))
             });
         let mid = top.child[a].get_or_insert_with(|| {
             *dirs += 1;
-            Box::new(Dir::new())
+            Box::new(Dir::new(|| NO_LEAF))
         });
-        let leaf = mid.child[b].get_or_insert_with(|| {
-            *leaves += 1;
-            Box::new(Leaf {
-                e: Box::new([Bte::default(); ENTRIES]),
-                max_raw: 0,
-            })
-        });
-        &mut leaf.e[c]
+        if mid.child[b] == NO_LEAF {
+            let ix = match self.free.pop() {
+                Some(ix) => {
+                    let leaf = &mut self.arena[ix as usize];
+                    *leaf.e = [Bte::default(); ENTRIES];
+                    leaf.max_raw = 0;
+                    ix
+                }
+                None => {
+                    self.arena.push(Leaf {
+                        e: Box::new([Bte::default(); ENTRIES]),
+                        max_raw: 0,
+                    });
+                    (self.arena.len() - 1) as u32
+                }
+            };
+            mid.child[b] = ix;
+            self.leaves += 1;
+        }
+        let ix = mid.child[b];
+        self.last.set((dev, lbn >> LEVEL_BITS, ix));
+        ix
     }
 
+    #[inline]
+    fn entry_mut(&mut self, dev: u32, lbn: u64) -> &mut Bte {
+        &mut self.leaf_mut(dev, lbn).e[(lbn & (ENTRIES as u64 - 1)) as usize]
+    }
+
+    /// Raise the directory maxima above `lbn` to `raw` (§2.2: each
+    /// directory entry holds the largest timestamp below it).
     fn raise_max(&mut self, dev: u32, lbn: u64, raw: u32) {
         let (a, b, _) = Self::indices(lbn);
         if let Some(top) = self.root.get_mut(&Self::root_key(dev, lbn)) {
             top.max_raw[a] = top.max_raw[a].max(raw);
             if let Some(mid) = top.child[a].as_mut() {
                 mid.max_raw[b] = mid.max_raw[b].max(raw);
-                if let Some(leaf) = mid.child[b].as_mut() {
+                let ix = mid.child[b];
+                if ix != NO_LEAF {
+                    let leaf = &mut self.arena[ix as usize];
                     leaf.max_raw = leaf.max_raw.max(raw);
                 }
             }
+        }
+    }
+
+    /// A stamp of `raw` at `lbn` went into its leaf: remember it, raising
+    /// the directories for the previous leaf stamped if this is another.
+    #[inline]
+    fn note_max(&mut self, dev: u32, lbn: u64, raw: u32) {
+        match self.pending_max {
+            Some((d, l, _)) if d == dev && l >> LEVEL_BITS == lbn >> LEVEL_BITS => {}
+            Some((d, l, r)) => self.raise_max(d, l, r),
+            None => {}
+        }
+        self.pending_max = Some((dev, lbn, raw));
+    }
+
+    /// Raise the directory maxima for the last stamp (before they are read).
+    fn flush_max(&mut self) {
+        if let Some((d, l, r)) = self.pending_max.take() {
+            self.raise_max(d, l, r);
         }
     }
 
@@ -252,8 +366,10 @@ impl BlockTable {
     pub fn stamp(&mut self, dev: u32, lbn: u64, ts: u64) {
         let raw = (ts - self.base) as u32;
         debug_assert!(raw > 0 && raw <= TS_MASK, "timestamp outside the window");
-        self.entry_mut(dev, lbn).push(raw);
-        self.raise_max(dev, lbn, raw);
+        let leaf = self.leaf_mut(dev, lbn);
+        leaf.e[(lbn & (ENTRIES as u64 - 1)) as usize].push(raw);
+        leaf.max_raw = leaf.max_raw.max(raw);
+        self.note_max(dev, lbn, raw);
     }
 
     /// §3.1 in one step: if the block is not already in the caching area
@@ -261,7 +377,8 @@ impl BlockTable {
     /// bits. Returns the status before.
     pub fn stamp_cached(&mut self, dev: u32, lbn: u64, ts: u64, set: u8, clear: u8) -> u8 {
         let base = self.base;
-        let e = self.entry_mut(dev, lbn);
+        let leaf = self.leaf_mut(dev, lbn);
+        let e = &mut leaf.e[(lbn & (ENTRIES as u64 - 1)) as usize];
         let before = e.status();
         if before & CACHED != 0 {
             return before;
@@ -271,7 +388,8 @@ impl BlockTable {
         e.push(raw);
         e.set_status(clear, false);
         e.set_status(set, true);
-        self.raise_max(dev, lbn, raw);
+        leaf.max_raw = leaf.max_raw.max(raw);
+        self.note_max(dev, lbn, raw);
         before
     }
 
@@ -305,6 +423,57 @@ impl BlockTable {
         }
     }
 
+    /// §3.4.3's extension search over `from..=to` of `dev`: every block
+    /// holding, for each of `cursors`, a timestamp in `(cursor, cursor +
+    /// t]` older than `before`, pushed to `out` as (its timestamp for
+    /// `cursors[0]`, LBN), in LBN order. The same as [`BlockTable::scan`]
+    /// plus a filter, without building each block's timestamp array.
+    #[allow(clippy::too_many_arguments)]
+    pub fn find_following(
+        &self,
+        dev: u32,
+        from: u64,
+        to: u64,
+        cursors: &[u64],
+        t: u64,
+        before: u64,
+        out: &mut Vec<(u64, u64)>,
+    ) {
+        let Some((&c0, rest)) = cursors.split_first() else {
+            return;
+        };
+        let base = self.base;
+        let mut lbn = from;
+        while lbn <= to {
+            let page_end = (lbn | (ENTRIES as u64 - 1)).min(to);
+            if let Some(leaf) = self.leaf(dev, lbn) {
+                let m = ENTRIES as u64 - 1;
+                let entries = &leaf.e[(lbn & m) as usize..=(page_end & m) as usize];
+                for (e, b) in entries.iter().zip(lbn..) {
+                    let Some(x0) = e.following(base, c0, t, before) else {
+                        continue;
+                    };
+                    if rest
+                        .iter()
+                        .all(|&c| e.following(base, c, t, before).is_some())
+                    {
+                        out.push((x0, b));
+                    }
+                }
+            }
+            if page_end == u64::MAX {
+                break;
+            }
+            lbn = page_end + 1;
+        }
+    }
+
+    /// The smallest timestamp of a block in `(after, after + t]` older than
+    /// `before` (absolute), if any.
+    pub fn following(&self, dev: u32, lbn: u64, after: u64, t: u64, before: u64) -> Option<u64> {
+        self.get(dev, lbn)?.following(self.base, after, t, before)
+    }
+
     /// Timestamps of a block, absolute, newest first.
     pub fn timestamps(&self, dev: u32, lbn: u64) -> [u64; TIMESTAMPS] {
         let mut out = [0u64; TIMESTAMPS];
@@ -336,11 +505,13 @@ impl BlockTable {
 
     /// Set (`on`) or clear status bits. Clearing on an absent block does
     /// not create its page.
+    #[inline]
     pub fn set_status(&mut self, dev: u32, lbn: u64, bits: u8, on: bool) {
         if on {
             self.entry_mut(dev, lbn).set_status(bits, true);
-        } else if self.get(dev, lbn).is_some() {
-            self.entry_mut(dev, lbn).set_status(bits, false);
+        } else if let Some(ix) = self.leaf_ix(dev, lbn) {
+            self.arena[ix as usize].e[(lbn & (ENTRIES as u64 - 1)) as usize]
+                .set_status(bits, false);
         }
     }
 
@@ -358,10 +529,10 @@ impl BlockTable {
 
     /// Clear `bits` on every block (a new run starts with an empty cache).
     pub fn clear_status_everywhere(&mut self, bits: u8) {
-        for top in self.root.values_mut() {
-            for mid in top.child.iter_mut().flatten() {
-                for leaf in mid.child.iter_mut().flatten() {
-                    for e in leaf.e.iter_mut() {
+        for top in self.root.values() {
+            for mid in top.child.iter().flatten() {
+                for &ix in mid.child.iter().filter(|&&ix| ix != NO_LEAF) {
+                    for e in self.arena[ix as usize].e.iter_mut() {
                         e.set_status(bits, false);
                     }
                 }
@@ -389,9 +560,11 @@ impl BlockTable {
             let hi = (rk & ((1 << 40) - 1)) << (3 * LEVEL_BITS);
             for (a, mid) in top.child.iter().enumerate() {
                 let Some(mid) = mid else { continue };
-                for (b, leaf) in mid.child.iter().enumerate() {
-                    let Some(leaf) = leaf else { continue };
-                    for (c, e) in leaf.e.iter().enumerate() {
+                for (b, &ix) in mid.child.iter().enumerate() {
+                    if ix == NO_LEAF {
+                        continue;
+                    }
+                    for (c, e) in self.arena[ix as usize].e.iter().enumerate() {
                         if !e.is_empty() {
                             let lbn = hi
                                 | ((a as u64) << (2 * LEVEL_BITS))
@@ -444,6 +617,10 @@ impl BlockTable {
     /// Drop timestamps older than `cut` (absolute) and shift the kept ones
     /// down by `shift` (relative units; the base rises by as much).
     fn rewrite(&mut self, cut: u64, shift: u64) {
+        self.flush_max();
+        self.last.set((u32::MAX, u64::MAX, NO_LEAF));
+        let arena = &mut self.arena;
+        let free = &mut self.free;
         let cut_raw = cut.saturating_sub(self.base).min(u64::from(TS_MASK) + 1) as u32;
         let shift = shift as u32;
         let (mut leaves, mut dirs) = (0usize, 0usize);
@@ -454,9 +631,11 @@ impl BlockTable {
                 };
                 let mut mid_max = 0;
                 for b in 0..ENTRIES {
-                    let Some(leaf) = mid.child[b].as_mut() else {
+                    let ix = mid.child[b];
+                    if ix == NO_LEAF {
                         continue;
-                    };
+                    }
+                    let leaf = &mut arena[ix as usize];
                     let old = mid.max_raw[b] < cut_raw;
                     let mut leaf_max = 0;
                     let mut live = false;
@@ -475,11 +654,12 @@ impl BlockTable {
                         mid_max = mid_max.max(leaf_max);
                         leaves += 1;
                     } else {
-                        mid.child[b] = None;
+                        free.push(ix);
+                        mid.child[b] = NO_LEAF;
                         mid.max_raw[b] = 0;
                     }
                 }
-                if mid.child.iter().any(Option::is_some) {
+                if mid.child.iter().any(|&ix| ix != NO_LEAF) {
                     top.max_raw[a] = mid_max;
                     dirs += 1;
                 } else {

@@ -365,7 +365,12 @@ fn p1_p2_mis_prefetching_disables_history_for_p2_only() {
     // mis-prefetched and history prefetching is disabled for P2, not P1.
     let blk = |i: u64| 5000 + 2 * i;
     let (p1, p2) = (1, 2);
-    let mut h = Harness::new(DiskSeenParams::default());
+    // infill=0: the paper's exact windows, so every block is its own
+    // request and the evictions below resolve each window.
+    let mut h = Harness::new(DiskSeenParams {
+        infill: 0,
+        ..DiskSeenParams::default()
+    });
     for i in 1..=20 {
         assert!(h.read(p1, blk(i)).is_empty());
     }
@@ -652,4 +657,57 @@ fn stream_requests_carry_their_trail_group_unless_coordination_is_off() {
     };
     assert_eq!(groups(true), vec![1, 1, 2, 2]);
     assert_eq!(groups(false), vec![0, 0, 0, 0]);
+}
+
+#[test]
+fn t_is_one_64th_of_buffer_memory_unless_set() {
+    // §3.3.1: T = 1/64 of the buffer memory in blocks: 2048 for 512 MiB of
+    // 4 KiB blocks. Without a report from the driver, the paper's 2048.
+    let mut ds = DiskSeen::new(DiskSeenParams::default());
+    assert_eq!(ds.gap_threshold(), 2048);
+    ds.on_cache_info((512 << 20) / 4096);
+    assert_eq!(ds.gap_threshold(), 2048);
+    ds.on_cache_info(64 * 100);
+    assert_eq!(ds.gap_threshold(), 100);
+    // An explicit t wins over the memory size.
+    let mut fixed = DiskSeen::new(DiskSeenParams {
+        t: 300,
+        ..DiskSeenParams::default()
+    });
+    fixed.on_cache_info(64 * 100);
+    assert_eq!(fixed.gap_threshold(), 300);
+    // The derived T governs sequence detection: with 16 × 64 blocks of
+    // memory T = 16, and a gap of 16 breaks the sequence (as `t=16` does in
+    // `a_gap_of_t_or_more_breaks_a_sequence`).
+    let mut h = Harness::new(DiskSeenParams::default());
+    h.ds.on_cache_info(16 * 64);
+    for b in 100..107 {
+        h.read(1, b);
+    }
+    for i in 0..15 {
+        h.read(1, 10_000 + 3 * i);
+    }
+    assert!(h.read(1, 107).is_empty(), "gap 16 = T is too large");
+    // Through the stack operator too.
+    let mut stack = build_policy("readahead+diskseen").unwrap();
+    stack.on_cache_info(16 * 64);
+}
+
+#[test]
+fn default_windows_are_read_as_aggregates_around_resident_blocks() {
+    // §4.3 aggregates (infill=2 by default): a strided history window is
+    // one request reading through its one-block holes, but a hole holding
+    // a resident block is never read again (§3.2), so the aggregate ends
+    // there.
+    let mut h = Harness::new(DiskSeenParams::default());
+    for i in 0..40 {
+        h.read(1, 2000 + 2 * i);
+    }
+    h.new_run();
+    h.mem.0.borrow_mut().insert(2013);
+    let mut reqs = vec![];
+    for i in 0..4 {
+        reqs.extend(h.read(1, 2000 + 2 * i));
+    }
+    assert_eq!(reqs, vec![(2008, 5), (2014, 9), (2024, 15)]);
 }

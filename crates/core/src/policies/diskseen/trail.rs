@@ -215,38 +215,22 @@ pub fn extend(
         return Vec::new();
     }
     let mut found: Vec<(u64, u64)> = Vec::new(); // (ts for cursor 0, lbn)
-    let in_range = |stamps: &[u64; 4], c: u64| {
-        stamps
-            .iter()
-            .copied()
-            .filter(|&x| x > c && x - c <= t && x < before)
-            .min()
-    };
-    table.scan(
+    table.find_following(
         dev,
         center.saturating_sub(s),
         center.saturating_add(s),
-        |lbn, stamps| {
-            let Some(x0) = in_range(&stamps, cursors[0]) else {
-                return;
-            };
-            if cursors[1..].iter().all(|&c| in_range(&stamps, c).is_some()) {
-                found.push((x0, lbn));
-            }
-        },
+        cursors,
+        t,
+        before,
+        &mut found,
     );
     found.sort_unstable();
     found.truncate(size);
     if let Some(&(_, last)) = found.last() {
-        let stamps = table.timestamps(dev, last);
         for c in cursors.iter_mut() {
-            let x = stamps
-                .iter()
-                .copied()
-                .filter(|&x| x > *c && x - *c <= t && x < before)
-                .min()
+            *c = table
+                .following(dev, last, *c, t, before)
                 .expect("the last block matched every cursor");
-            *c = x;
         }
     }
     found.into_iter().map(|(_, l)| l).collect()
