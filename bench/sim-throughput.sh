@@ -69,7 +69,7 @@ out=bench/results/sim-throughput.md
   echo "hash slot, allocator slack), independent of the mapped trace."
   echo
   read -r _ _ rss_small blocks_small _ < <(run obl none 4MiB)
-  read -r _ _ rss_big blocks_big model_bpb < <(run obl none 1GiB)
+  read -r _ _ rss_big blocks_big model_bpb _ < <(run obl none 1GiB)
   echo "| peak cached blocks | peak RSS (KiB) |"
   echo "|---:|---:|"
   echo "| $blocks_small | $rss_small |"

@@ -550,9 +550,10 @@ impl Engine<'_> {
         for i in 0..u64::from(blocks) {
             let key = key0 + i;
             if let Some(idx) = self.cache.get(key) {
-                let n = *self.cache.node(idx);
-                if let Some(req) = n.inflight {
-                    if n.prefetched {
+                let n = self.cache.node(idx);
+                let (inflight, prefetched) = (n.inflight, n.prefetched);
+                if let Some(req) = inflight {
+                    if prefetched {
                         o.inflight_blocks += 1;
                         self.use_prefetched(idx, now);
                     } else {
@@ -562,7 +563,7 @@ impl Engine<'_> {
                 } else {
                     o.hit_blocks += 1;
                     self.c.hit_blocks += 1;
-                    if n.prefetched {
+                    if prefetched {
                         o.prefetched_hit_blocks += 1;
                         self.use_prefetched(idx, now);
                     }
@@ -747,9 +748,9 @@ impl Engine<'_> {
     }
 
     fn issue_requested(&mut self, policy: &mut dyn outrider_core::Policy, now: u64) {
-        let reqs = std::mem::take(&mut self.out);
-        let mut pieces = std::mem::take(&mut self.pieces);
-        for r in &reqs {
+        // Issuing never adds requests, so `out` is walked in place.
+        for i in 0..self.out.len() {
+            let r = self.out[i];
             // Scheduling groups matter only to a device that queues.
             let group = if self.instant {
                 0
@@ -761,18 +762,18 @@ impl Engine<'_> {
                     self.prefetch_missing(r.window, block_key(dev, lbn), r.blocks, now, group)
                 }
                 Target::File { file, page } => {
+                    let mut pieces = std::mem::take(&mut self.pieces);
                     pieces.clear();
                     self.layout
                         .map_range(file, page, r.blocks, |d, l, n| pieces.push((d, l, n)));
                     for &(dev, lbn, n) in &pieces {
                         self.prefetch_missing(r.window, block_key(dev, lbn), n, now, group);
                     }
+                    self.pieces = pieces;
                 }
             }
         }
-        self.out = reqs;
         self.out.clear();
-        self.pieces = pieces;
         self.settle_evictions(policy);
         self.report_device(policy);
     }
