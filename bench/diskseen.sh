@@ -174,12 +174,14 @@ PY
 )
   echo "Input: cloudPhysicsIO.csv split into 4 KiB pages, tiled 9x = $requests requests"
   echo "($reads distinct blocks read, the blocks DiskSeen stamps). \`--cache 10%\`, HDD."
-  echo "events/s is outrider's own measurement of the simulation loop (wall clock), and the"
-  echo "machine is shared with other jobs: compare rows within this table. Load average at"
+  echo "events/s is outrider's own measurement of the simulation loop: per second of wall"
+  echo "clock, and per second of the simulating thread's CPU time (\`events_per_cpu_s\`, which"
+  echo "excludes time the thread waited for a CPU). The machine is shared with other jobs:"
+  echo "compare rows within this table. Load average at"
   echo "the start: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo
-  echo "| policy | cache model | M events/s | user CPU s (whole process) | policy bytes | bytes per block read |"
-  echo "|---|---|---:|---:|---:|---:|"
+  echo "| policy | cache model | M events/s (wall) | M events/s (CPU) | user CPU s (whole process) | policy bytes | bytes per block read |"
+  echo "|---|---|---:|---:|---:|---:|---:|"
   for m in lru split; do
     for p in none diskseen; do
       /usr/bin/time -f '%U' -o "$work/cpu" $bin sim --policy $p --device hdd --cache 10% \
@@ -189,7 +191,7 @@ import sys, json
 d = json.loads(open(sys.argv[1]).read())
 cpu = open(sys.argv[2]).read().split()[-1]
 b = d["policy_bytes"]
-print(f'| {d["policy"]} | {sys.argv[3]} | {d["events_per_s"]/1e6:.2f} | {cpu} | {b} | {b/int(sys.argv[4]):.1f} |')
+print(f'| {d["policy"]} | {sys.argv[3]} | {d["events_per_s"]/1e6:.2f} | {d["events_per_cpu_s"]/1e6:.2f} | {cpu} | {b} | {b/int(sys.argv[4]):.1f} |')
 PY
     done
   done
