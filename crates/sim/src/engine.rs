@@ -326,8 +326,6 @@ pub fn simulate_on(
     result
 }
 
-/// Record indices per pid, in order of first appearance; empty for a
-/// single-pid trace.
 /// CPU time used by the calling thread, in seconds (0 if unavailable).
 fn thread_cpu_secs() -> f64 {
     let mut ts = libc::timespec {
@@ -342,6 +340,8 @@ fn thread_cpu_secs() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
+/// Record indices per pid, in order of first appearance; empty for a
+/// single-pid trace.
 fn process_lists(records: &[Record]) -> Vec<Vec<u32>> {
     let first_pid = records.first().map_or(0, |r| r.pid);
     if records.iter().all(|r| r.pid == first_pid) {
