@@ -170,6 +170,12 @@ pub struct LiveStats {
     pub device_reads: u64,
     /// Blocks (4 KiB) of those reads.
     pub device_read_blocks: u64,
+    /// Prefetched, still unused pages dropped again when outrider followed
+    /// the program into its memory cgroup: they were charged to the cgroup
+    /// outrider was in before, outside the program's limit (also counted
+    /// as wasted; what the policy asks for again is fetched under the
+    /// program's cgroup).
+    pub recharged_pages: u64,
 }
 
 impl LiveStats {
@@ -205,6 +211,11 @@ const RECENT_FILES: usize = 8;
 /// look: with a 1 s recheck the first second of prefetching was charged
 /// outside its limit. A recheck reads only `/proc/PID/cgroup`.
 const CGROUP_RECHECK_NS: u64 = 10_000_000;
+/// After a cgroup join, the pages prefetched before it are dropped once at
+/// the join (after the workers finished their calls) and once more this
+/// long after, when the reads those calls started have completed (a page
+/// still being read cannot be dropped): 20 ms. No prefetching meanwhile.
+const RECHARGE_SETTLE_NS: u64 = 20_000_000;
 /// Most add-to-cache events remembered per task between two reads.
 const MAX_PENDING_ADDS: usize = 4096;
 /// Most pages one I/O job carries (several small chunks; a chunk larger
@@ -278,6 +289,9 @@ pub struct Controller {
     backlog: std::collections::VecDeque<(FileId, u64, u64, Option<Tracker>)>,
     ra_caps: FxHashMap<u64, u64>,
     recorder: AccessList,
+    /// Since a cgroup join: the ranges prefetched before it, (file, first
+    /// page, pages), to drop a second time at the given time.
+    recharge: Option<(Vec<(FileId, u64, u64)>, u64)>,
     /// Counters.
     pub stats: LiveStats,
 }
@@ -336,6 +350,7 @@ impl Controller {
             disabled: None,
             root_pid: 0,
             cgroup_target: Arc::new(CgroupTarget::default()),
+            recharge: None,
             last_cgroup_check_ns: 0,
             last_proc_cgroup: String::new(),
             seen_files: FxHashSet::default(),
@@ -400,21 +415,22 @@ impl Controller {
     /// last seen (and, on the first look, from ours), move outrider into it
     /// and cap the budget at `cgroup_fraction` of the room it leaves to the
     /// page cache.
-    fn follow_cgroup(&mut self, pid: u32) {
+    /// Returns whether outrider moved into another cgroup.
+    fn follow_cgroup(&mut self, pid: u32) -> bool {
         let Some(t) = outrider_sys::cgroup_memory(Some(pid)).ok().flatten() else {
-            return;
+            return false;
         };
         let mut cur = self.cgroup_target.path.lock().expect("not poisoned");
         let known = cur.as_ref().map(|(_, d)| d.clone());
         if known.as_ref() == Some(&t.dir) {
-            return;
+            return false;
         }
         if known.is_none() {
             // First look: nothing to do while the program shares our cgroup.
             let ours = outrider_sys::cgroup_memory(None).ok().flatten();
             if ours.is_some_and(|o| o.dir == t.dir) {
                 *cur = Some((t.version, t.dir));
-                return;
+                return false;
             }
         }
         if let Some(room) = t.cache_room_bytes() {
@@ -422,10 +438,80 @@ impl Controller {
             self.opts.budget_bytes = self.opts.budget_bytes.min(cap.max(BLOCK_SIZE * 64));
         }
         let procs = t.dir.join("cgroup.procs");
-        if std::fs::write(&procs, std::process::id().to_string()).is_ok() {
+        let joined = std::fs::write(&procs, std::process::id().to_string()).is_ok();
+        if joined {
             self.cgroup_target.joins.fetch_add(1, Ordering::Relaxed);
         }
         *cur = Some((t.version, t.dir));
+        joined
+    }
+
+    /// Outrider just moved into the program's cgroup: what it prefetched
+    /// before was charged to its old cgroup, outside the program's limit
+    /// (the kernel charges a page cache page once, when it is added, and
+    /// a later hit by the program does not move the charge). Drop what is
+    /// still waiting or unused — DONTNEED drops only clean, unmapped
+    /// cache pages, never data — once now and once more after
+    /// [`RECHARGE_SETTLE_NS`]; then the policy hears the new budget and
+    /// asks again for what the program has not read yet (`auto` replays
+    /// from the program's position), fetched under the program's cgroup.
+    fn begin_recharge(&mut self, now_rel_ns: u64) {
+        for (id, o, len, tracker) in std::mem::take(&mut self.backlog) {
+            for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
+                if self.unused.remove(&(id, q)).is_some() {
+                    self.stats.prefetched_pages -= 1;
+                }
+            }
+            if let Some(t) = tracker {
+                chunk_done(&t, &self.done);
+            }
+        }
+        // The calls in flight add their pages while they run.
+        let _ = self.pool.wait();
+        let mut pages: Vec<(FileId, u64)> = self.unused.keys().copied().collect();
+        pages.sort_unstable();
+        let mut ranges: Vec<(FileId, u64, u64)> = Vec::new();
+        for (id, q) in pages {
+            match ranges.last_mut() {
+                Some((f, p, n)) if *f == id && *p + *n == q => *n += 1,
+                _ => ranges.push((id, q, 1)),
+            }
+        }
+        let n = self.unused.len() as u64;
+        self.unused.clear();
+        self.stats.recharged_pages += n;
+        self.stats.wasted_pages += n;
+        self.drop_ranges(&ranges);
+        self.recharge = Some((ranges, now_rel_ns + RECHARGE_SETTLE_NS));
+    }
+
+    /// DONTNEED each (file, first page, pages) range.
+    fn drop_ranges(&mut self, ranges: &[(FileId, u64, u64)]) {
+        for &(id, page, n) in ranges {
+            if let Some(f) = self.files.open_known(id) {
+                let _ = outrider_sys::advise(
+                    f.fd.as_fd(),
+                    page * BLOCK_SIZE,
+                    n * BLOCK_SIZE,
+                    outrider_sys::Advice::DontNeed,
+                );
+            }
+        }
+    }
+
+    /// The second drop of a recharge, once due; then the policy hears the
+    /// budget.
+    fn finish_recharge(&mut self, now_rel_ns: u64) {
+        let Some((_, due)) = &self.recharge else {
+            return;
+        };
+        if now_rel_ns < *due {
+            return;
+        }
+        let (ranges, _) = self.recharge.take().expect("checked");
+        let _ = self.pool.wait();
+        self.drop_ranges(&ranges);
+        self.policy.on_memory_budget(self.opts.budget_bytes);
     }
 
     /// The program may move itself to another cgroup (cgexec, systemd-run
@@ -443,7 +529,13 @@ impl Controller {
         };
         if text != self.last_proc_cgroup {
             self.last_proc_cgroup = text;
-            self.follow_cgroup(self.root_pid);
+            if self.follow_cgroup(self.root_pid) {
+                if self.stats.prefetched_pages > 0 {
+                    self.begin_recharge(now_rel_ns);
+                } else {
+                    self.policy.on_memory_budget(self.opts.budget_bytes);
+                }
+            }
         }
     }
 
@@ -726,6 +818,19 @@ impl Controller {
             self.requests.clear();
             return;
         }
+        if self.recharge.is_some() {
+            // Dropped: the policy asks again once the recharge is over.
+            for r in &reqs {
+                self.stats.dropped_budget_pages += u64::from(r.blocks);
+                if let Target::Block { dev, lbn } = r.target {
+                    self.done_now
+                        .push((r.window, dev, lbn, r.blocks, now_rel_ns));
+                }
+            }
+            self.requests = reqs;
+            self.requests.clear();
+            return;
+        }
         // Translate, then order by physical address within the batch.
         let mut batch: Vec<(u64, FileId, u64, u64, usize)> = Vec::with_capacity(reqs.len());
         for (ri, r) in reqs.iter().enumerate() {
@@ -960,6 +1065,7 @@ impl Handler for Controller {
             });
         }
         self.follow_cgroup(root_pid);
+        self.policy.on_memory_budget(self.opts.budget_bytes);
     }
 
     fn on_events(&mut self, events: &[LiveEvent], in_tree: &[bool]) {
@@ -974,6 +1080,7 @@ impl Handler for Controller {
 
     fn on_poll(&mut self, now_ns: u64) {
         let now = self.rel(now_ns);
+        self.finish_recharge(now);
         self.deliver_done(now);
         self.drain_backlog();
         if let Some(iv) = self.policy.tick_interval_ns() {
