@@ -292,8 +292,21 @@ pub struct Controller {
     /// Since a cgroup join: the ranges prefetched before it, (file, first
     /// page, pages), to drop a second time at the given time.
     recharge: Option<(Vec<(FileId, u64, u64)>, u64)>,
+    /// Chunks a worker did not read: (file, offset, length, resident)
+    /// — resident already (cachestat), or the file could not be opened
+    /// unchanged. Taken back out of the unused set at the next poll.
+    worker_skips: Arc<Mutex<Vec<(FileId, u64, u64, bool)>>>,
     /// Counters.
     pub stats: LiveStats,
+}
+
+/// Where a job's chunk is read from: a descriptor the table holds, or a
+/// file the worker opens itself (a replayed history's files are many and
+/// small; opening each in the controller's thread cost more than the
+/// reads).
+enum Src {
+    Open(Arc<OwnedFd>),
+    Spec(FileId, Arc<crate::files::OpenSpec>),
 }
 
 /// A block prefetch request whose submission finished: (window, dev, lbn,
@@ -351,6 +364,7 @@ impl Controller {
             root_pid: 0,
             cgroup_target: Arc::new(CgroupTarget::default()),
             recharge: None,
+            worker_skips: Arc::new(Mutex::new(Vec::new())),
             last_cgroup_check_ns: 0,
             last_proc_cgroup: String::new(),
             seen_files: FxHashSet::default(),
@@ -468,6 +482,7 @@ impl Controller {
         }
         // The calls in flight add their pages while they run.
         let _ = self.pool.wait();
+        self.apply_worker_skips();
         let mut pages: Vec<(FileId, u64)> = self.unused.keys().copied().collect();
         pages.sort_unstable();
         let mut ranges: Vec<(FileId, u64, u64)> = Vec::new();
@@ -569,8 +584,19 @@ impl Controller {
         // mm_filemap_get_pages reports the read's requested range, not
         // clipped to the file: a 2 KiB file read with a 96 KiB buffer (grep)
         // would count 24 demand pages. Clip to the size known at open.
-        if let Some(f) = self.files.resolve(id, e.pid) {
-            let size_pages = f.size.div_ceil(BLOCK_SIZE);
+        // A file known from history (or opened before and since closed)
+        // is not reopened for this: its size is known, and opening it
+        // again for every read of a replayed history of small files cost
+        // more than the replay. The policy's requests for it reopen it.
+        let size = match self.files.get(id) {
+            Some(f) => Some(f.size),
+            None => match self.files.info(id) {
+                Some(i) => Some(i.size),
+                None => self.files.resolve(id, e.pid).map(|f| f.size),
+            },
+        };
+        if let Some(size) = size {
+            let size_pages = size.div_ceil(BLOCK_SIZE);
             if size_pages > index {
                 pages = pages.min(size_pages - index);
             }
@@ -642,8 +668,8 @@ impl Controller {
             inflight_blocks: 0,
             miss_blocks: miss as u32,
         };
-        // The file was opened above (resolve) before the policy answers,
-        // so its requests can be acted on.
+        // A file seen for the first time was opened above (resolve)
+        // before the policy answers, so its requests can be acted on.
         // A page the program had to bring in was not resident: tell a
         // block-level policy that keeps its own residency model (DiskSeen's
         // block table, §3.1) that the block left memory, as the simulator
@@ -753,6 +779,26 @@ impl Controller {
         });
     }
 
+    /// Chunks the workers found resident or could not open were not
+    /// prefetched after all.
+    fn apply_worker_skips(&mut self) {
+        let skips = std::mem::take(&mut *self.worker_skips.lock().expect("not poisoned"));
+        for (id, o, len, resident) in skips {
+            let mut n = 0;
+            for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
+                if self.unused.remove(&(id, q)).is_some() {
+                    n += 1;
+                }
+            }
+            self.stats.prefetched_pages -= n;
+            if resident {
+                self.stats.skipped_cached_pages += n;
+            } else {
+                self.stats.untranslated_requests += 1;
+            }
+        }
+    }
+
     /// Tell the policy which block prefetches finished submitting
     /// (`on_prefetch_done`: flashy paces its chunks by it, DiskSeen clears
     /// its busy marks), then act on what it asks next.
@@ -840,10 +886,14 @@ impl Controller {
                 continue;
             }
             match self.translate(r) {
-                Some((id, page, n)) if self.files.open_known(id).is_some() => {
-                    let phys = self
-                        .files
-                        .extents(id)
+                Some((id, page, n)) if self.files.is_known(id) => {
+                    // Physical position: the extent map if known without
+                    // opening the file, else computed for an open file.
+                    let ex = match self.files.known_extents(id) {
+                        Some(ex) => Some(ex),
+                        None => self.files.extents(id),
+                    };
+                    let phys = ex
                         .and_then(|ex| physical_of(&ex, page * BLOCK_SIZE))
                         .unwrap_or(u64::MAX);
                     batch.push((phys, id, page, n, ri));
@@ -860,10 +910,19 @@ impl Controller {
         // Pages submitted per request (for the device stream and dones).
         let mut sent = vec![0u64; reqs.len()];
         for (_, id, page, n, ri) in batch {
-            let Some(f) = self.files.open_known(id) else {
-                continue;
+            // An open file is checked here; one known only by its handle
+            // is opened, checked (cachestat) and read by an I/O worker.
+            let (size, fd) = match self.files.get(id) {
+                Some(f) => (f.size, Some(Arc::clone(&f.fd))),
+                None => match self.files.info(id) {
+                    Some(i) if i.handle.is_some() => (i.size, None),
+                    _ => match self.files.open_known(id) {
+                        Some(f) => (f.size, Some(Arc::clone(&f.fd))),
+                        None => continue,
+                    },
+                },
             };
-            let size_pages = f.size.div_ceil(BLOCK_SIZE);
+            let size_pages = size.div_ceil(BLOCK_SIZE);
             let end = (page + n).min(size_pages);
             if page >= end {
                 continue;
@@ -882,8 +941,7 @@ impl Controller {
             self.stats.skipped_cached_pages += (end - page) - fresh;
             let Some(first) = first else { continue };
             let len_pages = last + 1 - first;
-            let fd: Arc<OwnedFd> = Arc::clone(&f.fd);
-            if self.opts.skip_cached {
+            if let (true, Some(fd)) = (self.opts.skip_cached, &fd) {
                 if let Ok(cs) =
                     outrider_sys::cachestat(fd.as_fd(), first * BLOCK_SIZE, len_pages * BLOCK_SIZE)
                 {
@@ -900,12 +958,11 @@ impl Controller {
             let cap = if self.opts.chunk_bytes > 0 {
                 self.opts.chunk_bytes
             } else {
-                // Looked up once per device (fstat + two sysfs reads).
+                // Looked up once per device (two sysfs reads).
                 let dev = self.files.key_of(id).map_or(0, |k| k.0);
-                *self
-                    .ra_caps
-                    .entry(dev)
-                    .or_insert_with(|| outrider_sys::ra_cap_bytes(fd.as_fd()))
+                *self.ra_caps.entry(dev).or_insert_with(|| {
+                    outrider_sys::ra_cap_for_dev(libc::major(dev), libc::minor(dev))
+                })
             };
             let mut todo: Vec<(u64, u64)> = Vec::new();
             for (o, len) in outrider_sys::chunks(first * BLOCK_SIZE, len_pages * BLOCK_SIZE, cap) {
@@ -977,7 +1034,7 @@ impl Controller {
         while !self.backlog.is_empty()
             && self.jobs_in_flight.load(Ordering::Acquire) < self.opts.queue_bound
         {
-            type Job = Vec<(Arc<OwnedFd>, u64, u64, Option<Tracker>)>;
+            type Job = Vec<(Src, u64, u64, Option<Tracker>)>;
             let mut job: Job = Vec::new();
             let mut pages = 0;
             while let Some((_, _, len, _)) = self.backlog.front() {
@@ -987,9 +1044,19 @@ impl Controller {
                     break;
                 }
                 let (id, o, len, tracker) = self.backlog.pop_front().expect("non-empty");
-                match self.files.open_known(id) {
-                    Some(f) => {
-                        job.push((Arc::clone(&f.fd), o, len, tracker));
+                let src = match self.files.get(id) {
+                    Some(f) => Some(Src::Open(Arc::clone(&f.fd))),
+                    None => match self.files.open_spec(id) {
+                        Some(spec) => Some(Src::Spec(id, spec)),
+                        None => self
+                            .files
+                            .open_known(id)
+                            .map(|f| Src::Open(Arc::clone(&f.fd))),
+                    },
+                };
+                match src {
+                    Some(src) => {
+                        job.push((src, o, len, tracker));
                         pages += len / BLOCK_SIZE;
                     }
                     None => {
@@ -1006,12 +1073,47 @@ impl Controller {
             self.jobs_in_flight.fetch_add(1, Ordering::AcqRel);
             let inflight = Arc::clone(&self.jobs_in_flight);
             let done = Arc::clone(&self.done);
+            let skips = Arc::clone(&self.worker_skips);
             self.pool.submit(move || {
                 let mut r = Ok(());
-                for (fd, o, len, tracker) in job {
-                    let x = outrider_sys::fetch_chunks(fd.as_fd(), o, len, len, Fetch::WillNeed);
-                    if r.is_ok() {
-                        r = x;
+                // The file a worker opened for the previous chunk(s).
+                let mut opened: Option<(FileId, Option<std::fs::File>)> = None;
+                for (src, o, len, tracker) in job {
+                    let fd = match &src {
+                        Src::Open(fd) => Some(fd.as_fd()),
+                        Src::Spec(id, spec) => {
+                            if opened.as_ref().map(|x| x.0) != Some(*id) {
+                                opened = Some((*id, spec.open()));
+                            }
+                            opened
+                                .as_ref()
+                                .and_then(|x| x.1.as_ref())
+                                .map(|f| f.as_fd())
+                        }
+                    };
+                    match (fd, &src) {
+                        (None, Src::Spec(id, _)) => {
+                            skips
+                                .lock()
+                                .expect("not poisoned")
+                                .push((*id, o, len, false));
+                        }
+                        (Some(fd), Src::Spec(id, _))
+                            if outrider_sys::cachestat(fd, o, len)
+                                .is_ok_and(|cs| cs.cache >= len / BLOCK_SIZE) =>
+                        {
+                            skips
+                                .lock()
+                                .expect("not poisoned")
+                                .push((*id, o, len, true));
+                        }
+                        (Some(fd), _) => {
+                            let x = outrider_sys::fetch_chunks(fd, o, len, len, Fetch::WillNeed);
+                            if r.is_ok() {
+                                r = x;
+                            }
+                        }
+                        (None, Src::Open(_)) => unreachable!("an open file has a descriptor"),
                     }
                     if let Some(t) = tracker {
                         chunk_done(&t, &done);
@@ -1081,6 +1183,7 @@ impl Handler for Controller {
     fn on_poll(&mut self, now_ns: u64) {
         let now = self.rel(now_ns);
         self.finish_recharge(now);
+        self.apply_worker_skips();
         self.deliver_done(now);
         self.drain_backlog();
         if let Some(iv) = self.policy.tick_interval_ns() {
@@ -1110,6 +1213,7 @@ impl Handler for Controller {
             }
         }
         let _ = self.pool.wait();
+        self.apply_worker_skips();
         // What is still unused at exit was never used.
         self.stats.wasted_pages += self.unused.len() as u64;
         self.unused.clear();
