@@ -291,14 +291,20 @@ pub struct Controller {
     recorder: AccessList,
     /// Since a cgroup join: the ranges prefetched before it, (file, first
     /// page, pages), to drop a second time at the given time.
-    recharge: Option<(Vec<(FileId, u64, u64)>, u64)>,
+    recharge: Option<(Vec<PageRange>, u64)>,
     /// Chunks a worker did not read: (file, offset, length, resident)
     /// — resident already (cachestat), or the file could not be opened
     /// unchanged. Taken back out of the unused set at the next poll.
-    worker_skips: Arc<Mutex<Vec<(FileId, u64, u64, bool)>>>,
+    worker_skips: Arc<Mutex<Vec<WorkerSkip>>>,
     /// Counters.
     pub stats: LiveStats,
 }
+
+/// (file, first page, pages).
+type PageRange = (FileId, u64, u64);
+
+/// A chunk a worker did not read: (file, offset, length, resident).
+type WorkerSkip = (FileId, u64, u64, bool);
 
 /// Where a job's chunk is read from: a descriptor the table holds, or a
 /// file the worker opens itself (a replayed history's files are many and
@@ -485,7 +491,7 @@ impl Controller {
         self.apply_worker_skips();
         let mut pages: Vec<(FileId, u64)> = self.unused.keys().copied().collect();
         pages.sort_unstable();
-        let mut ranges: Vec<(FileId, u64, u64)> = Vec::new();
+        let mut ranges: Vec<PageRange> = Vec::new();
         for (id, q) in pages {
             match ranges.last_mut() {
                 Some((f, p, n)) if *f == id && *p + *n == q => *n += 1,
@@ -501,7 +507,7 @@ impl Controller {
     }
 
     /// DONTNEED each (file, first page, pages) range.
-    fn drop_ranges(&mut self, ranges: &[(FileId, u64, u64)]) {
+    fn drop_ranges(&mut self, ranges: &[PageRange]) {
         for &(id, page, n) in ranges {
             if let Some(f) = self.files.open_known(id) {
                 let _ = outrider_sys::advise(
