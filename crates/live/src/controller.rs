@@ -176,6 +176,11 @@ pub struct LiveStats {
     /// as wasted; what the policy asks for again is fetched under the
     /// program's cgroup).
     pub recharged_pages: u64,
+    /// Pages requested but still queued when the program read them itself
+    /// (too late: not counted as prefetched, nor as waste for quality
+    /// control — only pages a worker read and the kernel evicted before
+    /// use are).
+    pub late_pages: u64,
 }
 
 impl LiveStats {
@@ -296,12 +301,18 @@ pub struct Controller {
     /// — resident already (cachestat), or the file could not be opened
     /// unchanged. Taken back out of the unused set at the next poll.
     worker_skips: Arc<Mutex<Vec<WorkerSkip>>>,
+    /// Chunks whose WILLNEED call a worker made: (file, offset, length).
+    /// Their pages are flagged [`SUBMITTED`] at the next poll or batch.
+    submitted: Arc<Mutex<Vec<(FileId, u64, u64)>>>,
     /// Counters.
     pub stats: LiveStats,
 }
 
 /// (file, first page, pages).
 type PageRange = (FileId, u64, u64);
+
+/// Flag in an unused page's issue time: a worker made its WILLNEED call.
+const SUBMITTED: u64 = 1 << 63;
 
 /// A chunk a worker did not read: (file, offset, length, resident).
 type WorkerSkip = (FileId, u64, u64, bool);
@@ -311,7 +322,7 @@ type WorkerSkip = (FileId, u64, u64, bool);
 /// small; opening each in the controller's thread cost more than the
 /// reads).
 enum Src {
-    Open(Arc<OwnedFd>),
+    Open(FileId, Arc<OwnedFd>),
     Spec(FileId, Arc<crate::files::OpenSpec>),
 }
 
@@ -371,6 +382,7 @@ impl Controller {
             cgroup_target: Arc::new(CgroupTarget::default()),
             recharge: None,
             worker_skips: Arc::new(Mutex::new(Vec::new())),
+            submitted: Arc::new(Mutex::new(Vec::new())),
             last_cgroup_check_ns: 0,
             last_proc_cgroup: String::new(),
             seen_files: FxHashSet::default(),
@@ -623,9 +635,20 @@ impl Controller {
                     } else {
                         self.stats.kernel_readahead_pages += 1;
                     }
-                    if self.unused.remove(&(id, q)).is_some() {
-                        self.stats.wasted_pages += 1;
-                        self.qc_wasted += 1;
+                    match self.unused.remove(&(id, q)) {
+                        // Read by a worker, then evicted before the
+                        // program came: waste, and quality control hears.
+                        Some(t) if t & SUBMITTED != 0 => {
+                            self.stats.wasted_pages += 1;
+                            self.qc_wasted += 1;
+                        }
+                        // Still queued when the program read it: the
+                        // prefetch came too late and reads nothing.
+                        Some(_) => {
+                            self.stats.prefetched_pages -= 1;
+                            self.stats.late_pages += 1;
+                        }
+                        None => {}
                     }
                 }
             }
@@ -783,6 +806,18 @@ impl Controller {
             origin: Origin::Demand,
             window: None,
         });
+    }
+
+    /// Flag the pages of chunks the workers submitted.
+    fn apply_submitted(&mut self) {
+        let done = std::mem::take(&mut *self.submitted.lock().expect("not poisoned"));
+        for (id, o, len) in done {
+            for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
+                if let Some(t) = self.unused.get_mut(&(id, q)) {
+                    *t |= SUBMITTED;
+                }
+            }
+        }
     }
 
     /// Chunks the workers found resident or could not open were not
@@ -1051,13 +1086,13 @@ impl Controller {
                 }
                 let (id, o, len, tracker) = self.backlog.pop_front().expect("non-empty");
                 let src = match self.files.get(id) {
-                    Some(f) => Some(Src::Open(Arc::clone(&f.fd))),
+                    Some(f) => Some(Src::Open(id, Arc::clone(&f.fd))),
                     None => match self.files.open_spec(id) {
                         Some(spec) => Some(Src::Spec(id, spec)),
                         None => self
                             .files
                             .open_known(id)
-                            .map(|f| Src::Open(Arc::clone(&f.fd))),
+                            .map(|f| Src::Open(id, Arc::clone(&f.fd))),
                     },
                 };
                 match src {
@@ -1080,13 +1115,14 @@ impl Controller {
             let inflight = Arc::clone(&self.jobs_in_flight);
             let done = Arc::clone(&self.done);
             let skips = Arc::clone(&self.worker_skips);
+            let submitted = Arc::clone(&self.submitted);
             self.pool.submit(move || {
                 let mut r = Ok(());
                 // The file a worker opened for the previous chunk(s).
                 let mut opened: Option<(FileId, Option<std::fs::File>)> = None;
                 for (src, o, len, tracker) in job {
                     let fd = match &src {
-                        Src::Open(fd) => Some(fd.as_fd()),
+                        Src::Open(_, fd) => Some(fd.as_fd()),
                         Src::Spec(id, spec) => {
                             if opened.as_ref().map(|x| x.0) != Some(*id) {
                                 opened = Some((*id, spec.open()));
@@ -1113,13 +1149,14 @@ impl Controller {
                                 .expect("not poisoned")
                                 .push((*id, o, len, true));
                         }
-                        (Some(fd), _) => {
+                        (Some(fd), Src::Open(id, _) | Src::Spec(id, _)) => {
                             let x = outrider_sys::fetch_chunks(fd, o, len, len, Fetch::WillNeed);
                             if r.is_ok() {
                                 r = x;
                             }
+                            submitted.lock().expect("not poisoned").push((*id, o, len));
                         }
-                        (None, Src::Open(_)) => unreachable!("an open file has a descriptor"),
+                        (None, Src::Open(..)) => unreachable!("an open file has a descriptor"),
                     }
                     if let Some(t) = tracker {
                         chunk_done(&t, &done);
@@ -1140,7 +1177,7 @@ impl Controller {
         let ttl = self.opts.unused_ttl_ns;
         let before = self.unused.len();
         self.unused
-            .retain(|_, t| now_rel_ns.saturating_sub(*t) < ttl);
+            .retain(|_, t| now_rel_ns.saturating_sub(*t & !SUBMITTED) < ttl);
         let expired = (before - self.unused.len()) as u64;
         self.stats.wasted_pages += expired;
         self.qc_wasted += expired;
@@ -1177,6 +1214,7 @@ impl Handler for Controller {
     }
 
     fn on_events(&mut self, events: &[LiveEvent], in_tree: &[bool]) {
+        self.apply_submitted();
         for (e, mine) in events.iter().zip(in_tree) {
             if *mine {
                 self.on_event(e);
@@ -1190,6 +1228,7 @@ impl Handler for Controller {
         let now = self.rel(now_ns);
         self.finish_recharge(now);
         self.apply_worker_skips();
+        self.apply_submitted();
         self.deliver_done(now);
         self.drain_backlog();
         if let Some(iv) = self.policy.tick_interval_ns() {
@@ -1376,5 +1415,49 @@ mod tests {
             (WindowId(1), 1000, 16)
         );
         assert_eq!(s.ticks, vec![600_000_000]);
+    }
+
+    /// A page the program brought in itself while it was in our unused
+    /// set is waste only if a worker had made its WILLNEED call (the
+    /// kernel evicted it before use); if the call was still queued, the
+    /// prefetch was late: neither prefetched nor waste for quality control.
+    #[test]
+    fn pages_the_program_read_first_are_late_not_waste() {
+        let (mut c, _seen) = controller();
+        let id = c.file_id(7, 1234).unwrap();
+        c.unused.insert((id, 5), 10);
+        c.unused.insert((id, 6), 10);
+        c.stats.prefetched_pages = 2;
+        c.submitted
+            .lock()
+            .unwrap()
+            .push((id, 6 * BLOCK_SIZE, BLOCK_SIZE));
+        let add = |ts, index| LiveEvent {
+            ts_ns: T0 + ts,
+            pid: 42,
+            kind: EventKind::AddToCache {
+                dev: 7,
+                ino: 1234,
+                index,
+                order: 0,
+            },
+        };
+        let read = LiveEvent {
+            ts_ns: T0 + 30,
+            pid: 42,
+            kind: EventKind::GetPages {
+                dev: 7,
+                ino: 1234,
+                index: 5,
+                last_index: 6,
+            },
+        };
+        c.on_events(&[add(20, 5), add(21, 6), read], &[true, true, true]);
+        assert_eq!(c.stats.late_pages, 1);
+        assert_eq!(c.stats.wasted_pages, 1);
+        assert_eq!(c.stats.prefetched_pages, 1);
+        assert_eq!(c.stats.miss_pages, 2);
+        assert_eq!(c.qc_wasted, 1);
+        assert!(c.unused.is_empty());
     }
 }

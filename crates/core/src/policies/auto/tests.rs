@@ -297,3 +297,21 @@ fn a_shrinking_budget_bounds_the_replay_and_rewinds_it() {
     a.on_memory_budget(64 * BLOCK_SIZE);
     assert_eq!(a.stats.rewinds, 1);
 }
+
+/// `infill`: a strided history (every other page of file 1, pages 0, 2,
+/// .., 14) in one batch is read as one request through the one-page
+/// gaps with the default 8 KiB infill, and as 8 one-page requests with
+/// `infill=0`. A gap of 3 pages is not read through.
+#[test]
+fn infill_reads_through_small_gaps_of_a_batch() {
+    let hist: Vec<Entry> = (0..8).map(|i| entry(1, 2 * i, 1, 2 * i)).collect();
+    let mut a = Auto::new(params("init_batch=64KiB,stride=false"));
+    a.set_history(hist.clone());
+    assert_eq!(tick(&mut a), vec![(1, 0, 15)]);
+    let mut a = Auto::new(params("init_batch=64KiB,stride=false,infill=0"));
+    a.set_history(hist);
+    assert_eq!(tick(&mut a).len(), 8);
+    let mut a = Auto::new(params("init_batch=64KiB,stride=false"));
+    a.set_history(vec![entry(1, 0, 1, 0), entry(1, 4, 1, 4)]);
+    assert_eq!(tick(&mut a), vec![(1, 0, 1), (1, 4, 1)]);
+}
