@@ -211,6 +211,11 @@ pub struct DiskSeen {
     table: BlockTable,
     counter: u64,
     streams: Vec<Option<Stream>>,
+    /// How many of `streams` are `None` (lets [`DiskSeen::alloc_slot`]
+    /// skip the search when there is none).
+    vacant: usize,
+    /// Reused buffer for the blocks of a window to read.
+    scratch: Vec<u64>,
     /// Which streams have windows in each 64-block chunk (§3.3.3's
     /// stream index; verified against the windows on lookup).
     owner: FxHashMap<u64, [u32; OWNERS_PER_CHUNK]>,
@@ -255,6 +260,8 @@ impl DiskSeen {
             table: BlockTable::new(),
             counter: 0,
             streams: Vec::new(),
+            vacant: 0,
+            scratch: Vec::new(),
             owner: FxHashMap::default(),
             owner_last: Cell::new((u64::MAX, [NO_SLOT; OWNERS_PER_CHUNK])),
             windows: FxHashMap::default(),
@@ -328,9 +335,14 @@ impl DiskSeen {
         true
     }
 
+    /// A slot for a new stream, which the caller fills: the lowest vacant
+    /// one, else a new one, else the least recently moved stream's.
     fn alloc_slot(&mut self) -> usize {
-        if let Some(i) = self.streams.iter().position(Option::is_none) {
-            return i;
+        if self.vacant > 0 {
+            if let Some(i) = self.streams.iter().position(Option::is_none) {
+                self.vacant -= 1;
+                return i;
+            }
         }
         if self.streams.len() < self.p.streams.max(1) as usize {
             self.streams.push(None);
@@ -344,11 +356,13 @@ impl DiskSeen {
             .map(|(i, _)| i)
             .expect("streams is not empty");
         self.drop_stream(oldest);
+        self.vacant -= 1;
         oldest
     }
 
     fn drop_stream(&mut self, slot: usize) {
         if let Some(mut s) = self.streams[slot].take() {
+            self.vacant += 1;
             let (cur, ra) = (std::mem::take(&mut s.cur), std::mem::take(&mut s.ra));
             self.retire(slot, &s, cur);
             self.retire(slot, &s, ra);
