@@ -68,9 +68,24 @@ impl Bte {
     #[inline]
     fn put_status(&mut self, bits: u8) {
         let b = u32::from(bits);
-        for (i, w) in self.words.iter_mut().enumerate() {
-            *w = (*w & TS_MASK) | (b >> i & 1) << 31;
-        }
+        let w = &mut self.words;
+        w[0] = (w[0] & TS_MASK) | (b & 1) << 31;
+        w[1] = (w[1] & TS_MASK) | (b >> 1 & 1) << 31;
+        w[2] = (w[2] & TS_MASK) | (b >> 2 & 1) << 31;
+        w[3] = (w[3] & TS_MASK) | (b >> 3 & 1) << 31;
+    }
+    /// [`Bte::push`] of `raw` and [`Bte::put_status`] of `bits` at once.
+    #[inline]
+    fn push_with_status(&mut self, raw: u32, bits: u8) {
+        let b = u32::from(bits);
+        let w = &mut self.words;
+        let (t0, t1, t2) = (w[0] & TS_MASK, w[1] & TS_MASK, w[2] & TS_MASK);
+        *w = [
+            raw | (b & 1) << 31,
+            t0 | (b >> 1 & 1) << 31,
+            t1 | (b >> 2 & 1) << 31,
+            t2 | (b >> 3 & 1) << 31,
+        ];
     }
     #[inline]
     fn set_status(&mut self, bits: u8, on: bool) {
@@ -391,8 +406,7 @@ impl BlockTable {
         }
         let raw = (ts - base) as u32;
         debug_assert!(raw > 0 && raw <= TS_MASK, "timestamp outside the window");
-        e.push(raw);
-        e.put_status((before & !clear) | set);
+        e.push_with_status(raw, (before & !clear) | set);
         leaf.max_raw = leaf.max_raw.max(raw);
         self.note_max(dev, lbn, raw);
         before
