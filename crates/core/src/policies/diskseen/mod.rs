@@ -52,8 +52,9 @@
 //!
 //! - T is 1/64 of the buffer memory the driver reports
 //!   ([`crate::Policy::on_cache_info`]; 2048 for the paper's 512 MB), or
-//!   the paper's 2048 when no driver reports it (the live runtime today);
-//!   `t=N` fixes it.
+//!   the paper's 2048 when no driver reports it; `t=N` fixes it. The
+//!   simulator reports its cache size; the live controller reports, once
+//!   at start, MemAvailable capped by the program's memory cgroup.
 //! - A window's mis-prefetch outcome is known when its last read block is
 //!   evicted (the driver reports use and window per evicted block). Windows
 //!   of a process whose history prefetching is disabled are *virtual*:
