@@ -24,6 +24,7 @@ use outrider_live::session::{exit_code, run_traced};
 use outrider_live::tracefs::InstanceOptions;
 use outrider_store::Store;
 use std::ffi::OsString;
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::path::PathBuf;
 
@@ -133,6 +134,16 @@ fn open_store(path: &Path) -> Option<Store> {
     if let Some(dir) = path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
+    // Our own database is read at random by SQLite; on a cold cache that
+    // was most of a large history's load time. Fetch it (and its WAL) in
+    // one go first, up to STORE_WARM_BYTES each.
+    for p in [path.to_path_buf(), path.with_extension("db-wal")] {
+        if let Ok(f) = std::fs::File::open(&p) {
+            if f.metadata().is_ok_and(|m| m.len() <= STORE_WARM_BYTES) {
+                let _ = outrider_sys::advise(f.as_fd(), 0, 0, outrider_sys::Advice::WillNeed);
+            }
+        }
+    }
     match Store::open(path) {
         Ok(s) => Some(s),
         Err(e) => {
@@ -141,6 +152,10 @@ fn open_store(path: &Path) -> Option<Store> {
         }
     }
 }
+
+/// The largest history database (and WAL) fetched whole before it is
+/// read: 256 MiB.
+const STORE_WARM_BYTES: u64 = 256 << 20;
 
 /// Run it; returns the child's exit code. Our own errors are returned
 /// (the caller prints them and exits 2 for bad input, 1 otherwise).
@@ -169,15 +184,25 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let cwd = std::env::current_dir().unwrap_or_default();
     let key = history::app_key(&a.cmd, &cwd, a.app_key.as_deref());
     let db = (!a.no_history).then(|| a.history.clone().unwrap_or_else(default_history_path));
+    let mut load_s = 0.0;
+    // The files of the history loaded, by id: when this run's are the same,
+    // the save leaves their rows alone.
+    let mut loaded_files: Option<Vec<outrider_store::FileRecord>> = None;
+    let t_load = std::time::Instant::now();
     let mut store = db.as_deref().and_then(open_store);
     let mut restored = history::Restored::default();
     let mut restore_s = 0.0;
     if let Some(st) = &store {
-        match st.load_run(&key) {
+        let loaded = st.load_run(&key);
+        load_s = t_load.elapsed().as_secs_f64();
+        match loaded {
             Ok(Some(h)) => {
                 let t = std::time::Instant::now();
                 restored = history::restore(&h, ctl.files_mut());
                 restore_s = t.elapsed().as_secs_f64();
+                let mut files = h.files;
+                files.sort_unstable_by_key(|f| f.id);
+                loaded_files = Some(files);
             }
             Ok(None) => {}
             Err(e) => eprintln!("outrider: warning: {e}; starting without history"),
@@ -208,6 +233,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         &a.cmd,
         &InstanceOptions {
             follow_pid: Some(std::process::id()),
+            detach_removal: true,
             ..InstanceOptions::default()
         },
         &mut ctl,
@@ -217,6 +243,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     // Save: one transaction, only when tracing worked (a partial list would
     // replace a good one).
     let mut saved_entries = 0usize;
+    let t_save = std::time::Instant::now();
     if let Some(st) = store.as_mut() {
         if ctl.disabled().is_none() && !ctl.recorded().is_empty() {
             let h = history::collect(ctl.recorded().entries(), ctl.files(), &a.cmd, &cwd);
@@ -226,12 +253,23 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
                     blobs.push((a.policy.as_str(), b));
                 }
             }
-            match st.save_run(&key, &h, &blobs) {
+            let same_files = loaded_files.is_some_and(|old| {
+                let mut new: Vec<&outrider_store::FileRecord> = h.files.iter().collect();
+                new.sort_unstable_by_key(|f| f.id);
+                new.len() == old.len() && new.iter().zip(&old).all(|(a, b)| *a == b)
+            });
+            let saved = if same_files {
+                st.save_run_same_files(&key, &h, &blobs)
+            } else {
+                st.save_run(&key, &h, &blobs)
+            };
+            match saved {
                 Ok(()) => saved_entries = h.accesses.len(),
                 Err(e) => eprintln!("outrider: warning: {e}; history not saved"),
             }
         }
     }
+    let save_s = t_save.elapsed().as_secs_f64();
     let s = &ctl.stats;
     if !a.quiet {
         eprintln!(
@@ -298,7 +336,9 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             "app_key": key,
             "history": restored,
             "history_saved_entries": saved_entries,
+            "history_load_s": load_s,
             "history_restore_s": restore_s,
+            "history_save_s": save_s,
             "reopened_by_handle": ctl.files().reopened_by_handle,
             "reopened_by_path": ctl.files().reopened_by_path,
         });

@@ -210,6 +210,16 @@ pub trait Policy: Send {
     /// buffer memory, §3.3.1). Default: ignored.
     fn on_cache_info(&mut self, _cache_blocks: u64) {}
 
+    /// The memory the live driver lets prefetched-but-unused data hold, in
+    /// bytes: told at the start and again whenever it changes (it shrinks
+    /// when the program moves into a smaller memory cgroup, and what was
+    /// prefetched before the move was dropped again so it can be fetched
+    /// anew under the program's cgroup). A policy that paces itself by
+    /// memory bounds itself by it and re-requests what it had asked for
+    /// beyond the program's progress. Not told by the simulator. Default:
+    /// ignored.
+    fn on_memory_budget(&mut self, _bytes: u64) {}
+
     /// Points of a time series the policy recorded since the current run
     /// started (flashy: application and prefetch throughput and the scale
     /// factor, its Fig. 5). Drivers collect it at the end of each run.

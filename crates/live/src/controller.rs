@@ -189,6 +189,12 @@ pub struct LiveStats {
     pub device_reads: u64,
     /// Blocks (4 KiB) of those reads.
     pub device_read_blocks: u64,
+    /// Prefetched, still unused pages dropped again when outrider followed
+    /// the program into its memory cgroup: they were charged to the cgroup
+    /// outrider was in before, outside the program's limit (also counted
+    /// as wasted; what the policy asks for again is fetched under the
+    /// program's cgroup).
+    pub recharged_pages: u64,
 }
 
 impl LiveStats {
@@ -224,6 +230,11 @@ const RECENT_FILES: usize = 8;
 /// look: with a 1 s recheck the first second of prefetching was charged
 /// outside its limit. A recheck reads only `/proc/PID/cgroup`.
 const CGROUP_RECHECK_NS: u64 = 10_000_000;
+/// After a cgroup join, the pages prefetched before it are dropped once at
+/// the join (after the workers finished their calls) and once more this
+/// long after, when the reads those calls started have completed (a page
+/// still being read cannot be dropped): 20 ms. No prefetching meanwhile.
+const RECHARGE_SETTLE_NS: u64 = 20_000_000;
 /// Most add-to-cache events remembered per task between two reads.
 const MAX_PENDING_ADDS: usize = 4096;
 /// Most pages one I/O job carries (several small chunks; a chunk larger
@@ -297,8 +308,30 @@ pub struct Controller {
     backlog: std::collections::VecDeque<(FileId, u64, u64, Option<Tracker>)>,
     ra_caps: FxHashMap<u64, u64>,
     recorder: AccessList,
+    /// Since a cgroup join: the ranges prefetched before it, (file, first
+    /// page, pages), to drop a second time at the given time.
+    recharge: Option<(Vec<PageRange>, u64)>,
+    /// Chunks a worker did not read: (file, offset, length, resident)
+    /// — resident already (cachestat), or the file could not be opened
+    /// unchanged. Taken back out of the unused set at the next poll.
+    worker_skips: Arc<Mutex<Vec<WorkerSkip>>>,
     /// Counters.
     pub stats: LiveStats,
+}
+
+/// (file, first page, pages).
+type PageRange = (FileId, u64, u64);
+
+/// A chunk a worker did not read: (file, offset, length, resident).
+type WorkerSkip = (FileId, u64, u64, bool);
+
+/// Where a job's chunk is read from: a descriptor the table holds, or a
+/// file the worker opens itself (a replayed history's files are many and
+/// small; opening each in the controller's thread cost more than the
+/// reads).
+enum Src {
+    Open(Arc<OwnedFd>),
+    Spec(FileId, Arc<crate::files::OpenSpec>),
 }
 
 /// A block prefetch request whose submission finished: (window, dev, lbn,
@@ -355,6 +388,8 @@ impl Controller {
             disabled: None,
             root_pid: 0,
             cgroup_target: Arc::new(CgroupTarget::default()),
+            recharge: None,
+            worker_skips: Arc::new(Mutex::new(Vec::new())),
             last_cgroup_check_ns: 0,
             last_proc_cgroup: String::new(),
             seen_files: FxHashSet::default(),
@@ -419,21 +454,22 @@ impl Controller {
     /// last seen (and, on the first look, from ours), move outrider into it
     /// and cap the budget at `cgroup_fraction` of the room it leaves to the
     /// page cache.
-    fn follow_cgroup(&mut self, pid: u32) {
+    /// Returns whether outrider moved into another cgroup.
+    fn follow_cgroup(&mut self, pid: u32) -> bool {
         let Some(t) = outrider_sys::cgroup_memory(Some(pid)).ok().flatten() else {
-            return;
+            return false;
         };
         let mut cur = self.cgroup_target.path.lock().expect("not poisoned");
         let known = cur.as_ref().map(|(_, d)| d.clone());
         if known.as_ref() == Some(&t.dir) {
-            return;
+            return false;
         }
         if known.is_none() {
             // First look: nothing to do while the program shares our cgroup.
             let ours = outrider_sys::cgroup_memory(None).ok().flatten();
             if ours.is_some_and(|o| o.dir == t.dir) {
                 *cur = Some((t.version, t.dir));
-                return;
+                return false;
             }
         }
         if let Some(room) = t.cache_room_bytes() {
@@ -441,10 +477,81 @@ impl Controller {
             self.opts.budget_bytes = self.opts.budget_bytes.min(cap.max(BLOCK_SIZE * 64));
         }
         let procs = t.dir.join("cgroup.procs");
-        if std::fs::write(&procs, std::process::id().to_string()).is_ok() {
+        let joined = std::fs::write(&procs, std::process::id().to_string()).is_ok();
+        if joined {
             self.cgroup_target.joins.fetch_add(1, Ordering::Relaxed);
         }
         *cur = Some((t.version, t.dir));
+        joined
+    }
+
+    /// Outrider just moved into the program's cgroup: what it prefetched
+    /// before was charged to its old cgroup, outside the program's limit
+    /// (the kernel charges a page cache page once, when it is added, and
+    /// a later hit by the program does not move the charge). Drop what is
+    /// still waiting or unused — DONTNEED drops only clean, unmapped
+    /// cache pages, never data — once now and once more after
+    /// [`RECHARGE_SETTLE_NS`]; then the policy hears the new budget and
+    /// asks again for what the program has not read yet (`auto` replays
+    /// from the program's position), fetched under the program's cgroup.
+    fn begin_recharge(&mut self, now_rel_ns: u64) {
+        for (id, o, len, tracker) in std::mem::take(&mut self.backlog) {
+            for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
+                if self.unused.remove(&(id, q)).is_some() {
+                    self.stats.prefetched_pages -= 1;
+                }
+            }
+            if let Some(t) = tracker {
+                chunk_done(&t, &self.done);
+            }
+        }
+        // The calls in flight add their pages while they run.
+        let _ = self.pool.wait();
+        self.apply_worker_skips();
+        let mut pages: Vec<(FileId, u64)> = self.unused.keys().copied().collect();
+        pages.sort_unstable();
+        let mut ranges: Vec<PageRange> = Vec::new();
+        for (id, q) in pages {
+            match ranges.last_mut() {
+                Some((f, p, n)) if *f == id && *p + *n == q => *n += 1,
+                _ => ranges.push((id, q, 1)),
+            }
+        }
+        let n = self.unused.len() as u64;
+        self.unused.clear();
+        self.stats.recharged_pages += n;
+        self.stats.wasted_pages += n;
+        self.drop_ranges(&ranges);
+        self.recharge = Some((ranges, now_rel_ns + RECHARGE_SETTLE_NS));
+    }
+
+    /// DONTNEED each (file, first page, pages) range.
+    fn drop_ranges(&mut self, ranges: &[PageRange]) {
+        for &(id, page, n) in ranges {
+            if let Some(f) = self.files.open_known(id) {
+                let _ = outrider_sys::advise(
+                    f.fd.as_fd(),
+                    page * BLOCK_SIZE,
+                    n * BLOCK_SIZE,
+                    outrider_sys::Advice::DontNeed,
+                );
+            }
+        }
+    }
+
+    /// The second drop of a recharge, once due; then the policy hears the
+    /// budget.
+    fn finish_recharge(&mut self, now_rel_ns: u64) {
+        let Some((_, due)) = &self.recharge else {
+            return;
+        };
+        if now_rel_ns < *due {
+            return;
+        }
+        let (ranges, _) = self.recharge.take().expect("checked");
+        let _ = self.pool.wait();
+        self.drop_ranges(&ranges);
+        self.policy.on_memory_budget(self.opts.budget_bytes);
     }
 
     /// The program may move itself to another cgroup (cgexec, systemd-run
@@ -462,7 +569,13 @@ impl Controller {
         };
         if text != self.last_proc_cgroup {
             self.last_proc_cgroup = text;
-            self.follow_cgroup(self.root_pid);
+            if self.follow_cgroup(self.root_pid) {
+                if self.stats.prefetched_pages > 0 {
+                    self.begin_recharge(now_rel_ns);
+                } else {
+                    self.policy.on_memory_budget(self.opts.budget_bytes);
+                }
+            }
         }
     }
 
@@ -496,8 +609,19 @@ impl Controller {
         // mm_filemap_get_pages reports the read's requested range, not
         // clipped to the file: a 2 KiB file read with a 96 KiB buffer (grep)
         // would count 24 demand pages. Clip to the size known at open.
-        if let Some(f) = self.files.resolve(id, e.pid) {
-            let size_pages = f.size.div_ceil(BLOCK_SIZE);
+        // A file known from history (or opened before and since closed)
+        // is not reopened for this: its size is known, and opening it
+        // again for every read of a replayed history of small files cost
+        // more than the replay. The policy's requests for it reopen it.
+        let size = match self.files.get(id) {
+            Some(f) => Some(f.size),
+            None => match self.files.info(id) {
+                Some(i) => Some(i.size),
+                None => self.files.resolve(id, e.pid).map(|f| f.size),
+            },
+        };
+        if let Some(size) = size {
+            let size_pages = size.div_ceil(BLOCK_SIZE);
             if size_pages > index {
                 pages = pages.min(size_pages - index);
             }
@@ -569,8 +693,8 @@ impl Controller {
             inflight_blocks: 0,
             miss_blocks: miss as u32,
         };
-        // The file was opened above (resolve) before the policy answers,
-        // so its requests can be acted on.
+        // A file seen for the first time was opened above (resolve)
+        // before the policy answers, so its requests can be acted on.
         // A page the program had to bring in was not resident: tell a
         // block-level policy that keeps its own residency model (DiskSeen's
         // block table, §3.1) that the block left memory, as the simulator
@@ -680,6 +804,26 @@ impl Controller {
         });
     }
 
+    /// Chunks the workers found resident or could not open were not
+    /// prefetched after all.
+    fn apply_worker_skips(&mut self) {
+        let skips = std::mem::take(&mut *self.worker_skips.lock().expect("not poisoned"));
+        for (id, o, len, resident) in skips {
+            let mut n = 0;
+            for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
+                if self.unused.remove(&(id, q)).is_some() {
+                    n += 1;
+                }
+            }
+            self.stats.prefetched_pages -= n;
+            if resident {
+                self.stats.skipped_cached_pages += n;
+            } else {
+                self.stats.untranslated_requests += 1;
+            }
+        }
+    }
+
     /// Tell the policy which block prefetches finished submitting
     /// (`on_prefetch_done`: flashy paces its chunks by it, DiskSeen clears
     /// its busy marks), then act on what it asks next.
@@ -745,6 +889,19 @@ impl Controller {
             self.requests.clear();
             return;
         }
+        if self.recharge.is_some() {
+            // Dropped: the policy asks again once the recharge is over.
+            for r in &reqs {
+                self.stats.dropped_budget_pages += u64::from(r.blocks);
+                if let Target::Block { dev, lbn } = r.target {
+                    self.done_now
+                        .push((r.window, dev, lbn, r.blocks, now_rel_ns));
+                }
+            }
+            self.requests = reqs;
+            self.requests.clear();
+            return;
+        }
         // Translate, then order by physical address within the batch.
         let mut batch: Vec<(u64, FileId, u64, u64, usize)> = Vec::with_capacity(reqs.len());
         for (ri, r) in reqs.iter().enumerate() {
@@ -754,10 +911,14 @@ impl Controller {
                 continue;
             }
             match self.translate(r) {
-                Some((id, page, n)) if self.files.open_known(id).is_some() => {
-                    let phys = self
-                        .files
-                        .extents(id)
+                Some((id, page, n)) if self.files.is_known(id) => {
+                    // Physical position: the extent map if known without
+                    // opening the file, else computed for an open file.
+                    let ex = match self.files.known_extents(id) {
+                        Some(ex) => Some(ex),
+                        None => self.files.extents(id),
+                    };
+                    let phys = ex
                         .and_then(|ex| physical_of(&ex, page * BLOCK_SIZE))
                         .unwrap_or(u64::MAX);
                     batch.push((phys, id, page, n, ri));
@@ -774,10 +935,19 @@ impl Controller {
         // Pages submitted per request (for the device stream and dones).
         let mut sent = vec![0u64; reqs.len()];
         for (_, id, page, n, ri) in batch {
-            let Some(f) = self.files.open_known(id) else {
-                continue;
+            // An open file is checked here; one known only by its handle
+            // is opened, checked (cachestat) and read by an I/O worker.
+            let (size, fd) = match self.files.get(id) {
+                Some(f) => (f.size, Some(Arc::clone(&f.fd))),
+                None => match self.files.info(id) {
+                    Some(i) if i.handle.is_some() => (i.size, None),
+                    _ => match self.files.open_known(id) {
+                        Some(f) => (f.size, Some(Arc::clone(&f.fd))),
+                        None => continue,
+                    },
+                },
             };
-            let size_pages = f.size.div_ceil(BLOCK_SIZE);
+            let size_pages = size.div_ceil(BLOCK_SIZE);
             let end = (page + n).min(size_pages);
             if page >= end {
                 continue;
@@ -796,8 +966,7 @@ impl Controller {
             self.stats.skipped_cached_pages += (end - page) - fresh;
             let Some(first) = first else { continue };
             let len_pages = last + 1 - first;
-            let fd: Arc<OwnedFd> = Arc::clone(&f.fd);
-            if self.opts.skip_cached {
+            if let (true, Some(fd)) = (self.opts.skip_cached, &fd) {
                 if let Ok(cs) =
                     outrider_sys::cachestat(fd.as_fd(), first * BLOCK_SIZE, len_pages * BLOCK_SIZE)
                 {
@@ -814,12 +983,11 @@ impl Controller {
             let cap = if self.opts.chunk_bytes > 0 {
                 self.opts.chunk_bytes
             } else {
-                // Looked up once per device (fstat + two sysfs reads).
+                // Looked up once per device (two sysfs reads).
                 let dev = self.files.key_of(id).map_or(0, |k| k.0);
-                *self
-                    .ra_caps
-                    .entry(dev)
-                    .or_insert_with(|| outrider_sys::ra_cap_bytes(fd.as_fd()))
+                *self.ra_caps.entry(dev).or_insert_with(|| {
+                    outrider_sys::ra_cap_for_dev(libc::major(dev), libc::minor(dev))
+                })
             };
             let mut todo: Vec<(u64, u64)> = Vec::new();
             for (o, len) in outrider_sys::chunks(first * BLOCK_SIZE, len_pages * BLOCK_SIZE, cap) {
@@ -891,7 +1059,7 @@ impl Controller {
         while !self.backlog.is_empty()
             && self.jobs_in_flight.load(Ordering::Acquire) < self.opts.queue_bound
         {
-            type Job = Vec<(Arc<OwnedFd>, u64, u64, Option<Tracker>)>;
+            type Job = Vec<(Src, u64, u64, Option<Tracker>)>;
             let mut job: Job = Vec::new();
             let mut pages = 0;
             while let Some((_, _, len, _)) = self.backlog.front() {
@@ -901,9 +1069,19 @@ impl Controller {
                     break;
                 }
                 let (id, o, len, tracker) = self.backlog.pop_front().expect("non-empty");
-                match self.files.open_known(id) {
-                    Some(f) => {
-                        job.push((Arc::clone(&f.fd), o, len, tracker));
+                let src = match self.files.get(id) {
+                    Some(f) => Some(Src::Open(Arc::clone(&f.fd))),
+                    None => match self.files.open_spec(id) {
+                        Some(spec) => Some(Src::Spec(id, spec)),
+                        None => self
+                            .files
+                            .open_known(id)
+                            .map(|f| Src::Open(Arc::clone(&f.fd))),
+                    },
+                };
+                match src {
+                    Some(src) => {
+                        job.push((src, o, len, tracker));
                         pages += len / BLOCK_SIZE;
                     }
                     None => {
@@ -920,12 +1098,47 @@ impl Controller {
             self.jobs_in_flight.fetch_add(1, Ordering::AcqRel);
             let inflight = Arc::clone(&self.jobs_in_flight);
             let done = Arc::clone(&self.done);
+            let skips = Arc::clone(&self.worker_skips);
             self.pool.submit(move || {
                 let mut r = Ok(());
-                for (fd, o, len, tracker) in job {
-                    let x = outrider_sys::fetch_chunks(fd.as_fd(), o, len, len, Fetch::WillNeed);
-                    if r.is_ok() {
-                        r = x;
+                // The file a worker opened for the previous chunk(s).
+                let mut opened: Option<(FileId, Option<std::fs::File>)> = None;
+                for (src, o, len, tracker) in job {
+                    let fd = match &src {
+                        Src::Open(fd) => Some(fd.as_fd()),
+                        Src::Spec(id, spec) => {
+                            if opened.as_ref().map(|x| x.0) != Some(*id) {
+                                opened = Some((*id, spec.open()));
+                            }
+                            opened
+                                .as_ref()
+                                .and_then(|x| x.1.as_ref())
+                                .map(|f| f.as_fd())
+                        }
+                    };
+                    match (fd, &src) {
+                        (None, Src::Spec(id, _)) => {
+                            skips
+                                .lock()
+                                .expect("not poisoned")
+                                .push((*id, o, len, false));
+                        }
+                        (Some(fd), Src::Spec(id, _))
+                            if outrider_sys::cachestat(fd, o, len)
+                                .is_ok_and(|cs| cs.cache >= len / BLOCK_SIZE) =>
+                        {
+                            skips
+                                .lock()
+                                .expect("not poisoned")
+                                .push((*id, o, len, true));
+                        }
+                        (Some(fd), _) => {
+                            let x = outrider_sys::fetch_chunks(fd, o, len, len, Fetch::WillNeed);
+                            if r.is_ok() {
+                                r = x;
+                            }
+                        }
+                        (None, Src::Open(_)) => unreachable!("an open file has a descriptor"),
                     }
                     if let Some(t) = tracker {
                         chunk_done(&t, &done);
@@ -979,6 +1192,7 @@ impl Handler for Controller {
             });
         }
         self.follow_cgroup(root_pid);
+        self.policy.on_memory_budget(self.opts.budget_bytes);
         // The buffer memory, once, as the simulator tells its cache size
         // (DiskSeen's T is 1/64 of it, §3.3.1).
         let cache_bytes = match self.opts.cache_bytes {
@@ -1000,6 +1214,8 @@ impl Handler for Controller {
 
     fn on_poll(&mut self, now_ns: u64) {
         let now = self.rel(now_ns);
+        self.finish_recharge(now);
+        self.apply_worker_skips();
         self.deliver_done(now);
         self.drain_backlog();
         if let Some(iv) = self.policy.tick_interval_ns() {
@@ -1029,6 +1245,7 @@ impl Handler for Controller {
             }
         }
         let _ = self.pool.wait();
+        self.apply_worker_skips();
         // What is still unused at exit was never used.
         self.stats.wasted_pages += self.unused.len() as u64;
         self.unused.clear();

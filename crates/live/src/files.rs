@@ -43,6 +43,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Open specs kept for reuse at most (then all are dropped).
+const SPECS_KEPT: usize = 1 << 16;
 /// Tasks whose listing is kept at most (then all are dropped).
 const MAX_SNAPSHOTS: usize = 256;
 /// `map_files` names remembered at most (then all are forgotten).
@@ -51,7 +53,10 @@ const MAX_MAP_NAMES: usize = 1 << 16;
 /// Options of a [`FileTable`].
 #[derive(Clone, Debug)]
 pub struct FileTableOptions {
-    /// Descriptors kept open at most (default 512).
+    /// Descriptors kept open at most (default: a quarter of the soft
+    /// `RLIMIT_NOFILE`, between 64 and 4096 — a replayed history of small
+    /// files keeps thousands in use at once, and reopening them costs more
+    /// than the read it prefetches).
     pub max_open: usize,
     /// Files given an id at most (default 1 << 20); beyond it new files
     /// are ignored (a bound on memory).
@@ -68,7 +73,7 @@ pub struct FileTableOptions {
 impl Default for FileTableOptions {
     fn default() -> Self {
         FileTableOptions {
-            max_open: 512,
+            max_open: (nofile_soft_limit() / 4).clamp(64, 4096) as usize,
             max_files: 1 << 20,
             max_scan: 4096,
             snapshot_ttl: Duration::from_millis(2),
@@ -122,7 +127,13 @@ pub struct FileTable {
     opts: FileTableOptions,
     ids: FxHashMap<Key, FileId>,
     keys: Vec<Key>,
-    open: FxHashMap<FileId, OpenFile>,
+    /// Open descriptors, least recently used first.
+    open: hashlink::LinkedHashMap<FileId, OpenFile, rustc_hash::FxBuildHasher>,
+    /// Extent maps of files whose descriptor was closed (or that history
+    /// brought), reused when the file is reopened unchanged.
+    closed_extents: FxHashMap<FileId, Arc<Vec<outrider_sys::Extent>>>,
+    /// Open specs handed to workers lately (bounded by [`SPECS_KEPT`]).
+    specs: FxHashMap<FileId, Arc<OpenSpec>>,
     failed: FxHashMap<FileId, u32>,
     info: FxHashMap<FileId, FileInfo>,
     mounts: handle::Mounts,
@@ -162,6 +173,48 @@ pub fn open_readonly(path: &Path) -> std::io::Result<File> {
             .custom_flags(libc::O_CLOEXEC)
             .open(path),
         r => r,
+    }
+}
+
+/// How to open a known file away from the table (an I/O worker opens it
+/// just for its calls): by handle through the mount's descriptor, then
+/// checked by `fstat` to be the same, unchanged file (device, inode, size
+/// and mtime as recorded).
+#[derive(Debug)]
+pub struct OpenSpec {
+    mount: Arc<OwnedFd>,
+    kind: i32,
+    bytes: Vec<u8>,
+    info_dev: u64,
+    info_ino: u64,
+    size: u64,
+    mtime_ns: i64,
+}
+
+impl OpenSpec {
+    /// Open it read-only; `None` when it cannot be opened or changed.
+    pub fn open(&self) -> Option<File> {
+        let f = handle::open_handle_at(self.mount.as_raw_fd(), self.kind, &self.bytes).ok()?;
+        let m = f.metadata().ok()?;
+        (m.dev() == self.info_dev
+            && m.ino() == self.info_ino
+            && m.size() == self.size
+            && m.mtime() * 1_000_000_000 + m.mtime_nsec() == self.mtime_ns)
+            .then_some(f)
+    }
+}
+
+/// The soft `RLIMIT_NOFILE` (1024 when unknown).
+fn nofile_soft_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+        r.rlim_cur
+    } else {
+        1024
     }
 }
 
@@ -212,7 +265,7 @@ impl FileTable {
     /// times per file.
     pub fn resolve(&mut self, id: FileId, pid: u32) -> Option<&mut OpenFile> {
         self.clock += 1;
-        if self.open.contains_key(&id) {
+        if self.open.to_back(&id).is_some() {
             let f = self.open.get_mut(&id).expect("present");
             f.last_use = self.clock;
             return Some(f);
@@ -264,6 +317,7 @@ impl FileTable {
         {
             return None;
         }
+        self.open.to_back(&id);
         let f = self.open.get_mut(&id)?;
         self.clock += 1;
         f.last_use = self.clock;
@@ -340,6 +394,53 @@ impl FileTable {
         true
     }
 
+    /// The extent map of history file `id` (seeded), computed when the
+    /// history was verified: used when the file is opened, if unchanged.
+    pub fn seed_extents(&mut self, id: FileId, extents: Vec<outrider_sys::Extent>) {
+        self.closed_extents.insert(id, Arc::new(extents));
+    }
+
+    /// How a worker can open `id` itself (it has a handle on a mount we
+    /// can reach), shared between the chunks of one file.
+    pub fn open_spec(&mut self, id: FileId) -> Option<Arc<OpenSpec>> {
+        if let Some(s) = self.specs.get(&id) {
+            return Some(Arc::clone(s));
+        }
+        let info = self.info.get(&id)?;
+        let (kind, bytes, mount_id) = info.handle.clone()?;
+        let (dev, ino, size, mtime_ns) = (info.dev, info.ino, info.size, info.mtime_ns);
+        let mount = self.mounts.fd_shared(mount_id)?;
+        let spec = Arc::new(OpenSpec {
+            mount,
+            kind,
+            bytes,
+            info_dev: dev,
+            info_ino: ino,
+            size,
+            mtime_ns,
+        });
+        if self.specs.len() >= SPECS_KEPT {
+            self.specs.clear();
+        }
+        self.specs.insert(id, Arc::clone(&spec));
+        Some(spec)
+    }
+
+    /// Is `id` open, or can it be opened from what is known of it?
+    pub fn is_known(&self, id: FileId) -> bool {
+        self.open.contains_key(&id)
+            || (self.info.contains_key(&id) && self.failed.get(&id).copied().unwrap_or(0) < 3)
+    }
+
+    /// The extent map of `id` if known without a system call (open, or
+    /// kept from before).
+    pub fn known_extents(&self, id: FileId) -> Option<Arc<Vec<outrider_sys::Extent>>> {
+        match self.open.get(&id) {
+            Some(f) => f.extents.clone(),
+            None => self.closed_extents.get(&id).cloned(),
+        }
+    }
+
     /// What is known about `id`'s identity and location.
     pub fn info(&self, id: FileId) -> Option<&FileInfo> {
         self.info.get(&id)
@@ -380,16 +481,21 @@ impl FileTable {
     fn insert_open(&mut self, id: FileId, file: File, path: PathBuf) {
         self.clock += 1;
         if self.open.len() >= self.opts.max_open {
-            if let Some(victim) = self
-                .open
-                .iter()
-                .min_by_key(|(_, f)| f.last_use)
-                .map(|(id, _)| *id)
-            {
-                self.open.remove(&victim);
+            if let Some((victim, f)) = self.open.pop_front() {
+                if let Some(ex) = f.extents {
+                    self.closed_extents.insert(victim, ex);
+                }
             }
         }
         let md = file.metadata().ok();
+        // An extent map known from before is kept if the file is unchanged.
+        let extents = self.closed_extents.remove(&id).filter(|_| {
+            self.info.get(&id).is_some_and(|i| {
+                md.as_ref().is_some_and(|m| {
+                    m.size() == i.size && m.mtime() * 1_000_000_000 + m.mtime_nsec() == i.mtime_ns
+                })
+            })
+        });
         self.open.insert(
             id,
             OpenFile {
@@ -399,7 +505,7 @@ impl FileTable {
                     .as_ref()
                     .map_or(0, |m| m.mtime() * 1_000_000_000 + m.mtime_nsec()),
                 path,
-                extents: None,
+                extents,
                 last_use: self.clock,
             },
         );
@@ -594,6 +700,7 @@ pub mod handle {
     use std::fs::File;
     use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
     use std::path::PathBuf;
+    use std::sync::Arc;
 
     /// Largest handle accepted (MAX_HANDLE_SZ).
     pub const MAX_HANDLE_BYTES: usize = 128;
@@ -636,7 +743,7 @@ pub mod handle {
     /// `/proc/self/mountinfo`), opened on first use.
     #[derive(Debug, Default)]
     pub struct Mounts {
-        fds: std::collections::HashMap<i32, Option<OwnedFd>>,
+        fds: std::collections::HashMap<i32, Option<Arc<OwnedFd>>>,
         by_dev: std::collections::HashMap<u64, Option<OwnedFd>>,
     }
 
@@ -675,10 +782,16 @@ pub mod handle {
                 .entry(mount_id)
                 .or_insert_with(|| {
                     let p = mount_point(mount_id)?;
-                    File::open(p).ok().map(OwnedFd::from)
+                    File::open(p).ok().map(|f| Arc::new(OwnedFd::from(f)))
                 })
                 .as_ref()
                 .map(|f| f.as_fd())
+        }
+
+        /// The mount's descriptor, shared (for [`super::OpenSpec`]).
+        pub fn fd_shared(&mut self, mount_id: i32) -> Option<Arc<OwnedFd>> {
+            self.fd(mount_id)?;
+            self.fds.get(&mount_id)?.clone()
         }
     }
 
@@ -746,7 +859,7 @@ pub mod handle {
         open_handle_at(mfd, kind, bytes)
     }
 
-    fn open_handle_at(mfd: i32, kind: i32, bytes: &[u8]) -> std::io::Result<File> {
+    pub(super) fn open_handle_at(mfd: i32, kind: i32, bytes: &[u8]) -> std::io::Result<File> {
         let mut h = Handle {
             bytes: bytes.len() as libc::c_uint,
             kind,

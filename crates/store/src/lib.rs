@@ -362,6 +362,30 @@ impl Store {
         h: &AppHistory,
         policy_blobs: &[(&str, Vec<u8>)],
     ) -> Result<(), StoreError> {
+        self.save_run_with(app_key, h, policy_blobs, true)
+    }
+
+    /// [`Store::save_run`] for a caller that knows `h.files` are exactly
+    /// the files saved last time for `app_key` (what [`Store::load_run`]
+    /// returned, in any order): their rows are left as they are — for a
+    /// history of 10^5 files, deleting and inserting them again was most
+    /// of the time a save took.
+    pub fn save_run_same_files(
+        &mut self,
+        app_key: &str,
+        h: &AppHistory,
+        policy_blobs: &[(&str, Vec<u8>)],
+    ) -> Result<(), StoreError> {
+        self.save_run_with(app_key, h, policy_blobs, false)
+    }
+
+    fn save_run_with(
+        &mut self,
+        app_key: &str,
+        h: &AppHistory,
+        policy_blobs: &[(&str, Vec<u8>)],
+        write_files: bool,
+    ) -> Result<(), StoreError> {
         let path = self.path.clone();
         let sql = |source| StoreError::Sqlite {
             path: path.clone(),
@@ -395,9 +419,9 @@ impl Store {
             ],
         )
         .map_err(sql)?;
-        tx.execute("DELETE FROM app_files WHERE app_key = ?1", [app_key])
-            .map_err(sql)?;
-        {
+        if write_files {
+            tx.execute("DELETE FROM app_files WHERE app_key = ?1", [app_key])
+                .map_err(sql)?;
             let mut st = tx
                 .prepare(
                     "INSERT INTO app_files (app_key, id, dev, ino, handle_type, handle, mount_id,

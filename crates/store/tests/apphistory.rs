@@ -182,3 +182,24 @@ fn a_version_1_store_is_migrated() {
     s.save_run("app", &history(7, 3), &[]).unwrap();
     assert_eq!(run_number_of(&s.load_run("app").unwrap().unwrap()), 7);
 }
+
+/// `save_run_same_files` replaces the access list and counts the run but
+/// leaves the file rows as saved: loading gives the new accesses with the
+/// files of the earlier save.
+#[test]
+fn a_save_with_the_same_files_keeps_their_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let mut s = Store::open(&db).unwrap();
+    let first = history(1, 5);
+    s.save_run("app", &first, &[]).unwrap();
+    let mut second = history(1, 5);
+    second.accesses.reverse();
+    second.accesses.truncate(7);
+    s.save_run_same_files("app", &second, &[]).unwrap();
+    let got = s.load_run("app").unwrap().unwrap();
+    assert_eq!(got.runs, 2);
+    assert_eq!(got.accesses, second.accesses);
+    assert_eq!(got.files, first.files);
+    integrity_ok(&db);
+}

@@ -260,6 +260,9 @@ pub struct AutoStats {
     pub departures: u64,
     /// Times replay resumed after a departure.
     pub rejoins: u64,
+    /// Replays restarted from the program's position because the memory
+    /// budget shrank.
+    pub rewinds: u64,
 }
 
 /// The `auto` policy.
@@ -276,6 +279,10 @@ pub struct Auto {
     /// Entries 0..issued have been requested (or skipped).
     issued: usize,
     batch_pages: u64,
+    /// The live memory budget in pages, once told
+    /// ([`Policy::on_memory_budget`]): `ahead` is at most half of it and a
+    /// batch at most a quarter.
+    budget_pages: Option<u64>,
     replaying: bool,
     recent: VecDeque<bool>,
     recent_unmatched: u32,
@@ -300,6 +307,7 @@ impl Auto {
             pos: 0,
             issued: 0,
             batch_pages: 0,
+            budget_pages: None,
             replaying: false,
             recent: VecDeque::new(),
             recent_unmatched: 0,
@@ -402,13 +410,17 @@ impl Auto {
 
     /// Issue batches while the pacing bound allows.
     fn pump(&mut self, sink: &mut Sink<'_>) {
-        let ahead = (self.p.ahead.0 / BLOCK_SIZE).max(1);
-        let max_batch = (self.p.batch.0 / BLOCK_SIZE).max(1);
+        let mut ahead = (self.p.ahead.0 / BLOCK_SIZE).max(1);
+        let mut max_batch = (self.p.batch.0 / BLOCK_SIZE).max(1);
+        if let Some(b) = self.budget_pages {
+            ahead = ahead.min(b / 2).max(1);
+            max_batch = max_batch.min(b / 4).max(1);
+        }
         if self.issued < self.pos {
             self.issued = self.pos;
         }
         while self.replaying && self.issued < self.hist.len() {
-            let b = self.batch_pages.min(ahead);
+            let b = self.batch_pages.min(max_batch).min(ahead);
             if self.outstanding_pages() + b > ahead {
                 break;
             }
@@ -533,13 +545,29 @@ impl Policy for Auto {
     }
 
     fn on_tick(&mut self, _now_ns: u64, sink: &mut Sink<'_>) {
-        if self.replaying && self.issued == 0 {
+        if self.replaying && self.issued <= self.pos {
             self.pump(sink);
         }
     }
 
     fn tick_interval_ns(&self) -> Option<u64> {
         (!self.hist.is_empty()).then_some(TICK_NS)
+    }
+
+    /// A budget smaller than before (the program moved into a smaller
+    /// cgroup, and the driver dropped what was prefetched beyond the
+    /// program's progress): bound the replay by it and replay again from
+    /// the program's position, starting with a small batch. The requests
+    /// go out at the next read or tick.
+    fn on_memory_budget(&mut self, bytes: u64) {
+        let pages = (bytes / BLOCK_SIZE).max(1);
+        let shrank = self.budget_pages.is_some_and(|b| pages < b);
+        self.budget_pages = Some(pages);
+        if shrank && self.issued > self.pos {
+            self.issued = self.pos;
+            self.batch_pages = (self.p.init_batch.0 / BLOCK_SIZE).max(1);
+            self.stats.rewinds += 1;
+        }
     }
 
     fn on_run_start(&mut self, run: u32) {

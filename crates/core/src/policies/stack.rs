@@ -153,6 +153,11 @@ impl Policy for Stack {
         self.lower.on_cache_info(cache_blocks);
     }
 
+    fn on_memory_budget(&mut self, bytes: u64) {
+        self.upper.on_memory_budget(bytes);
+        self.lower.on_memory_budget(bytes);
+    }
+
     /// Both parts' series, the upper's first.
     fn series(&self) -> Vec<SeriesPoint> {
         let mut s = self.upper.series();

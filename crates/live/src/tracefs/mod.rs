@@ -156,6 +156,14 @@ pub struct InstanceOptions {
     /// rest of the machine costs nothing; outrider's I/O workers, started
     /// before, are not in the set.
     pub follow_pid: Option<u32>,
+    /// Remove the instance from a detached process when it is dropped
+    /// (default false: removed before `drop` returns). The rmdir waits for
+    /// the kernel's RCU grace periods, about 0.1 s here, which `outrider
+    /// run` would otherwise add to every run's wall time after the program
+    /// exited. Tracing is stopped and every descriptor of the instance
+    /// closed first either way; if the detached removal is killed, the
+    /// next start removes the stale instance.
+    pub detach_removal: bool,
 }
 
 impl Default for InstanceOptions {
@@ -168,6 +176,7 @@ impl Default for InstanceOptions {
                 .map(|(s, e)| (s.to_string(), e.to_string()))
                 .collect(),
             follow_pid: None,
+            detach_removal: false,
         }
     }
 }
@@ -193,6 +202,7 @@ pub struct Instance {
     layout: format::PageLayout,
     decoder: decode::Decoder,
     page: Vec<u8>,
+    detach_removal: bool,
     /// What was read so far.
     pub stats: SourceStats,
 }
@@ -219,6 +229,7 @@ impl Instance {
             },
             decoder: decode::Decoder::new(&[])?,
             page: vec![0u8; page_size()],
+            detach_removal: opts.detach_removal,
             stats: SourceStats::default(),
         };
         inst.layout = format::parse_header_page(&read_text(&root.join("events/header_page"))?)?;
@@ -322,6 +333,9 @@ impl Drop for Instance {
         self.stop();
         // rmdir fails with EBUSY while any of its files is open.
         self.cpus.clear();
+        if self.detach_removal && remove_detached(&self.path) {
+            return;
+        }
         for _ in 0..50 {
             match fs::remove_dir(&self.path) {
                 Ok(()) => return,
@@ -330,6 +344,46 @@ impl Drop for Instance {
             }
         }
     }
+}
+
+/// rmdir `path` (retrying while busy, up to 0.5 s) in a grandchild that
+/// init adopts, so nobody waits for it; true when it was started. The
+/// grandchild closes every descriptor first (a pipe it held open would
+/// keep a reader of our output waiting) and makes only async-signal-safe
+/// system calls.
+fn remove_detached(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: after fork, the children only call async-signal-safe
+    // functions (close_range, rmdir, nanosleep, _exit) on memory prepared
+    // before it; the parent reaps the intermediate child.
+    unsafe {
+        let child = libc::fork();
+        if child < 0 {
+            return false;
+        }
+        if child == 0 {
+            if libc::fork() == 0 {
+                libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+                let pause = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 10_000_000,
+                };
+                for _ in 0..50 {
+                    if libc::rmdir(c.as_ptr()) == 0 {
+                        break;
+                    }
+                    libc::nanosleep(&pause, std::ptr::null_mut());
+                }
+            }
+            libc::_exit(0);
+        }
+        let mut status = 0;
+        libc::waitpid(child, &mut status, 0);
+    }
+    true
 }
 
 fn page_size() -> usize {

@@ -261,3 +261,39 @@ fn recording_is_bounded() {
     l.note(FileId(1), 0, 100, 0, NO_LBN);
     assert_eq!(l.entries(), &[entry(1, 0, 5, NO_LBN)][..]);
 }
+
+/// Issue 7 item 8: a budget that shrinks (the program joined a smaller
+/// memory cgroup and the driver dropped what was prefetched ahead) bounds
+/// the replay to half of it and replays again from the program's
+/// position. 16 one-page entries on blocks 0..16; ahead 8 pages, batches
+/// of 4: the first tick issues pages 0..8. Told a budget of 64 pages
+/// (ahead 32: no change), nothing is replayed again; once the program
+/// read pages 0..4 the next batch is 8..12. Told 8 pages (ahead 4, batch
+/// 2), the replay restarts at the program's position (4) with 4 pages in
+/// batches of 2.
+#[test]
+fn a_shrinking_budget_bounds_the_replay_and_rewinds_it() {
+    let mut a = Auto::new(params(
+        "init_batch=16KiB,batch=16KiB,ahead=32KiB,stride=false",
+    ));
+    a.set_history((0..16).map(|i| entry(1, i, 1, i)).collect());
+    let pages = |v: Vec<(u64, u64, u32)>| -> Vec<u64> {
+        v.iter().flat_map(|r| r.1..r.1 + u64::from(r.2)).collect()
+    };
+    assert_eq!(pages(tick(&mut a)), (0..8).collect::<Vec<_>>());
+    a.on_memory_budget(64 * BLOCK_SIZE);
+    assert_eq!(tick(&mut a), vec![]);
+    for p in 0..3 {
+        assert!(read(&mut a, 1, p, 1).is_empty());
+    }
+    assert_eq!(pages(read(&mut a, 1, 3, 1)), vec![8, 9, 10, 11]);
+    a.on_memory_budget(8 * BLOCK_SIZE);
+    assert_eq!(a.stats.rewinds, 1);
+    let got = tick(&mut a);
+    assert_eq!(got.len(), 2, "two batches of 2: {got:?}");
+    assert_eq!(pages(got), vec![4, 5, 6, 7]);
+    assert_eq!(a.outstanding_pages(), 4);
+    // A larger budget again is a bound, not a rewind.
+    a.on_memory_budget(64 * BLOCK_SIZE);
+    assert_eq!(a.stats.rewinds, 1);
+}
