@@ -95,6 +95,11 @@ pub struct ControllerOptions {
     /// (flashy §IV-C; `outrider run` fills it from `outrider calibrate`'s
     /// store). Default empty: unknown.
     pub device_max_read: Vec<(u64, u64)>,
+    /// Buffer memory told to the policy at the start through
+    /// `on_cache_info`, in bytes (DiskSeen §3.3.1 derives T = 1/64 of it).
+    /// Default 0: the page cache the program can use, MemAvailable capped
+    /// by the room its memory cgroup leaves ([`default_cache_bytes`]).
+    pub cache_bytes: u64,
 }
 
 impl Default for ControllerOptions {
@@ -110,8 +115,22 @@ impl Default for ControllerOptions {
             backlog_bound: 1 << 16,
             cgroup_fraction: 0.25,
             device_max_read: Vec::new(),
+            cache_bytes: 0,
         }
     }
+}
+
+/// The buffer memory a program can use: MemAvailable, at most the room the
+/// memory cgroup of `pid` leaves to the page cache (the same sources as
+/// [`default_budget_bytes`], without its fraction).
+pub fn default_cache_bytes(pid: Option<u32>) -> u64 {
+    let mut bytes = outrider_sys::mem_available_bytes().unwrap_or(1 << 30);
+    if let Ok(Some(cg)) = outrider_sys::cgroup_memory(pid) {
+        if let Some(room) = cg.cache_room_bytes() {
+            bytes = bytes.min(room);
+        }
+    }
+    bytes.max(BLOCK_SIZE * 64)
 }
 
 /// The default budget: `fraction` of MemAvailable, and at most that
@@ -1211,6 +1230,13 @@ impl Handler for Controller {
         }
         self.follow_cgroup(root_pid);
         self.policy.on_memory_budget(self.opts.budget_bytes);
+        // The buffer memory, once, as the simulator tells its cache size
+        // (DiskSeen's T is 1/64 of it, §3.3.1).
+        let cache_bytes = match self.opts.cache_bytes {
+            0 => default_cache_bytes(Some(root_pid)),
+            b => b,
+        };
+        self.policy.on_cache_info(cache_bytes / BLOCK_SIZE);
     }
 
     fn on_events(&mut self, events: &[LiveEvent], in_tree: &[bool]) {
@@ -1277,6 +1303,7 @@ mod tests {
         info: Vec<DeviceInfo>,
         ticks: Vec<u64>,
         done: Vec<PrefetchDone>,
+        cache_blocks: Vec<u64>,
     }
 
     /// Reads the device stream, ticks every 500 ms and asks for one block
@@ -1297,6 +1324,9 @@ mod tests {
         }
         fn on_device_info(&mut self, i: &DeviceInfo) {
             self.0.lock().unwrap().info.push(*i);
+        }
+        fn on_cache_info(&mut self, cache_blocks: u64) {
+            self.0.lock().unwrap().cache_blocks.push(cache_blocks);
         }
         fn tick_interval_ns(&self) -> Option<u64> {
             Some(500_000_000)
@@ -1320,6 +1350,7 @@ mod tests {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let opts = ControllerOptions {
             device_max_read: vec![(7, 500_000_000)],
+            cache_bytes: 512 << 20,
             ..ControllerOptions::default()
         };
         let mut c = Controller::new(Box::new(Rec(Arc::clone(&seen))), opts);
@@ -1351,6 +1382,24 @@ mod tests {
                 max_read_bytes_per_s: Some(500_000_000),
             }]
         );
+    }
+
+    #[test]
+    fn the_buffer_memory_is_told_once_at_start_in_blocks() {
+        // 512 MiB = 131072 blocks of 4 KiB (DiskSeen's T: 2048).
+        let (mut c, seen) = controller();
+        c.on_events(&[issue(5, 42, 80, 16, false)], &[true]);
+        assert_eq!(seen.lock().unwrap().cache_blocks, vec![131072]);
+        // Unset, it is what the program can use: at least 64 blocks.
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let mut c = Controller::new(
+            Box::new(Rec(Arc::clone(&seen))),
+            ControllerOptions::default(),
+        );
+        c.on_start(std::process::id(), T0);
+        let got = seen.lock().unwrap().cache_blocks.clone();
+        assert_eq!(got.len(), 1);
+        assert!(got[0] >= 64, "{got:?}");
     }
 
     #[test]

@@ -170,6 +170,31 @@ fn interleaved_alternates_processes_between_distant_regions() {
     assert_eq!(pids, [1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 2, 2]);
 }
 
+#[test]
+fn interleaved_procs_1_is_one_process_alternating_between_the_trees() {
+    // cvs diff / diff (DiskSeen section 4.3) are one process: the same
+    // requests in the same order, one pid, one think time between each.
+    let t = gen("interleaved:size=16KiB,files=1,distance=1GiB,procs=1,think=1us");
+    let got: Vec<(u32, u64, u64)> = t
+        .records
+        .iter()
+        .map(|r| (r.pid, r.offset, r.time_ns))
+        .collect();
+    let b = 1u64 << 30;
+    let want: Vec<(u32, u64, u64)> = (0..4u64)
+        .flat_map(|i| {
+            [
+                (1, i * 4096, 2 * i * 1000),
+                (1, b + i * 4096, (2 * i + 1) * 1000),
+            ]
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(t.meta.processes.len(), 1);
+    let msg = generate("interleaved:procs=3").err().unwrap().to_string();
+    assert!(msg.contains("procs"), "{msg}");
+}
+
 /// tree-scan's group of a physical offset (default group size, start 0).
 fn group_of(offset: u64) -> u64 {
     offset / (128 << 20)

@@ -11,7 +11,7 @@
 //! | `reversed` | one process reads a file from its end to its start | DiskSeen §4.3 *reversed* (1 GB file) | as `seq` | 16384 |
 //! | `strided` | reads `req` every `stride` bytes (every other block) | DiskSeen §4.3 *strided* (1 GB, 4 KB every 8 KB, small compute) | `size=64MiB req=4KiB stride=8KiB fragment=0 start=0 think=10us seed=1` | 8192 |
 //! | `random` | uniform random aligned reads over a file | DiskSeen TPC-H Q17 / flashy LFS random phase; worst case | `size=256MiB req=4KiB count=4096 start=0 think=0 seed=1` | 4096 |
-//! | `interleaved` | two processes, each reading its own tree of files sequentially, alternating | DiskSeen §4.3 *CVS*/*diff* (two datasets 50 GB apart) | `size=32MiB files=16 distance=50GiB burst=1 req=4KiB start=0 think=5us seed=1` | 16384 |
+//! | `interleaved` | two processes, each reading its own tree of files sequentially, alternating | DiskSeen §4.3 *CVS*/*diff* (two datasets 50 GB apart) | `size=32MiB files=16 distance=50GiB burst=1 req=4KiB start=0 think=5us seed=1 procs=2` | 16384 |
 //! | `tree-scan` | a source tree of small files in ext3-like block groups, inode reads before files, visited in name order | DiskSeen §4.3 *grep*/*diff* over a Linux tree; EPCM's many-small-files workloads | `files=2000 dirs=100 dirs_per_group=8 median=5KiB spread=1.2 group=128MiB order=name fragment=0 req=4KiB start=0 think=5us seed=1` | 6192 (175 metadata) |
 //! | `slowthink` | 1 MB records with compute time between them | flashy §VI-A SlowThink | `size=64MiB record=1MiB think=2ms start=0 seed=1` | 64 |
 //! | `lfs` | sequential read, random reads, sequential re-read of one large file | flashy §VI-A LFS (Sprite large-file benchmark, reads) | `size=64MiB req=64KiB rreq=8KiB count=2048 think=0 start=0 seed=1` | 4096 |

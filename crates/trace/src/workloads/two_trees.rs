@@ -12,6 +12,13 @@
 //! process so that per-process detectors (flashy, readahead) see two clean
 //! streams while the device sees the ping-pong.
 //!
+//! `procs=1` issues the same requests from one process, as *cvs -q diff*
+//! and *diff* are (§4.3): the program waits for each read, so the device
+//! sees every switch between the trees. With two processes the simulated
+//! timelines are independent, and an elevator (C-LOOK) queue serves the
+//! lower tree's steady stream of sequential requests ahead of the upper
+//! tree's, so the device may not see the ping-pong at all.
+//!
 //! Default: 32 MiB per region in 16 files of 2 MiB, 50 GiB apart (the
 //! paper's gap), 4 KiB requests, 5 µs think (diff's compare work) →
 //! 16384 records.
@@ -40,6 +47,8 @@ outrider_core::params! {
         think: Nanos = Nanos(5_000),
         /// Seed (unused: the workload has no randomness; kept for uniformity).
         seed: u64 = 1,
+        /// Processes: 2 = one per tree; 1 = one process alternating between the trees (cvs diff, diff).
+        procs: u32 = 2,
     }
 }
 
@@ -58,6 +67,9 @@ fn generate(text: &str) -> Result<Trace, WorkloadError> {
     let blocks = p.size.0.div_ceil(BLOCK_SIZE);
     if p.files == 0 || p.files > blocks {
         return Err(bad_value(NAME, "files", p.files, "between 1 and size/4KiB"));
+    }
+    if !(1..=2).contains(&p.procs) {
+        return Err(bad_value(NAME, "procs", p.procs, "1 or 2"));
     }
     if p.burst == 0 {
         return Err(bad_value(NAME, "burst", 0, "at least 1"));
@@ -99,13 +111,18 @@ fn generate(text: &str) -> Result<Trace, WorkloadError> {
     for turn in 0..turns {
         for (s, reqs) in streams.iter().enumerate() {
             for &(file, off, len) in reqs.iter().skip(turn * burst).take(burst) {
-                em.read_file(s as u32 + 1, &files, file, off, len);
+                let pid = if p.procs == 1 { 1 } else { s as u32 + 1 };
+                em.read_file(pid, &files, file, off, len);
             }
         }
     }
     let meta = TraceMeta {
         source: String::new(),
-        processes: vec![(1, "interleaved-a".into()), (2, "interleaved-b".into())],
+        processes: if p.procs == 1 {
+            vec![(1, "interleaved".into())]
+        } else {
+            vec![(1, "interleaved-a".into()), (2, "interleaved-b".into())]
+        },
         files,
     };
     Ok(em.finish(meta))

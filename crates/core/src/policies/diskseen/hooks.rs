@@ -123,6 +123,7 @@ impl Policy for DiskSeen {
 
     fn on_run_start(&mut self, _run: u32) {
         self.streams.clear();
+        self.vacant = 0;
         self.owner.clear();
         self.forget_owner_lookup();
         self.trails.clear();

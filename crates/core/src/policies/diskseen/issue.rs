@@ -90,14 +90,13 @@ impl DiskSeen {
         group: u32,
         sink: &mut Sink<'_>,
     ) {
-        let wanted: Vec<u64> = blocks
-            .iter()
-            .copied()
-            .filter(|&b| {
-                self.table.status(dev, b) & (RESIDENT | BUSY) == 0 && !sink.is_cached(dev, b)
-            })
-            .collect();
+        let mut wanted = std::mem::take(&mut self.scratch);
+        wanted.clear();
+        wanted.extend(blocks.iter().copied().filter(|&b| {
+            self.table.status(dev, b) & (RESIDENT | BUSY) == 0 && !sink.is_cached(dev, b)
+        }));
         let left = self.emit_runs(dev, &wanted, id, sink);
+        self.scratch = wanted;
         if left > 0 {
             self.track_window(id, pid, left, group);
         }
@@ -121,14 +120,19 @@ impl DiskSeen {
         let mut flush = |this: &mut Self, run: Option<(u64, u64)>, sink: &mut Sink<'_>| {
             if let Some((s, e)) = run {
                 sink.prefetch(Target::Block { dev, lbn: s }, (e - s) as u32, id);
+                // Every block of the run was checked free (neither
+                // resident, busy nor cached) when it joined `wanted` or
+                // its hole was bridged, and runs are disjoint and
+                // ascending, so none has been marked since.
                 for b in s..e {
-                    if this.table.status(dev, b) & (RESIDENT | BUSY) == 0 && !sink.is_cached(dev, b)
-                    {
-                        this.table
-                            .set_status(dev, b, RESIDENT | BUSY | PREFETCHED, true);
-                        marked += 1;
-                    }
+                    debug_assert!(
+                        this.table.status(dev, b) & (RESIDENT | BUSY) == 0
+                            && !sink.is_cached(dev, b)
+                    );
+                    this.table
+                        .set_status(dev, b, RESIDENT | BUSY | PREFETCHED, true);
                 }
+                marked += (e - s) as u32;
             }
         };
         for &b in wanted {

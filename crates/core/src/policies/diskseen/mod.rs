@@ -52,8 +52,9 @@
 //!
 //! - T is 1/64 of the buffer memory the driver reports
 //!   ([`crate::Policy::on_cache_info`]; 2048 for the paper's 512 MB), or
-//!   the paper's 2048 when no driver reports it (the live runtime today);
-//!   `t=N` fixes it.
+//!   the paper's 2048 when no driver reports it; `t=N` fixes it. The
+//!   simulator reports its cache size; the live controller reports, once
+//!   at start, MemAvailable capped by the program's memory cgroup.
 //! - A window's mis-prefetch outcome is known when its last read block is
 //!   evicted (the driver reports use and window per evicted block). Windows
 //!   of a process whose history prefetching is disabled are *virtual*:
@@ -211,6 +212,11 @@ pub struct DiskSeen {
     table: BlockTable,
     counter: u64,
     streams: Vec<Option<Stream>>,
+    /// How many of `streams` are `None` (lets [`DiskSeen::alloc_slot`]
+    /// skip the search when there is none).
+    vacant: usize,
+    /// Reused buffer for the blocks of a window to read.
+    scratch: Vec<u64>,
     /// Which streams have windows in each 64-block chunk (§3.3.3's
     /// stream index; verified against the windows on lookup).
     owner: FxHashMap<u64, [u32; OWNERS_PER_CHUNK]>,
@@ -255,6 +261,8 @@ impl DiskSeen {
             table: BlockTable::new(),
             counter: 0,
             streams: Vec::new(),
+            vacant: 0,
+            scratch: Vec::new(),
             owner: FxHashMap::default(),
             owner_last: Cell::new((u64::MAX, [NO_SLOT; OWNERS_PER_CHUNK])),
             windows: FxHashMap::default(),
@@ -328,9 +336,14 @@ impl DiskSeen {
         true
     }
 
+    /// A slot for a new stream, which the caller fills: the lowest vacant
+    /// one, else a new one, else the least recently moved stream's.
     fn alloc_slot(&mut self) -> usize {
-        if let Some(i) = self.streams.iter().position(Option::is_none) {
-            return i;
+        if self.vacant > 0 {
+            if let Some(i) = self.streams.iter().position(Option::is_none) {
+                self.vacant -= 1;
+                return i;
+            }
         }
         if self.streams.len() < self.p.streams.max(1) as usize {
             self.streams.push(None);
@@ -344,11 +357,13 @@ impl DiskSeen {
             .map(|(i, _)| i)
             .expect("streams is not empty");
         self.drop_stream(oldest);
+        self.vacant -= 1;
         oldest
     }
 
     fn drop_stream(&mut self, slot: usize) {
         if let Some(mut s) = self.streams[slot].take() {
+            self.vacant += 1;
             let (cur, ra) = (std::mem::take(&mut s.cur), std::mem::take(&mut s.ra));
             self.retire(slot, &s, cur);
             self.retire(slot, &s, ra);

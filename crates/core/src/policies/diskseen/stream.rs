@@ -53,7 +53,12 @@ impl Window {
     pub fn position(&self, lbn: u64) -> Option<usize> {
         match (self.blocks.first(), self.blocks.last()) {
             (Some(&lo), Some(&hi)) if (lo..=hi).contains(&lbn) => {
-                self.blocks.binary_search(&lbn).ok()
+                if hi - lo + 1 == self.blocks.len() as u64 {
+                    // Contiguous (sorted, no duplicates): every block is there.
+                    Some((lbn - lo) as usize)
+                } else {
+                    self.blocks.binary_search(&lbn).ok()
+                }
             }
             _ => None,
         }

@@ -58,19 +58,40 @@ impl Bte {
     fn raw(&self, i: usize) -> u32 {
         self.words[i] & TS_MASK
     }
-    /// The status bits.
+    /// The status bits (bit i in the top bit of word i).
     #[inline]
     pub fn status(&self) -> u8 {
-        let mut s = 0;
-        for (i, w) in self.words.iter().enumerate() {
-            s |= ((w >> 31) as u8) << i;
-        }
-        s
+        let w = &self.words;
+        ((w[0] >> 31) | (w[1] >> 31) << 1 | (w[2] >> 31) << 2 | (w[3] >> 31) << 3) as u8
+    }
+    /// Replace all four status bits with `bits`.
+    #[inline]
+    fn put_status(&mut self, bits: u8) {
+        let b = u32::from(bits);
+        let w = &mut self.words;
+        w[0] = (w[0] & TS_MASK) | (b & 1) << 31;
+        w[1] = (w[1] & TS_MASK) | (b >> 1 & 1) << 31;
+        w[2] = (w[2] & TS_MASK) | (b >> 2 & 1) << 31;
+        w[3] = (w[3] & TS_MASK) | (b >> 3 & 1) << 31;
+    }
+    /// [`Bte::push`] of `raw` and [`Bte::put_status`] of `bits` at once.
+    #[inline]
+    fn push_with_status(&mut self, raw: u32, bits: u8) {
+        let b = u32::from(bits);
+        let w = &mut self.words;
+        let (t0, t1, t2) = (w[0] & TS_MASK, w[1] & TS_MASK, w[2] & TS_MASK);
+        *w = [
+            raw | (b & 1) << 31,
+            t0 | (b >> 1 & 1) << 31,
+            t1 | (b >> 2 & 1) << 31,
+            t2 | (b >> 3 & 1) << 31,
+        ];
     }
     #[inline]
     fn set_status(&mut self, bits: u8, on: bool) {
+        let b = u32::from(bits);
         for (i, w) in self.words.iter_mut().enumerate() {
-            let mask = (u32::from(bits) >> i & 1) << 31;
+            let mask = (b >> i & 1) << 31;
             if on {
                 *w |= mask;
             } else {
@@ -385,9 +406,7 @@ impl BlockTable {
         }
         let raw = (ts - base) as u32;
         debug_assert!(raw > 0 && raw <= TS_MASK, "timestamp outside the window");
-        e.push(raw);
-        e.set_status(clear, false);
-        e.set_status(set, true);
+        e.push_with_status(raw, (before & !clear) | set);
         leaf.max_raw = leaf.max_raw.max(raw);
         self.note_max(dev, lbn, raw);
         before
@@ -521,8 +540,7 @@ impl BlockTable {
         let old = e.status();
         let new = f(old);
         if new != old {
-            e.set_status(old & !new, false);
-            e.set_status(new, true);
+            e.put_status(new);
         }
         old
     }

@@ -711,3 +711,48 @@ fn default_windows_are_read_as_aggregates_around_resident_blocks() {
     }
     assert_eq!(reqs, vec![(2008, 5), (2014, 9), (2024, 15)]);
 }
+
+#[test]
+fn interleaved_regions_keep_one_trail_each_and_run_2_follows_history() {
+    // §4.3 CVS/diff: one process alternates between two far-apart trees.
+    // Consecutive timestamps alternate between the regions, yet each region
+    // keeps its own current trail (§3.4.1: a trail is a sequence of nearby
+    // blocks whose own consecutive gaps are below T; several are live at
+    // once), so run 2 matches both against run 1's history. History
+    // windows grow to 64 blocks (§3.4.3) where sequence windows stop at 32
+    // (§3.3.2): half the switches between the trees.
+    let (a, b) = (1000u64, 1_000_000u64);
+    let run = |h: &mut Harness| {
+        let mut sizes = (Vec::new(), Vec::new());
+        for i in 0..400 {
+            for (base, out) in [(a, &mut sizes.0), (b, &mut sizes.1)] {
+                for (lbn, n) in h.read(1, base + i) {
+                    assert!(lbn.abs_diff(base) < 1000, "each window stays in its tree");
+                    out.push(n);
+                }
+            }
+            if i == 2 {
+                assert_eq!(h.ds.trails.len(), 2, "one live trail per tree");
+            }
+        }
+        sizes
+    };
+    let mut h = Harness::new(DiskSeenParams::default());
+    let (ra, rb) = run(&mut h);
+    assert_eq!(h.ds.stats().sequence_streams, 2);
+    assert_eq!(h.ds.stats().history_streams, 0);
+    assert_eq!(ra, rb);
+    // 400 blocks per tree: K = 8 read, then 392 prefetched.
+    assert_eq!(
+        ra,
+        [8, 8, 16, 16, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32]
+    );
+    h.new_run();
+    let (ha, hb) = run(&mut h);
+    assert_eq!(h.ds.stats().sequence_streams, 2, "none more on run 2");
+    assert_eq!(h.ds.stats().history_streams, 2);
+    assert_eq!(ha, hb);
+    // Activation after 4 matched blocks; 396 prefetched in 11 windows
+    // instead of 16 (the last one ends where run 1's history ends).
+    assert_eq!(ha, [8, 8, 16, 16, 32, 32, 64, 64, 64, 64, 28]);
+}

@@ -214,7 +214,8 @@ pub fn extend(
     if cursors.is_empty() {
         return Vec::new();
     }
-    let mut found: Vec<(u64, u64)> = Vec::new(); // (ts for cursor 0, lbn)
+    // (ts for cursor 0, lbn); at most the 2s + 1 blocks of the extent.
+    let mut found: Vec<(u64, u64)> = Vec::with_capacity((2 * s + 1).min(1024) as usize);
     table.find_following(
         dev,
         center.saturating_sub(s),
