@@ -89,6 +89,11 @@ pub struct Restored {
     pub by_path: u64,
     /// Runs saved before under this key.
     pub runs_before: u64,
+    /// Of the kept files, how many were registered unverified (a history
+    /// of more than [`EAGER_FILES`] files): each is checked — handle,
+    /// identity, size and mtime — when an I/O worker opens it to prefetch,
+    /// and skipped if it changed.
+    pub deferred: u64,
 }
 
 fn mtime_ns(md: &std::fs::Metadata) -> i64 {
@@ -136,21 +141,41 @@ fn physical_of(ex: &[outrider_sys::Extent], off: u64) -> Option<u64> {
 
 /// Threads verifying a history's files at the start of a run.
 const RESTORE_THREADS: usize = 8;
+/// Histories of at most this many files are verified before the program
+/// starts (every file opened, checked and its extents mapped); larger
+/// ones register their files with a handle unverified and check each
+/// when it is opened to be prefetched. Verifying 10^5 small files took
+/// half a second of the program's cold start; deferred, those opens run on
+/// the I/O workers ahead of the program. Their entries have no physical
+/// position; a batch then goes in file-id order — the previous run's
+/// first-access order.
+pub const EAGER_FILES: usize = 4096;
 
 /// Validate `h`'s files, register the unchanged ones in `table` under their
 /// saved ids, and build the access list of their entries. Call before the
 /// run starts (the table must not have allocated ids yet).
 pub fn restore(h: &AppHistory, table: &mut FileTable) -> Restored {
+    restore_with(h, table, EAGER_FILES)
+}
+
+/// [`restore`], verifying before the start only when `h` has at most
+/// `eager_files` files.
+pub fn restore_with(h: &AppHistory, table: &mut FileTable, eager_files: usize) -> Restored {
     let mut r = Restored {
         runs_before: h.runs,
         ..Restored::default()
     };
+    let lazy = h.files.len() > eager_files;
     // Verified in inode order: the inode-table reads of a cold cache then
     // go up the disk (and ext4's inode-table readahead serves the next
     // ones); seeded in id order afterwards. RESTORE_THREADS threads take a
     // contiguous share each, so a cold history of many files keeps several
     // inode and extent reads in flight instead of one.
-    let mut files: Vec<&FileRecord> = h.files.iter().collect();
+    let mut files: Vec<&FileRecord> = h
+        .files
+        .iter()
+        .filter(|f| !lazy || f.handle.is_none())
+        .collect();
     files.sort_by_key(|f| (f.dev, f.ino));
     // (record, extents, by handle); each descriptor is closed at once so a
     // history of many files needs no more than one per thread.
@@ -187,6 +212,18 @@ pub fn restore(h: &AppHistory, table: &mut FileTable) -> Restored {
         verified.extend(ok);
         r.files_dropped += dropped;
     }
+    // Deferred files: registered as saved, checked when opened.
+    let mut deferred: Vec<Verified<'_>> = if lazy {
+        h.files
+            .iter()
+            .filter(|f| f.handle.is_some())
+            .map(|f| (f, Vec::new(), true))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    r.deferred = deferred.len() as u64;
+    verified.append(&mut deferred);
     verified.sort_by_key(|v| v.0.id);
     let mut kept: FxHashMap<u32, (u32, Vec<outrider_sys::Extent>)> = FxHashMap::default();
     for (f, ex, by_handle) in verified {
@@ -202,7 +239,9 @@ pub fn restore(h: &AppHistory, table: &mut FileTable) -> Restored {
             r.files_dropped += 1;
             continue;
         }
-        table.seed_extents(FileId(u64::from(f.id)), ex.clone());
+        if !ex.is_empty() {
+            table.seed_extents(FileId(u64::from(f.id)), ex.clone());
+        }
         kept.insert(f.id, (f.dev as u32, ex));
         r.files_kept += 1;
         if by_handle {
@@ -375,6 +414,50 @@ mod tests {
 
     /// A file replaced by another at the same path (new inode) is dropped
     /// even though the path opens.
+    /// A large history (here: any, `eager_files` 0) registers its files
+    /// with a handle unverified; the check happens when a worker opens a
+    /// file: the unchanged one opens, the resized and the deleted ones do
+    /// not. Their entries have no physical position.
+    #[test]
+    fn a_large_history_defers_the_check_to_the_open() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let mut t = table();
+        let mut ids = Vec::new();
+        for name in ["a", "b", "c"] {
+            let p = dir.path().join(name);
+            fs::write(&p, vec![7u8; 3 * 4096]).unwrap();
+            ids.push(t.insert_file(fs::File::open(&p).unwrap(), p).unwrap());
+        }
+        let list: Vec<Entry> = ids
+            .iter()
+            .map(|&f| Entry {
+                file: f,
+                page: 1,
+                pages: 1,
+                dev: 0,
+                lbn: NO_LBN,
+            })
+            .collect();
+        let h = collect(&list, &t, &["prog".into()], dir.path());
+        drop(t);
+        fs::write(dir.path().join("b"), vec![1u8; 4096]).unwrap();
+        fs::remove_file(dir.path().join("c")).unwrap();
+        let mut t2 = table();
+        let r = restore_with(&h, &mut t2, 0);
+        assert!(h.files.iter().all(|f| f.handle.is_some()));
+        assert_eq!((r.files_kept, r.files_dropped, r.deferred), (3, 0, 3));
+        assert_eq!(r.entries_kept, 3);
+        assert!(r.entries.iter().all(|e| e.lbn == NO_LBN));
+        // SAFETY: no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let opens: Vec<bool> = ids
+                .iter()
+                .map(|&id| t2.open_spec(id).unwrap().open().is_some())
+                .collect();
+            assert_eq!(opens, vec![true, false, false]);
+        }
+    }
+
     #[test]
     fn a_replaced_file_is_dropped() {
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
