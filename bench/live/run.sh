@@ -139,7 +139,19 @@ done
 # --- measurement ----------------------------------------------------------
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+# Cold cache, and the disk idle: reads a previous run left queued (a
+# prefetch still in flight when its program exited) must not slow the next.
+cold() {
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  local dev i
+  dev=$(lsblk -no PKNAME "$(df --output=source "$DATA_DIR" | tail -1)" 2>/dev/null | head -1)
+  [ -n "$dev" ] || dev=$(basename "$(df --output=source "$DATA_DIR" | tail -1)")
+  for i in $(seq 200); do
+    [ "$(awk '{print $1 + $2}' "/sys/block/$dev/inflight" 2>/dev/null || echo 0)" = 0 ] && break
+    sleep 0.01
+  done
+  echo 3 > /proc/sys/vm/drop_caches
+}
 
 # Seconds of wall time of "$@"; exit status 0 or 1 (grep: no match, diff:
 # differences) is fine, anything else fails the suite.

@@ -31,6 +31,13 @@
 //!   `bench/results/directed.md`): a strided history is then read as the
 //!   few large requests run 1's stride detection made, not one request
 //!   per page. `infill=0` reads exactly the recorded pages.
+//!   An entry that continues, page for page, an earlier entry of the
+//!   same file (a file read forward sequentially: the recorder coalesces
+//!   it into 1 MiB entries) is not replayed: the first entry is, and the
+//!   kernel's own readahead reads the rest ahead of a sequential reader
+//!   (replaying it too only competed with that readahead; `sequential=true`
+//!   replays it). Reverse, strided and random histories never continue an
+//!   entry, so they are replayed whole.
 //! * **Pacing.** The program's progress is the furthest list entry its
 //!   reads matched (`pos`). A new batch is issued only while the pages
 //!   requested beyond `pos` plus the batch stay within `ahead` — the bound
@@ -103,6 +110,8 @@ crate::params! {
         stride: bool = true,
         /// largest gap between two history ranges of a file in one batch read through as one request (libprefetch §3.4 infill; 0 = exactly the recorded pages)
         infill: ByteSize = ByteSize(8 << 10),
+        /// also replay the continuation of a forward-sequential run of a file (default: only its first entry; the kernel's readahead reads the rest ahead of a sequential reader anyway)
+        sequential: bool = false,
     }
 }
 
@@ -281,6 +290,9 @@ pub struct Auto {
     hist: Vec<Entry>,
     /// cum[i] = pages of entries 0..i.
     cum: Vec<u64>,
+    /// cont[i]: entry i continues, page for page, an earlier entry of its
+    /// file (a forward-sequential run); not replayed unless `sequential`.
+    cont: Vec<bool>,
     /// Per file: (first page, end page, entry index), sorted by page.
     index: FxHashMap<FileId, Vec<(u64, u64, u32)>>,
     /// One past the furthest entry the program's reads matched.
@@ -312,6 +324,7 @@ impl Auto {
             stride: Stride::new(StrideParams::default()),
             hist: Vec::new(),
             cum: vec![0],
+            cont: Vec::new(),
             index: FxHashMap::default(),
             pos: 0,
             issued: 0,
@@ -338,9 +351,14 @@ impl Auto {
         self.cum.push(0);
         let mut total = 0u64;
         self.index.clear();
+        self.cont = Vec::with_capacity(self.hist.len());
+        let mut ends: FxHashMap<FileId, u64> = FxHashMap::default();
         for (i, e) in self.hist.iter().enumerate() {
             total += u64::from(e.pages);
             self.cum.push(total);
+            let end = e.page + u64::from(e.pages);
+            self.cont
+                .push(ends.insert(e.file, end) == Some(e.page) && !self.p.sequential);
             self.index.entry(e.file).or_default().push((
                 e.page,
                 e.page + u64::from(e.pages),
@@ -443,7 +461,12 @@ impl Auto {
                 pages += n;
                 self.issued += 1;
             }
-            let mut batch: Vec<Entry> = self.hist[start..self.issued].to_vec();
+            let mut batch: Vec<Entry> = self.hist[start..self.issued]
+                .iter()
+                .zip(&self.cont[start..self.issued])
+                .filter(|(_, c)| !**c)
+                .map(|(e, _)| *e)
+                .collect();
             // Physical (C-LOOK) order; unknown positions after, by file and page.
             batch.sort_unstable_by_key(|e| (e.lbn == NO_LBN, e.dev, e.lbn, e.file, e.page));
             let w = sink.new_window();
