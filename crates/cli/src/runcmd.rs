@@ -202,7 +202,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let mut load_s = 0.0;
     // The files of the history loaded, by id: when this run's are the same,
     // the save leaves their rows alone.
-    let mut loaded_files: Option<Vec<outrider_store::FileRecord>> = None;
+    let mut loaded_files: Option<(Vec<outrider_store::FileRecord>, u64)> = None;
     let t_load = std::time::Instant::now();
     let mut store = db.as_deref().and_then(open_store);
     let mut restored = history::Restored::default();
@@ -215,9 +215,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
                 let t = std::time::Instant::now();
                 restored = history::restore(&h, ctl.files_mut());
                 restore_s = t.elapsed().as_secs_f64();
+                let runs = h.runs;
                 let mut files = h.files;
                 files.sort_unstable_by_key(|f| f.id);
-                loaded_files = Some(files);
+                loaded_files = Some((files, runs));
             }
             Ok(None) => {}
             Err(e) => eprintln!("outrider: warning: {e}; starting without history"),
@@ -276,15 +277,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
                     blobs.push((a.policy.as_str(), b));
                 }
             }
-            let same_files = loaded_files.is_some_and(|old| {
+            let same_files = loaded_files.and_then(|(old, runs)| {
                 let mut new: Vec<&outrider_store::FileRecord> = h.files.iter().collect();
                 new.sort_unstable_by_key(|f| f.id);
-                new.len() == old.len() && new.iter().zip(&old).all(|(a, b)| *a == b)
+                (new.len() == old.len() && new.iter().zip(&old).all(|(a, b)| *a == b))
+                    .then_some(runs)
             });
-            let saved = if same_files {
-                st.save_run_same_files(&key, &h, &blobs)
-            } else {
-                st.save_run(&key, &h, &blobs)
+            let saved = match same_files {
+                Some(runs) => st.save_run_same_files(&key, &h, &blobs, runs),
+                None => st.save_run(&key, &h, &blobs),
             };
             match saved {
                 Ok(()) => saved_entries = h.accesses.len(),

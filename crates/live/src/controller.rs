@@ -235,6 +235,9 @@ const RECENT_FILES: usize = 8;
 /// look: with a 1 s recheck the first second of prefetching was charged
 /// outside its limit. A recheck reads only `/proc/PID/cgroup`.
 const CGROUP_RECHECK_NS: u64 = 10_000_000;
+/// Until this long after the start the cgroup is looked up before every
+/// batch (1 s).
+const EARLY_CGROUP_NS: u64 = 1_000_000_000;
 /// After a cgroup join, the pages prefetched before it are dropped once at
 /// the join (after the workers finished their calls) and once more this
 /// long after, when the reads those calls started have completed (a page
@@ -964,7 +967,13 @@ impl Controller {
         batch.sort_unstable_by_key(|b| (b.0, b.1, b.2));
         if !batch.is_empty() {
             // Charge this batch to the program's cgroup (issue 7 item 8).
-            self.recheck_cgroup(now_rel_ns, self.stats.prefetched_pages == 0);
+            // In the program's first second (when wrappers move it into
+            // its cgroup) before every batch, so little is fetched in the
+            // wrong cgroup and dropped again at the join.
+            self.recheck_cgroup(
+                now_rel_ns,
+                self.stats.prefetched_pages == 0 || now_rel_ns < EARLY_CGROUP_NS,
+            );
         }
         let budget_pages = self.opts.budget_bytes / BLOCK_SIZE;
         // Pages submitted per request (for the device stream and dones).

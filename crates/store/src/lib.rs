@@ -362,21 +362,24 @@ impl Store {
         h: &AppHistory,
         policy_blobs: &[(&str, Vec<u8>)],
     ) -> Result<(), StoreError> {
-        self.save_run_with(app_key, h, policy_blobs, true)
+        self.save_run_with(app_key, h, policy_blobs, None)
     }
 
     /// [`Store::save_run`] for a caller that knows `h.files` are exactly
-    /// the files saved last time for `app_key` (what [`Store::load_run`]
-    /// returned, in any order): their rows are left as they are — for a
-    /// history of 10^5 files, deleting and inserting them again was most
-    /// of the time a save took.
+    /// the files of the run it loaded ([`Store::load_run`], whose `runs`
+    /// was `loaded_runs`), in any order: their rows are left as they are —
+    /// for a history of 10^5 files, deleting and inserting them again was
+    /// most of the time a save took. If another process saved a run of
+    /// `app_key` in between (the counter moved on), the files are written
+    /// after all, so a saved run is never a mix of two.
     pub fn save_run_same_files(
         &mut self,
         app_key: &str,
         h: &AppHistory,
         policy_blobs: &[(&str, Vec<u8>)],
+        loaded_runs: u64,
     ) -> Result<(), StoreError> {
-        self.save_run_with(app_key, h, policy_blobs, false)
+        self.save_run_with(app_key, h, policy_blobs, Some(loaded_runs))
     }
 
     fn save_run_with(
@@ -384,7 +387,7 @@ impl Store {
         app_key: &str,
         h: &AppHistory,
         policy_blobs: &[(&str, Vec<u8>)],
-        write_files: bool,
+        same_files_as_run: Option<u64>,
     ) -> Result<(), StoreError> {
         let path = self.path.clone();
         let sql = |source| StoreError::Sqlite {
@@ -405,6 +408,7 @@ impl Store {
             .optional()
             .map_err(sql)?
             .unwrap_or(0);
+        let write_files = same_files_as_run != Some(runs as u64);
         tx.execute(
             "INSERT OR REPLACE INTO app_runs (app_key, exe, args, cwd, runs, accesses, saved_unix)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

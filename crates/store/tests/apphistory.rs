@@ -196,10 +196,17 @@ fn a_save_with_the_same_files_keeps_their_rows() {
     let mut second = history(1, 5);
     second.accesses.reverse();
     second.accesses.truncate(7);
-    s.save_run_same_files("app", &second, &[]).unwrap();
+    s.save_run_same_files("app", &second, &[], 1).unwrap();
     let got = s.load_run("app").unwrap().unwrap();
     assert_eq!(got.runs, 2);
     assert_eq!(got.accesses, second.accesses);
     assert_eq!(got.files, first.files);
+    // Another run was saved since the one loaded (runs 1): the files are
+    // written after all.
+    let third = history(3, 2);
+    s.save_run_same_files("app", &third, &[], 1).unwrap();
+    let got = s.load_run("app").unwrap().unwrap();
+    assert_eq!(got.runs, 3);
+    assert_eq!(got.files, third.files);
     integrity_ok(&db);
 }
