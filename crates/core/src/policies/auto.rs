@@ -31,13 +31,13 @@
 //!   `bench/results/directed.md`): a strided history is then read as the
 //!   few large requests run 1's stride detection made, not one request
 //!   per page. `infill=0` reads exactly the recorded pages.
-//!   An entry that continues, page for page, an earlier entry of the
-//!   same file (a file read forward sequentially: the recorder coalesces
-//!   it into 1 MiB entries) is not replayed: the first entry is, and the
+//!   Of a file read forward sequentially (entries continuing each other
+//!   page for page), the first `seq_limit` (4 MiB) is replayed; the
 //!   kernel's own readahead reads the rest ahead of a sequential reader
-//!   (replaying it too only competed with that readahead; `sequential=true`
-//!   replays it). Reverse, strided and random histories never continue an
-//!   entry, so they are replayed whole.
+//!   (replaying a 1 GiB sequential read whole only competed with that
+//!   readahead; `seq_limit=0` replays it all). Reverse, strided and random
+//!   histories never continue an entry, and files under 4 MiB are
+//!   replayed whole.
 //! * **Pacing.** The program's progress is the furthest list entry its
 //!   reads matched (`pos`). A new batch is issued only while the pages
 //!   requested beyond `pos` plus the batch stay within `ahead` — the bound
@@ -110,8 +110,8 @@ crate::params! {
         stride: bool = true,
         /// largest gap between two history ranges of a file in one batch read through as one request (libprefetch §3.4 infill; 0 = exactly the recorded pages)
         infill: ByteSize = ByteSize(8 << 10),
-        /// also replay the continuation of a forward-sequential run of a file (default: only its first entry; the kernel's readahead reads the rest ahead of a sequential reader anyway)
-        sequential: bool = false,
+        /// most of a forward-sequential run of a file replayed; the rest is left to the kernel's readahead, which reads it ahead of a sequential reader anyway (0 = no limit)
+        seq_limit: ByteSize = ByteSize(4 << 20),
     }
 }
 
@@ -291,7 +291,8 @@ pub struct Auto {
     /// cum[i] = pages of entries 0..i.
     cum: Vec<u64>,
     /// cont[i]: entry i continues, page for page, an earlier entry of its
-    /// file (a forward-sequential run); not replayed unless `sequential`.
+    /// file (a forward-sequential run) already `seq_limit` long: not
+    /// replayed.
     cont: Vec<bool>,
     /// Per file: (first page, end page, entry index), sorted by page.
     index: FxHashMap<FileId, Vec<(u64, u64, u32)>>,
@@ -352,13 +353,20 @@ impl Auto {
         let mut total = 0u64;
         self.index.clear();
         self.cont = Vec::with_capacity(self.hist.len());
-        let mut ends: FxHashMap<FileId, u64> = FxHashMap::default();
+        // Per file: where its last entry ended, and the pages of the
+        // forward-sequential run that entry belongs to.
+        let mut runs: FxHashMap<FileId, (u64, u64)> = FxHashMap::default();
+        let limit = self.p.seq_limit.0 / BLOCK_SIZE;
         for (i, e) in self.hist.iter().enumerate() {
             total += u64::from(e.pages);
             self.cum.push(total);
             let end = e.page + u64::from(e.pages);
-            self.cont
-                .push(ends.insert(e.file, end) == Some(e.page) && !self.p.sequential);
+            let run = match runs.get(&e.file) {
+                Some(&(last_end, len)) if last_end == e.page => len,
+                _ => 0,
+            };
+            self.cont.push(limit > 0 && run >= limit);
+            runs.insert(e.file, (end, run + u64::from(e.pages)));
             self.index.entry(e.file).or_default().push((
                 e.page,
                 e.page + u64::from(e.pages),

@@ -144,7 +144,7 @@ fn replay_stays_within_the_pacing_bound() {
 #[test]
 fn a_jump_resynchronises_the_replay() {
     let mut a = Auto::new(params(
-        "init_batch=16KiB,batch=16KiB,ahead=16KiB,stride=false,sequential=true",
+        "init_batch=16KiB,batch=16KiB,ahead=16KiB,stride=false,seq_limit=0",
     ));
     a.set_history((0..1000).map(|p| entry(1, p * 10, 1, p * 10)).collect());
     assert_eq!(
@@ -169,7 +169,7 @@ fn a_jump_resynchronises_the_replay() {
 #[test]
 fn departure_stops_replay_and_falls_back_to_stride() {
     let mut a = Auto::new(params(
-        "init_batch=8KiB,batch=8KiB,ahead=16KiB,window=8,depart=0.5,rejoin=4,sequential=true",
+        "init_batch=8KiB,batch=8KiB,ahead=16KiB,window=8,depart=0.5,rejoin=4,seq_limit=0",
     ));
     a.set_history((0..100).map(|p| entry(1, p, 1, p)).collect());
     read(&mut a, 1, 0, 1);
@@ -274,7 +274,7 @@ fn recording_is_bounded() {
 #[test]
 fn a_shrinking_budget_bounds_the_replay_and_rewinds_it() {
     let mut a = Auto::new(params(
-        "init_batch=16KiB,batch=16KiB,ahead=32KiB,stride=false,sequential=true",
+        "init_batch=16KiB,batch=16KiB,ahead=32KiB,stride=false,seq_limit=0",
     ));
     a.set_history((0..16).map(|i| entry(1, i, 1, i)).collect());
     let pages = |v: Vec<(u64, u64, u32)>| -> Vec<u64> {
@@ -316,13 +316,13 @@ fn infill_reads_through_small_gaps_of_a_batch() {
     assert_eq!(tick(&mut a), vec![(1, 0, 1), (1, 4, 1)]);
 }
 
-/// A forward-sequential run of a file is replayed by its first entry
-/// only (the kernel's readahead reads the rest): file 1 read as pages
-/// 0..4 then 4..8 (two entries), file 2 page 9, then file 1 pages 8..10
-/// (continuing again) and 20..21 (not continuing). `sequential=true`
-/// replays all.
+/// Of a forward-sequential run of a file only the first `seq_limit` is
+/// replayed (the kernel's readahead reads the rest): with a 20 KiB
+/// (5-page) limit, file 1 read as pages 0..4, 4..8 (continuing a 4-page
+/// run, under the limit), file 2 page 9, then file 1 pages 8..10 (the run
+/// is 8 pages: skipped) and 20..21 (a new run). `seq_limit=0` replays all.
 #[test]
-fn forward_sequential_continuations_are_left_to_kernel_readahead() {
+fn forward_sequential_runs_beyond_the_limit_are_left_to_kernel_readahead() {
     let hist = vec![
         entry(1, 0, 4, 0),
         entry(1, 4, 4, 4),
@@ -330,12 +330,12 @@ fn forward_sequential_continuations_are_left_to_kernel_readahead() {
         entry(1, 8, 2, 8),
         entry(1, 20, 1, 20),
     ];
-    let mut a = Auto::new(params("init_batch=1MiB,stride=false,infill=0"));
-    a.set_history(hist.clone());
-    assert_eq!(tick(&mut a), vec![(1, 0, 4), (1, 20, 1), (2, 9, 1)]);
     let mut a = Auto::new(params(
-        "init_batch=1MiB,stride=false,infill=0,sequential=true",
+        "init_batch=1MiB,stride=false,infill=0,seq_limit=20KiB",
     ));
+    a.set_history(hist.clone());
+    assert_eq!(tick(&mut a), vec![(1, 0, 8), (1, 20, 1), (2, 9, 1)]);
+    let mut a = Auto::new(params("init_batch=1MiB,stride=false,infill=0,seq_limit=0"));
     a.set_history(hist);
     assert_eq!(tick(&mut a), vec![(1, 0, 10), (1, 20, 1), (2, 9, 1)]);
 }
