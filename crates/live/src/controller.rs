@@ -200,6 +200,9 @@ pub struct LiveStats {
     /// control — only pages a worker read and the kernel evicted before
     /// use are).
     pub late_pages: u64,
+    /// Prefetched pages found evicted before use by the sweep that runs
+    /// when unused pages hold more than half the budget (also waste).
+    pub evicted_unused_pages: u64,
 }
 
 impl LiveStats {
@@ -235,6 +238,9 @@ const RECENT_FILES: usize = 8;
 /// look: with a 1 s recheck the first second of prefetching was charged
 /// outside its limit. A recheck reads only `/proc/PID/cgroup`.
 const CGROUP_RECHECK_NS: u64 = 10_000_000;
+/// Ranges of at most this many pages that cachestat finds partly evicted
+/// are looked at page by page.
+const SWEEP_PAGE_BY_PAGE: u64 = 64;
 /// Until this long after the start the cgroup is looked up before every
 /// batch (1 s).
 const EARLY_CGROUP_NS: u64 = 1_000_000_000;
@@ -1196,6 +1202,64 @@ impl Controller {
         }
     }
 
+    /// When unused pages hold more than half the budget, look which of
+    /// them the kernel already evicted (cachestat; a memory cgroup under
+    /// pressure reclaims them before the program comes): they are waste,
+    /// and left in the unused set they would hold the budget until their
+    /// TTL and every further request would be dropped.
+    fn sweep_evicted(&mut self) {
+        let budget_pages = self.opts.budget_bytes / BLOCK_SIZE;
+        if (self.unused.len() as u64) * 2 <= budget_pages {
+            return;
+        }
+        let mut pages: Vec<(FileId, u64)> = self
+            .unused
+            .iter()
+            .filter(|(_, t)| **t & SUBMITTED != 0)
+            .map(|(k, _)| *k)
+            .collect();
+        pages.sort_unstable();
+        let mut ranges: Vec<PageRange> = Vec::new();
+        for (id, q) in pages {
+            match ranges.last_mut() {
+                Some((f, p, n)) if *f == id && *p + *n == q => *n += 1,
+                _ => ranges.push((id, q, 1)),
+            }
+        }
+        let mut gone: Vec<PageRange> = Vec::new();
+        for (id, first, n) in ranges {
+            let Some(f) = self.files.get(id) else {
+                continue;
+            };
+            let fd = Arc::clone(&f.fd);
+            let cached = |o: u64, len: u64| {
+                outrider_sys::cachestat(fd.as_fd(), o * BLOCK_SIZE, len * BLOCK_SIZE)
+                    .map(|cs| cs.cache)
+                    .ok()
+            };
+            match cached(first, n) {
+                Some(0) => gone.push((id, first, n)),
+                Some(c) if c < n && n <= SWEEP_PAGE_BY_PAGE => {
+                    for q in first..first + n {
+                        if cached(q, 1) == Some(0) {
+                            gone.push((id, q, 1));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (id, first, n) in gone {
+            for q in first..first + n {
+                if self.unused.remove(&(id, q)).is_some() {
+                    self.stats.wasted_pages += 1;
+                    self.stats.evicted_unused_pages += 1;
+                    self.qc_wasted += 1;
+                }
+            }
+        }
+    }
+
     fn quality_control(&mut self, now_rel_ns: u64) {
         if now_rel_ns < self.last_qc_ns + self.opts.qc_interval_ns {
             return;
@@ -1209,6 +1273,7 @@ impl Controller {
         let expired = (before - self.unused.len()) as u64;
         self.stats.wasted_pages += expired;
         self.qc_wasted += expired;
+        self.sweep_evicted();
         if self.qc_wasted > self.qc_used {
             self.admit_shift = (self.admit_shift + 1).min(6);
         } else if self.qc_used > 2 * self.qc_wasted {
@@ -1517,5 +1582,56 @@ mod tests {
         assert_eq!(c.stats.miss_pages, 2);
         assert_eq!(c.qc_wasted, 1);
         assert!(c.unused.is_empty());
+    }
+
+    /// With unused pages holding more than half the budget, the sweep
+    /// finds those the kernel evicted (here: dropped with DONTNEED) and
+    /// writes them off, so they stop holding the budget; resident ones
+    /// stay. Pages 0..8 of a file were "prefetched" (submitted), pages
+    /// 4..8 then evicted.
+    #[test]
+    fn evicted_unused_pages_are_swept_when_they_fill_the_budget() {
+        use std::io::Write;
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let path = dir.path().join("f");
+        let mut w = std::fs::File::create(&path).unwrap();
+        w.write_all(&vec![1u8; 8 * 4096]).unwrap();
+        w.sync_all().unwrap(); // clean pages: DONTNEED drops them
+        let (mut c, _seen) = controller();
+        c.opts.budget_bytes = 12 * BLOCK_SIZE;
+        let id = c
+            .files
+            .insert_file(std::fs::File::open(&path).unwrap(), path.clone())
+            .unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        // All evicted, then pages 0..4 read back without readahead.
+        outrider_sys::advise(f.as_fd(), 0, 0, outrider_sys::Advice::DontNeed).unwrap();
+        outrider_sys::advise(f.as_fd(), 0, 0, outrider_sys::Advice::Random).unwrap();
+        let mut buf = vec![0u8; 4 * 4096];
+        std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, 0).unwrap();
+        let cs = |o: u64, n: u64| {
+            outrider_sys::cachestat(f.as_fd(), o * BLOCK_SIZE, n * BLOCK_SIZE)
+                .unwrap()
+                .cache
+        };
+        assert_eq!(
+            (cs(0, 4), cs(4, 4)),
+            (4, 0),
+            "set-up: 0..4 resident, 4..8 not"
+        );
+        for q in 0..8 {
+            c.unused.insert((id, q), 5 | SUBMITTED);
+        }
+        c.stats.prefetched_pages = 8;
+        c.sweep_evicted();
+        assert_eq!(c.stats.evicted_unused_pages, 4);
+        assert_eq!(c.stats.wasted_pages, 4);
+        let mut left: Vec<u64> = c.unused.keys().map(|k| k.1).collect();
+        left.sort_unstable();
+        assert_eq!(left, vec![0, 1, 2, 3]);
+        // Under half the budget now: no sweep (nothing changes).
+        c.unused.insert((id, 6), 5 | SUBMITTED);
+        c.sweep_evicted();
+        assert_eq!(c.stats.evicted_unused_pages, 4);
     }
 }
