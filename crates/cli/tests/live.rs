@@ -314,6 +314,20 @@ fn run_auto_twice_replays_history() {
     assert_eq!(r2["lost_events"], 0, "{r2}");
 }
 
+/// A new v1 memory cgroup `PREFIX<our pid>` limited to `limit` bytes, or
+/// `None` (with a message) without root or the v1 memory controller.
+fn memory_cgroup(prefix: &str, limit: u64) -> Option<std::path::PathBuf> {
+    let cg_root = Path::new("/sys/fs/cgroup/memory");
+    if !is_root() || !cg_root.join("cgroup.procs").exists() {
+        eprintln!("skipped: needs root and the cgroup v1 memory controller");
+        return None;
+    }
+    let cg = cg_root.join(format!("{prefix}{}", std::process::id()));
+    std::fs::create_dir(&cg).unwrap();
+    std::fs::write(cg.join("memory.limit_in_bytes"), limit.to_string()).unwrap();
+    Some(cg)
+}
+
 /// Issue 7 item 8: a program that moves itself into a memory cgroup as it
 /// starts (as cgexec does) has outrider follow it there, so prefetching is
 /// charged to the program's cgroup and bounded by its limit: outrider joins
@@ -322,15 +336,10 @@ fn run_auto_twice_replays_history() {
 /// fits the limit (the prefetches did not escape to the root cgroup).
 #[test]
 fn run_follows_the_program_into_its_memory_cgroup() {
-    let cg_root = Path::new("/sys/fs/cgroup/memory");
-    if !is_root() || !cg_root.join("cgroup.procs").exists() {
-        eprintln!("skipped: needs root and the cgroup v1 memory controller");
-        return;
-    }
-    let cg = cg_root.join(format!("outrider-test-{}", std::process::id()));
-    std::fs::create_dir(&cg).unwrap();
     let limit: u64 = 32 << 20;
-    std::fs::write(cg.join("memory.limit_in_bytes"), limit.to_string()).unwrap();
+    let Some(cg) = memory_cgroup("outrider-test-", limit) else {
+        return;
+    };
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let f = dir.path().join("data");
     make_file(&f, 16384); // 64 MiB: twice the limit
@@ -377,15 +386,10 @@ fn run_follows_the_program_into_its_memory_cgroup() {
 /// resident of the file still fits the limit.
 #[test]
 fn a_history_replay_started_before_the_cgroup_join_stays_within_the_limit() {
-    let cg_root = Path::new("/sys/fs/cgroup/memory");
-    if !is_root() || !cg_root.join("cgroup.procs").exists() {
-        eprintln!("skipped: needs root and the cgroup v1 memory controller");
-        return;
-    }
-    let cg = cg_root.join(format!("outrider-test-hist-{}", std::process::id()));
-    std::fs::create_dir(&cg).unwrap();
     let limit: u64 = 32 << 20;
-    std::fs::write(cg.join("memory.limit_in_bytes"), limit.to_string()).unwrap();
+    let Some(cg) = memory_cgroup("outrider-test-hist-", limit) else {
+        return;
+    };
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let f = dir.path().join("data");
     make_file(&f, 32768); // 128 MiB: four times the limit

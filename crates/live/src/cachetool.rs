@@ -107,7 +107,7 @@ pub enum WalkError {
 }
 
 /// The soft `RLIMIT_NOFILE` (1024 when it cannot be read).
-fn nofile_limit() -> u64 {
+pub(crate) fn nofile_limit() -> u64 {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

@@ -529,15 +529,7 @@ impl Controller {
         // The calls in flight add their pages while they run.
         let _ = self.pool.wait();
         self.apply_worker_skips();
-        let mut pages: Vec<(FileId, u64)> = self.unused.keys().copied().collect();
-        pages.sort_unstable();
-        let mut ranges: Vec<PageRange> = Vec::new();
-        for (id, q) in pages {
-            match ranges.last_mut() {
-                Some((f, p, n)) if *f == id && *p + *n == q => *n += 1,
-                _ => ranges.push((id, q, 1)),
-            }
-        }
+        let ranges = page_ranges(self.unused.keys().copied().collect());
         let n = self.unused.len() as u64;
         self.unused.clear();
         self.stats.recharged_pages += n;
@@ -1212,20 +1204,13 @@ impl Controller {
         if (self.unused.len() as u64) * 2 <= budget_pages {
             return;
         }
-        let mut pages: Vec<(FileId, u64)> = self
-            .unused
-            .iter()
-            .filter(|(_, t)| **t & SUBMITTED != 0)
-            .map(|(k, _)| *k)
-            .collect();
-        pages.sort_unstable();
-        let mut ranges: Vec<PageRange> = Vec::new();
-        for (id, q) in pages {
-            match ranges.last_mut() {
-                Some((f, p, n)) if *f == id && *p + *n == q => *n += 1,
-                _ => ranges.push((id, q, 1)),
-            }
-        }
+        let ranges = page_ranges(
+            self.unused
+                .iter()
+                .filter(|(_, t)| **t & SUBMITTED != 0)
+                .map(|(k, _)| *k)
+                .collect(),
+        );
         let mut gone: Vec<PageRange> = Vec::new();
         for (id, first, n) in ranges {
             let Some(f) = self.files.get(id) else {
@@ -1283,6 +1268,19 @@ impl Controller {
         self.qc_wasted = 0;
         self.recheck_cgroup(now_rel_ns, false);
     }
+}
+
+/// `pages` as sorted, maximal runs of consecutive pages of a file.
+fn page_ranges(mut pages: Vec<(FileId, u64)>) -> Vec<PageRange> {
+    pages.sort_unstable();
+    let mut ranges: Vec<PageRange> = Vec::new();
+    for (id, q) in pages {
+        match ranges.last_mut() {
+            Some((f, p, n)) if *f == id && *p + *n == q => *n += 1,
+            _ => ranges.push((id, q, 1)),
+        }
+    }
+    ranges
 }
 
 /// Physical byte address of file byte `off` through an extent list.

@@ -73,7 +73,7 @@ pub struct FileTableOptions {
 impl Default for FileTableOptions {
     fn default() -> Self {
         FileTableOptions {
-            max_open: (nofile_soft_limit() / 4).clamp(64, 4096) as usize,
+            max_open: (crate::cachetool::nofile_limit() / 4).clamp(64, 4096) as usize,
             max_files: 1 << 20,
             max_scan: 4096,
             snapshot_ttl: Duration::from_millis(2),
@@ -201,20 +201,6 @@ impl OpenSpec {
             && m.size() == self.size
             && m.mtime() * 1_000_000_000 + m.mtime_nsec() == self.mtime_ns)
             .then_some(f)
-    }
-}
-
-/// The soft `RLIMIT_NOFILE` (1024 when unknown).
-fn nofile_soft_limit() -> u64 {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct we pass.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
-        r.rlim_cur
-    } else {
-        1024
     }
 }
 

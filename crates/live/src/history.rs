@@ -349,6 +349,20 @@ mod tests {
     use crate::files::FileTableOptions;
     use std::fs;
 
+    /// Files a, b, c of 3 pages each in a fresh directory, opened in a
+    /// new table: (directory, table, their ids).
+    fn three_files() -> (tempfile::TempDir, FileTable, Vec<FileId>) {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let mut t = table();
+        let mut ids = Vec::new();
+        for name in ["a", "b", "c"] {
+            let p = dir.path().join(name);
+            fs::write(&p, vec![7u8; 3 * 4096]).unwrap();
+            ids.push(t.insert_file(fs::File::open(&p).unwrap(), p).unwrap());
+        }
+        (dir, t, ids)
+    }
+
     fn table() -> FileTable {
         FileTable::new(FileTableOptions::default())
     }
@@ -359,14 +373,7 @@ mod tests {
     /// table reopens it (by handle as root, else by path).
     #[test]
     fn changed_and_deleted_files_are_dropped() {
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let mut t = table();
-        let mut ids = Vec::new();
-        for name in ["a", "b", "c"] {
-            let p = dir.path().join(name);
-            fs::write(&p, vec![7u8; 3 * 4096]).unwrap();
-            ids.push(t.insert_file(fs::File::open(&p).unwrap(), p).unwrap());
-        }
+        let (dir, t, ids) = three_files();
         let list: Vec<Entry> = ids
             .iter()
             .flat_map(|&f| {
@@ -420,14 +427,7 @@ mod tests {
     /// not. Their entries have no physical position.
     #[test]
     fn a_large_history_defers_the_check_to_the_open() {
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let mut t = table();
-        let mut ids = Vec::new();
-        for name in ["a", "b", "c"] {
-            let p = dir.path().join(name);
-            fs::write(&p, vec![7u8; 3 * 4096]).unwrap();
-            ids.push(t.insert_file(fs::File::open(&p).unwrap(), p).unwrap());
-        }
+        let (dir, t, ids) = three_files();
         let list: Vec<Entry> = ids
             .iter()
             .map(|&f| Entry {
