@@ -1,0 +1,180 @@
+//! Memory safety of the controller (issue 7 item 8): following the
+//! program into its memory cgroup, recharging what was prefetched before
+//! the move, and writing off prefetched pages the kernel evicted before
+//! use.
+
+use super::*;
+
+impl Controller {
+    /// Follow the memory cgroup of `pid`: when it differs from the one
+    /// last seen (and, on the first look, from ours), move outrider into it
+    /// and cap the budget at `cgroup_fraction` of the room it leaves to the
+    /// page cache.
+    /// Returns whether outrider moved into another cgroup.
+    pub(super) fn follow_cgroup(&mut self, pid: u32) -> bool {
+        let Some(t) = outrider_sys::cgroup_memory(Some(pid)).ok().flatten() else {
+            return false;
+        };
+        let mut cur = self.cgroup_target.path.lock().expect("not poisoned");
+        let known = cur.as_ref().map(|(_, d)| d.clone());
+        if known.as_ref() == Some(&t.dir) {
+            return false;
+        }
+        if known.is_none() {
+            // First look: nothing to do while the program shares our cgroup.
+            let ours = outrider_sys::cgroup_memory(None).ok().flatten();
+            if ours.is_some_and(|o| o.dir == t.dir) {
+                *cur = Some((t.version, t.dir));
+                return false;
+            }
+        }
+        if let Some(room) = t.cache_room_bytes() {
+            let cap = (room as f64 * self.opts.cgroup_fraction) as u64;
+            self.opts.budget_bytes = self.opts.budget_bytes.min(cap.max(BLOCK_SIZE * 64));
+        }
+        let procs = t.dir.join("cgroup.procs");
+        let joined = std::fs::write(&procs, std::process::id().to_string()).is_ok();
+        if joined {
+            self.cgroup_target.joins.fetch_add(1, Ordering::Relaxed);
+        }
+        *cur = Some((t.version, t.dir));
+        joined
+    }
+
+    /// Outrider just moved into the program's cgroup: what it prefetched
+    /// before was charged to its old cgroup, outside the program's limit
+    /// (the kernel charges a page cache page once, when it is added, and
+    /// a later hit by the program does not move the charge). Drop what is
+    /// still waiting or unused — DONTNEED drops only clean, unmapped
+    /// cache pages, never data — once now and once more after
+    /// [`RECHARGE_SETTLE_NS`]; then the policy hears the new budget and
+    /// asks again for what the program has not read yet (`auto` replays
+    /// from the program's position), fetched under the program's cgroup.
+    pub(super) fn begin_recharge(&mut self, now_rel_ns: u64) {
+        for (id, o, len, tracker) in std::mem::take(&mut self.backlog) {
+            for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
+                if self.unused.remove(&(id, q)).is_some() {
+                    self.stats.prefetched_pages -= 1;
+                }
+            }
+            if let Some(t) = tracker {
+                chunk_done(&t, &self.done);
+            }
+        }
+        // The calls in flight add their pages while they run.
+        let _ = self.pool.wait();
+        self.apply_worker_skips();
+        let ranges = page_ranges(self.unused.keys().copied().collect());
+        let n = self.unused.len() as u64;
+        self.unused.clear();
+        self.stats.recharged_pages += n;
+        self.stats.wasted_pages += n;
+        self.drop_ranges(&ranges);
+        self.recharge = Some((ranges, now_rel_ns + RECHARGE_SETTLE_NS));
+    }
+
+    /// DONTNEED each (file, first page, pages) range.
+    pub(super) fn drop_ranges(&mut self, ranges: &[PageRange]) {
+        for &(id, page, n) in ranges {
+            if let Some(f) = self.files.open_known(id) {
+                let _ = outrider_sys::advise(
+                    f.fd.as_fd(),
+                    page * BLOCK_SIZE,
+                    n * BLOCK_SIZE,
+                    outrider_sys::Advice::DontNeed,
+                );
+            }
+        }
+    }
+
+    /// The second drop of a recharge, once due; then the policy hears the
+    /// budget.
+    pub(super) fn finish_recharge(&mut self, now_rel_ns: u64) {
+        let Some((_, due)) = &self.recharge else {
+            return;
+        };
+        if now_rel_ns < *due {
+            return;
+        }
+        let (ranges, _) = self.recharge.take().expect("checked");
+        let _ = self.pool.wait();
+        self.drop_ranges(&ranges);
+        self.policy.on_memory_budget(self.opts.budget_bytes);
+    }
+
+    /// The program may move itself to another cgroup (cgexec, systemd-run
+    /// --scope): look again every CGROUP_RECHECK_NS (or now, when `force`),
+    /// and follow it when `/proc/PID/cgroup` changed.
+    pub(super) fn recheck_cgroup(&mut self, now_rel_ns: u64, force: bool) {
+        if self.root_pid == 0
+            || (!force && now_rel_ns < self.last_cgroup_check_ns + CGROUP_RECHECK_NS)
+        {
+            return;
+        }
+        self.last_cgroup_check_ns = now_rel_ns;
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{}/cgroup", self.root_pid)) else {
+            return;
+        };
+        if text != self.last_proc_cgroup {
+            self.last_proc_cgroup = text;
+            if self.follow_cgroup(self.root_pid) {
+                if self.stats.prefetched_pages > 0 {
+                    self.begin_recharge(now_rel_ns);
+                } else {
+                    self.policy.on_memory_budget(self.opts.budget_bytes);
+                }
+            }
+        }
+    }
+
+    /// When unused pages hold more than half the budget, look which of
+    /// them the kernel already evicted (cachestat; a memory cgroup under
+    /// pressure reclaims them before the program comes): they are waste,
+    /// and left in the unused set they would hold the budget until their
+    /// TTL and every further request would be dropped.
+    pub(super) fn sweep_evicted(&mut self) {
+        let budget_pages = self.opts.budget_bytes / BLOCK_SIZE;
+        if (self.unused.len() as u64) * 2 <= budget_pages {
+            return;
+        }
+        let ranges = page_ranges(
+            self.unused
+                .iter()
+                .filter(|(_, t)| **t & SUBMITTED != 0)
+                .map(|(k, _)| *k)
+                .collect(),
+        );
+        let mut gone: Vec<PageRange> = Vec::new();
+        for (id, first, n) in ranges {
+            let Some(f) = self.files.get(id) else {
+                continue;
+            };
+            let fd = Arc::clone(&f.fd);
+            let cached = |o: u64, len: u64| {
+                outrider_sys::cachestat(fd.as_fd(), o * BLOCK_SIZE, len * BLOCK_SIZE)
+                    .map(|cs| cs.cache)
+                    .ok()
+            };
+            match cached(first, n) {
+                Some(0) => gone.push((id, first, n)),
+                Some(c) if c < n && n <= SWEEP_PAGE_BY_PAGE => {
+                    for q in first..first + n {
+                        if cached(q, 1) == Some(0) {
+                            gone.push((id, q, 1));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (id, first, n) in gone {
+            for q in first..first + n {
+                if self.unused.remove(&(id, q)).is_some() {
+                    self.stats.wasted_pages += 1;
+                    self.stats.evicted_unused_pages += 1;
+                    self.qc_wasted += 1;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,267 @@
+use super::*;
+use outrider_core::Policy;
+
+/// What a recording policy saw.
+#[derive(Default)]
+struct Seen {
+    dev: Vec<DeviceRequest>,
+    info: Vec<DeviceInfo>,
+    ticks: Vec<u64>,
+    done: Vec<PrefetchDone>,
+    cache_blocks: Vec<u64>,
+}
+
+/// Reads the device stream, ticks every 500 ms and asks for one block
+/// prefetch per tick (no file holds it: it cannot be translated).
+#[derive(Clone)]
+struct Rec(Arc<Mutex<Seen>>);
+
+impl Policy for Rec {
+    fn name(&self) -> &str {
+        "rec"
+    }
+    fn on_access(&mut self, _a: &Access, _o: &Outcome, _s: &mut Sink<'_>) {}
+    fn wants_device_requests(&self) -> bool {
+        true
+    }
+    fn on_device_request(&mut self, r: &DeviceRequest) {
+        self.0.lock().unwrap().dev.push(*r);
+    }
+    fn on_device_info(&mut self, i: &DeviceInfo) {
+        self.0.lock().unwrap().info.push(*i);
+    }
+    fn on_cache_info(&mut self, cache_blocks: u64) {
+        self.0.lock().unwrap().cache_blocks.push(cache_blocks);
+    }
+    fn tick_interval_ns(&self) -> Option<u64> {
+        Some(500_000_000)
+    }
+    fn on_tick(&mut self, now_ns: u64, sink: &mut Sink<'_>) {
+        self.0.lock().unwrap().ticks.push(now_ns);
+        let w = sink.new_window();
+        sink.prefetch(Target::Block { dev: 7, lbn: 1000 }, 16, w);
+    }
+    fn on_prefetch_done(&mut self, d: &PrefetchDone, _s: &mut Sink<'_>) {
+        self.0.lock().unwrap().done.push(*d);
+    }
+    fn box_clone(&self) -> BoxedPolicy {
+        Box::new(self.clone())
+    }
+}
+
+const T0: u64 = 1_000_000_000;
+
+fn controller() -> (Controller, Arc<Mutex<Seen>>) {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let opts = ControllerOptions {
+        device_max_read: vec![(7, 500_000_000)],
+        cache_bytes: 512 << 20,
+        ..ControllerOptions::default()
+    };
+    let mut c = Controller::new(Box::new(Rec(Arc::clone(&seen))), opts);
+    c.on_start(42, T0);
+    (c, seen)
+}
+
+fn issue(ts: u64, pid: u32, sector: u64, nr_sector: u32, write: bool) -> LiveEvent {
+    LiveEvent {
+        ts_ns: T0 + ts,
+        pid,
+        kind: EventKind::BlockIssue {
+            dev: 7,
+            sector,
+            nr_sector,
+            write,
+        },
+    }
+}
+
+#[test]
+fn the_calibrated_throughput_is_told_at_start() {
+    let (_c, seen) = controller();
+    let s = seen.lock().unwrap();
+    assert_eq!(
+        s.info,
+        vec![DeviceInfo {
+            dev: Some(7),
+            max_read_bytes_per_s: Some(500_000_000),
+        }]
+    );
+}
+
+#[test]
+fn the_buffer_memory_is_told_once_at_start_in_blocks() {
+    // 512 MiB = 131072 blocks of 4 KiB (DiskSeen's T: 2048).
+    let (mut c, seen) = controller();
+    c.on_events(&[issue(5, 42, 80, 16, false)], &[true]);
+    assert_eq!(seen.lock().unwrap().cache_blocks, vec![131072]);
+    // Unset, it is what the program can use: at least 64 blocks.
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let mut c = Controller::new(
+        Box::new(Rec(Arc::clone(&seen))),
+        ControllerOptions::default(),
+    );
+    c.on_start(std::process::id(), T0);
+    let got = seen.lock().unwrap().cache_blocks.clone();
+    assert_eq!(got.len(), 1);
+    assert!(got[0] >= 64, "{got:?}");
+}
+
+#[test]
+fn device_reads_of_the_tree_feed_the_device_stream() {
+    let (mut c, seen) = controller();
+    // A 16-sector read at sector 80 (blocks 10..12), a write, and a
+    // read by a task outside the tree (outrider's own worker).
+    let ev = [
+        issue(5, 42, 80, 16, false),
+        issue(6, 42, 800, 8, true),
+        issue(7, 99, 160, 8, false),
+        issue(8, 42, 84, 8, false),
+    ];
+    c.on_events(&ev, &[true, true, false, true]);
+    let s = seen.lock().unwrap();
+    let got: Vec<(u64, u64, u32, u32, Origin)> = s
+        .dev
+        .iter()
+        .map(|r| (r.time_ns, r.lbn, r.blocks, r.pid, r.origin))
+        .collect();
+    // Sector 84 + 8 = blocks 10..12 (partial 4 KiB blocks round out).
+    assert_eq!(
+        got,
+        vec![
+            (5, 10, 2, 42, Origin::Demand),
+            (8, 10, 2, 42, Origin::Demand)
+        ]
+    );
+    assert_eq!((c.stats.device_reads, c.stats.device_read_blocks), (2, 4));
+}
+
+#[test]
+fn ticks_follow_wall_clock_and_a_request_that_submits_nothing_completes() {
+    let (mut c, seen) = controller();
+    c.on_poll(T0 + 100_000_000);
+    assert!(seen.lock().unwrap().ticks.is_empty());
+    c.on_poll(T0 + 600_000_000);
+    {
+        let s = seen.lock().unwrap();
+        assert_eq!(s.ticks, vec![600_000_000]);
+        // Our own read on the device stream: nothing was submitted (no
+        // file holds block 1000), so zero blocks.
+        let ours: Vec<_> = s
+            .dev
+            .iter()
+            .map(|r| (r.origin, r.lbn, r.blocks, r.window))
+            .collect();
+        assert_eq!(
+            ours,
+            vec![(Origin::OurPrefetch, 1000, 0, Some(WindowId(1)))]
+        );
+        assert!(s.done.is_empty());
+    }
+    assert_eq!(c.stats.untranslated_requests, 1);
+    // The next poll tells the policy it is done, so a policy pacing by
+    // completions (flashy `depth`) is never stalled.
+    c.on_poll(T0 + 601_000_000);
+    let s = seen.lock().unwrap();
+    assert_eq!(s.done.len(), 1);
+    assert_eq!(
+        (s.done[0].window, s.done[0].lbn, s.done[0].blocks),
+        (WindowId(1), 1000, 16)
+    );
+    assert_eq!(s.ticks, vec![600_000_000]);
+}
+
+/// A page the program brought in itself while it was in our unused
+/// set is waste only if a worker had made its WILLNEED call (the
+/// kernel evicted it before use); if the call was still queued, the
+/// prefetch was late: neither prefetched nor waste for quality control.
+#[test]
+fn pages_the_program_read_first_are_late_not_waste() {
+    let (mut c, _seen) = controller();
+    let id = c.file_id(7, 1234).unwrap();
+    c.unused.insert((id, 5), 10);
+    c.unused.insert((id, 6), 10);
+    c.stats.prefetched_pages = 2;
+    c.submitted
+        .lock()
+        .unwrap()
+        .push((id, 6 * BLOCK_SIZE, BLOCK_SIZE));
+    let add = |ts, index| LiveEvent {
+        ts_ns: T0 + ts,
+        pid: 42,
+        kind: EventKind::AddToCache {
+            dev: 7,
+            ino: 1234,
+            index,
+            order: 0,
+        },
+    };
+    let read = LiveEvent {
+        ts_ns: T0 + 30,
+        pid: 42,
+        kind: EventKind::GetPages {
+            dev: 7,
+            ino: 1234,
+            index: 5,
+            last_index: 6,
+        },
+    };
+    c.on_events(&[add(20, 5), add(21, 6), read], &[true, true, true]);
+    assert_eq!(c.stats.late_pages, 1);
+    assert_eq!(c.stats.wasted_pages, 1);
+    assert_eq!(c.stats.prefetched_pages, 1);
+    assert_eq!(c.stats.miss_pages, 2);
+    assert_eq!(c.qc_wasted, 1);
+    assert!(c.unused.is_empty());
+}
+
+/// With unused pages holding more than half the budget, the sweep
+/// finds those the kernel evicted (here: dropped with DONTNEED) and
+/// writes them off, so they stop holding the budget; resident ones
+/// stay. Pages 0..8 of a file were "prefetched" (submitted), pages
+/// 4..8 then evicted.
+#[test]
+fn evicted_unused_pages_are_swept_when_they_fill_the_budget() {
+    use std::io::Write;
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let path = dir.path().join("f");
+    let mut w = std::fs::File::create(&path).unwrap();
+    w.write_all(&vec![1u8; 8 * 4096]).unwrap();
+    w.sync_all().unwrap(); // clean pages: DONTNEED drops them
+    let (mut c, _seen) = controller();
+    c.opts.budget_bytes = 12 * BLOCK_SIZE;
+    let id = c
+        .files
+        .insert_file(std::fs::File::open(&path).unwrap(), path.clone())
+        .unwrap();
+    let f = std::fs::File::open(&path).unwrap();
+    // All evicted, then pages 0..4 read back without readahead.
+    outrider_sys::advise(f.as_fd(), 0, 0, outrider_sys::Advice::DontNeed).unwrap();
+    outrider_sys::advise(f.as_fd(), 0, 0, outrider_sys::Advice::Random).unwrap();
+    let mut buf = vec![0u8; 4 * 4096];
+    std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, 0).unwrap();
+    let cs = |o: u64, n: u64| {
+        outrider_sys::cachestat(f.as_fd(), o * BLOCK_SIZE, n * BLOCK_SIZE)
+            .unwrap()
+            .cache
+    };
+    assert_eq!(
+        (cs(0, 4), cs(4, 4)),
+        (4, 0),
+        "set-up: 0..4 resident, 4..8 not"
+    );
+    for q in 0..8 {
+        c.unused.insert((id, q), 5 | SUBMITTED);
+    }
+    c.stats.prefetched_pages = 8;
+    c.sweep_evicted();
+    assert_eq!(c.stats.evicted_unused_pages, 4);
+    assert_eq!(c.stats.wasted_pages, 4);
+    let mut left: Vec<u64> = c.unused.keys().map(|k| k.1).collect();
+    left.sort_unstable();
+    assert_eq!(left, vec![0, 1, 2, 3]);
+    // Under half the budget now: no sweep (nothing changes).
+    c.unused.insert((id, 6), 5 | SUBMITTED);
+    c.sweep_evicted();
+    assert_eq!(c.stats.evicted_unused_pages, 4);
+}
