@@ -20,8 +20,8 @@ use outrider_core::policies::auto;
 use outrider_core::{build_policy, PolicyError, BLOCK_SIZE};
 use outrider_live::controller::{default_budget_bytes, Controller, ControllerOptions};
 use outrider_live::history;
-use outrider_live::session::{exit_code, run_traced};
-use outrider_live::tracefs::InstanceOptions;
+use outrider_live::session::{exit_code, install_signal_handlers, run_traced_on, signalled};
+use outrider_live::tracefs::{Instance, InstanceOptions};
 use outrider_store::Store;
 use std::ffi::OsString;
 use std::os::fd::AsFd;
@@ -174,6 +174,9 @@ const STORE_WARM_BYTES: u64 = 256 << 20;
 /// Run it; returns the child's exit code. Our own errors are returned
 /// (the caller prints them and exits 2 for bad input, 1 otherwise).
 pub fn run(a: RunArgs) -> anyhow::Result<u8> {
+    // Before the tracing instance exists, so Ctrl-C or SIGTERM during the
+    // set-up still ends with the instance removed.
+    install_signal_handlers();
     let budget = budget_bytes(&a.budget)?;
     let spec = auto_spec(&a.policy, budget);
     let policy = build_policy(&spec).map_err(|e| match e {
@@ -196,6 +199,24 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         ..ControllerOptions::default()
     };
     let mut ctl = Controller::new(policy, opts);
+    // The tracing instance is set up on another thread while the history
+    // loads (both before the program starts).
+    let instance_opts = InstanceOptions {
+        follow_pid: Some(std::process::id()),
+        detach_removal: true,
+        // The block layer's events only for a policy that reads the
+        // device stream: for the others they were a third of the
+        // events of a random-read program, all for nothing.
+        events: outrider_live::tracefs::EVENTS
+            .iter()
+            .filter(|(sys, _)| wants_dev || *sys != "block")
+            .map(|(s, e)| (s.to_string(), e.to_string()))
+            .collect(),
+        ..InstanceOptions::default()
+    };
+    let opening = std::thread::Builder::new()
+        .name("outrider-tracefs".into())
+        .spawn(move || Instance::open(&instance_opts))?;
     let cwd = std::env::current_dir().unwrap_or_default();
     let key = history::app_key(&a.cmd, &cwd, a.app_key.as_deref());
     let db = (!a.no_history).then(|| a.history.clone().unwrap_or_else(default_history_path));
@@ -245,24 +266,17 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             }
         }
     }
-    let out = run_traced(
-        &a.cmd,
-        &InstanceOptions {
-            follow_pid: Some(std::process::id()),
-            detach_removal: true,
-            // The block layer's events only for a policy that reads the
-            // device stream: for the others they were a third of the
-            // events of a random-read program, all for nothing.
-            events: outrider_live::tracefs::EVENTS
-                .iter()
-                .filter(|(sys, _)| wants_dev || *sys != "block")
-                .map(|(s, e)| (s.to_string(), e.to_string()))
-                .collect(),
-            ..InstanceOptions::default()
-        },
-        &mut ctl,
-    )
-    .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
+    let opened = opening
+        .join()
+        .map_err(|_| anyhow::anyhow!("setting up tracing panicked"))?;
+    if let Some(sig) = signalled() {
+        // Interrupted before the program started: remove the instance
+        // and end as the program would have.
+        drop(opened);
+        return Ok((128 + sig) as u8);
+    }
+    let out = run_traced_on(&a.cmd, opened, &mut ctl)
+        .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
     let code = exit_code(&out.status);
     // Save: one transaction, only when tracing worked (a partial list would
     // replace a good one).

@@ -10,7 +10,7 @@
 //! outrider waits for the child and removes its instance before exiting.
 
 use crate::proctree::ProcessTree;
-use crate::tracefs::{EventKind, Instance, InstanceOptions, LiveEvent, SourceStats};
+use crate::tracefs::{EventKind, Instance, InstanceOptions, LiveEvent, SourceStats, TraceFsError};
 use std::ffi::OsString;
 use std::process::{Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -44,6 +44,13 @@ pub fn install_signal_handlers() {
     }
 }
 
+/// The signal (SIGINT or SIGTERM) received since
+/// [`install_signal_handlers`], if any.
+pub fn signalled() -> Option<i32> {
+    let sig = SIGNALLED.load(Ordering::SeqCst);
+    (sig != 0).then_some(sig)
+}
+
 /// What the session feeds its consumer.
 pub trait Handler {
     /// The child was spawned (its pid is the tree's root).
@@ -75,7 +82,7 @@ pub struct SessionOutcome {
     pub tasks: usize,
 }
 
-/// CLOCK_MONOTONIC in ns (the instance's `trace_clock` is `mono`).
+/// CLOCK_MONOTONIC in ns (the clock of every event's `ts_ns`).
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -104,6 +111,17 @@ pub fn run_traced(
     opts: &InstanceOptions,
     handler: &mut dyn Handler,
 ) -> std::io::Result<SessionOutcome> {
+    run_traced_on(argv, Instance::open(opts), handler)
+}
+
+/// [`run_traced`] on an instance opened beforehand (`outrider run` opens
+/// it on another thread while it loads the history: the tracefs set-up,
+/// ~20 ms of kernel waits, then costs the program nothing).
+pub fn run_traced_on(
+    argv: &[OsString],
+    opened: Result<Instance, TraceFsError>,
+    handler: &mut dyn Handler,
+) -> std::io::Result<SessionOutcome> {
     install_signal_handlers();
     let mut warnings: Vec<String> = Vec::new();
     let warn = |w: String, h: &mut dyn Handler, warnings: &mut Vec<String>| {
@@ -111,7 +129,7 @@ pub fn run_traced(
         h.on_fault(&w);
         warnings.push(w);
     };
-    let mut inst = match Instance::open(opts) {
+    let mut inst = match opened {
         Ok(i) => Some(i),
         Err(e) => {
             warn(format!("tracing unavailable ({e})"), handler, &mut warnings);

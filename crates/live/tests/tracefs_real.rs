@@ -1,8 +1,10 @@
 //! Against the real kernel: a file read shows up as `mm_filemap_get_pages`
-//! events with its device and inode. Skipped (passes vacuously, with a
+//! events with its device and inode, stamped with CLOCK_MONOTONIC (the
+//! instance's own clock converted through its markers). Skipped (passes vacuously, with a
 //! note) when not root or tracefs is unavailable.
 
-use outrider_live::tracefs::{EventKind, Instance, InstanceOptions};
+use outrider_live::session::monotonic_ns;
+use outrider_live::tracefs::{EventKind, Instance, InstanceOptions, CLOCK_RESYNC_NS};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 
@@ -39,38 +41,60 @@ fn reading_a_file_yields_its_get_pages_events_and_instance_is_removed() {
     let ipath = inst.path().to_path_buf();
     assert!(!stale.exists(), "stale instance removed");
     assert!(ipath.is_dir());
-    let mut f = std::fs::File::open(&path).unwrap();
-    let mut buf = vec![0u8; 4096];
-    for _ in 0..64 {
-        f.read_exact(&mut buf).unwrap();
-    }
-    let me = std::thread::current();
-    drop(me);
-    let mut events = Vec::new();
-    for _ in 0..50 {
-        inst.poll(&mut events, 10_000).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
     // SAFETY: no preconditions.
     let tid = unsafe { libc::gettid() } as u32;
-    let mut pages = Vec::new();
-    for e in &events {
-        if let EventKind::GetPages {
-            dev,
-            ino,
-            index,
-            last_index,
-        } = e.kind
-        {
-            if ino == md.ino() && e.pid == tid {
-                assert_eq!(dev, md.dev(), "user-space dev_t");
-                pages.extend(index..=last_index);
+    let mut f = std::fs::File::open(&path).unwrap();
+    let mut buf = vec![0u8; 4096];
+    let mut events = Vec::new();
+    // Twice: at once, and after the clock offset was measured again.
+    for round in 0..2u64 {
+        let before = monotonic_ns();
+        for _ in 0..32 {
+            f.read_exact(&mut buf).unwrap();
+        }
+        let after = monotonic_ns();
+        events.clear();
+        let deadline = monotonic_ns()
+            + if round == 0 {
+                250_000_000
+            } else {
+                CLOCK_RESYNC_NS + 250_000_000
+            };
+        while monotonic_ns() < deadline {
+            inst.poll(&mut events, 10_000).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let mut pages = Vec::new();
+        for e in &events {
+            if let EventKind::GetPages {
+                dev,
+                ino,
+                index,
+                last_index,
+            } = e.kind
+            {
+                if ino == md.ino() && e.pid == tid {
+                    assert_eq!(dev, md.dev(), "user-space dev_t");
+                    pages.extend(index..=last_index);
+                    // The conversion is exact to the width of the marker's
+                    // write; 1 ms of slack.
+                    assert!(
+                        e.ts_ns + 1_000_000 >= before && e.ts_ns <= after + 1_000_000,
+                        "round {round}: event at {} outside [{before}, {after}]",
+                        e.ts_ns
+                    );
+                }
             }
         }
+        pages.sort_unstable();
+        pages.dedup();
+        assert_eq!(pages, (round * 32..round * 32 + 32).collect::<Vec<u64>>());
+        if round == 0 {
+            // Wait past the resync so round 1 is stamped with a new offset.
+            std::thread::sleep(std::time::Duration::from_nanos(CLOCK_RESYNC_NS));
+            inst.poll(&mut events, 10_000).unwrap();
+        }
     }
-    pages.sort_unstable();
-    pages.dedup();
-    assert_eq!(pages, (0..64).collect::<Vec<u64>>());
     assert_eq!(inst.stats.lost_events, 0);
     drop(inst);
     assert!(!ipath.exists(), "instance removed on drop");

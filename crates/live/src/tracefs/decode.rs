@@ -19,7 +19,7 @@ pub const EVENTS: &[(&str, &str)] = &[
 /// A decoded kernel event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LiveEvent {
-    /// CLOCK_MONOTONIC nanoseconds (the instance's `trace_clock` is `mono`).
+    /// CLOCK_MONOTONIC nanoseconds (converted by [`super::Instance`]).
     pub ts_ns: u64,
     /// The task that was running (`common_pid`: a thread id).
     pub pid: u32,

@@ -24,6 +24,8 @@ use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::session::monotonic_ns;
+
 /// Where tracefs is normally mounted.
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// Prefix of outrider's instance names.
@@ -203,6 +205,13 @@ pub struct Instance {
     decoder: decode::Decoder,
     page: Vec<u8>,
     detach_removal: bool,
+    /// CLOCK_MONOTONIC minus the instance's clock, added to every
+    /// timestamp (see [`Instance::calibrate_clock`]).
+    clock_offset_ns: i64,
+    /// The clock marker (`None` when the clock is `mono` itself).
+    marker: Option<Marker>,
+    /// Events read while calibrating, handed out by the first poll.
+    pending: Vec<LiveEvent>,
     /// What was read so far.
     pub stats: SourceStats,
 }
@@ -230,11 +239,15 @@ impl Instance {
             decoder: decode::Decoder::new(&[])?,
             page: vec![0u8; page_size()],
             detach_removal: opts.detach_removal,
+            clock_offset_ns: 0,
+            marker: None,
+            pending: Vec::new(),
             stats: SourceStats::default(),
         };
         inst.layout = format::parse_header_page(&read_text(&root.join("events/header_page"))?)?;
         write_text(&path.join("tracing_on"), "0")?;
-        write_text(&path.join("trace_clock"), "mono")?;
+        // Sized while tracing is off: growing a buffer that records lost
+        // events silently here (a process tree's forks went missing).
         write_text(
             &path.join("buffer_size_kb"),
             &opts.buffer_kb_per_cpu.to_string(),
@@ -266,7 +279,62 @@ impl Instance {
             n += 1;
         }
         write_text(&path.join("tracing_on"), "1")?;
+        inst.calibrate_clock(&root)?;
         Ok(inst)
+    }
+
+    /// Make timestamps CLOCK_MONOTONIC, which the rest of outrider uses.
+    ///
+    /// The instance keeps the kernel's default `local` clock: switching
+    /// its `trace_clock` to `mono` resets the buffers behind two RCU grace
+    /// periods, 15-35 ms here on every run. Instead a marker is written to
+    /// the instance's `trace_marker` between two `clock_gettime` calls and
+    /// its recorded timestamp read back: the difference is the offset from
+    /// the instance's clock to CLOCK_MONOTONIC (the bracket is a few
+    /// microseconds wide). Both clocks count nanoseconds, but CLOCK_MONOTONIC
+    /// is slewed by NTP, so [`Instance::poll`] writes a new marker every
+    /// [`CLOCK_RESYNC_NS`] and the offset follows it. Events read while
+    /// looking for the first marker are kept for the first poll. When no
+    /// marker comes back (a tracefs without `trace_marker`), the clock is
+    /// switched to `mono` after all.
+    fn calibrate_clock(&mut self, root: &Path) -> Result<(), TraceFsError> {
+        self.marker = Marker::open(root, &self.path);
+        if self.marker.is_some() {
+            self.send_marker();
+            let mut pending = Vec::new();
+            let _ = self.read_pages(usize::MAX, |ts, rec, decoder| {
+                if let Some(e) = decoder.decode(ts, rec) {
+                    pending.push(e);
+                }
+            });
+            if self.marker.as_ref().is_some_and(|m| m.synced) {
+                let offset = self.clock_offset_ns;
+                for e in &mut pending {
+                    e.ts_ns = e.ts_ns.saturating_add_signed(offset);
+                }
+                self.stats.events += pending.len() as u64;
+                self.pending = pending;
+                return Ok(());
+            }
+        }
+        self.marker = None;
+        write_text(&self.path.join("tracing_on"), "0")?;
+        write_text(&self.path.join("trace_clock"), "mono")?;
+        write_text(&self.path.join("tracing_on"), "1")?;
+        self.clock_offset_ns = 0;
+        Ok(())
+    }
+
+    /// Write a clock marker, remembering when (the middle of the write).
+    fn send_marker(&mut self) {
+        let Some(m) = self.marker.as_mut() else {
+            return;
+        };
+        let before = monotonic_ns();
+        if io::Write::write_all(&mut m.file, MARKER_TEXT).is_ok() {
+            let after = monotonic_ns();
+            m.sent_mid_ns = Some(before + (after - before) / 2);
+        }
     }
 
     /// The instance directory.
@@ -288,6 +356,38 @@ impl Instance {
         out: &mut Vec<LiveEvent>,
         max_pages: usize,
     ) -> Result<usize, TraceFsError> {
+        out.append(&mut self.pending);
+        if let Some(m) = &self.marker {
+            // Due a second after the last measurement, or after a marker
+            // that never came back (lost with a full buffer).
+            let since = m.sent_mid_ns.unwrap_or(m.last_sync_ns);
+            if monotonic_ns() >= since + CLOCK_RESYNC_NS {
+                self.send_marker();
+            }
+        }
+        let before = out.len();
+        let pages = self.read_pages(max_pages, |ts, rec, decoder| {
+            if let Some(e) = decoder.decode(ts, rec) {
+                out.push(e);
+            }
+        })?;
+        let offset = self.clock_offset_ns;
+        for e in &mut out[before..] {
+            e.ts_ns = e.ts_ns.saturating_add_signed(offset);
+        }
+        self.stats.events += (out.len() - before) as u64;
+        Ok(pages)
+    }
+
+    /// Read up to `max_pages` pages, calling `each(timestamp, record,
+    /// decoder)` for every record with the instance's own timestamps;
+    /// counts pages and losses, and takes clock markers out of the stream
+    /// (updating the clock offset).
+    fn read_pages(
+        &mut self,
+        max_pages: usize,
+        mut each: impl FnMut(u64, &[u8], &decode::Decoder),
+    ) -> Result<usize, TraceFsError> {
         let mut pages = 0;
         for cpu in 0..self.cpus.len() {
             while pages < max_pages {
@@ -297,14 +397,23 @@ impl Instance {
                         pages += 1;
                         self.stats.pages += 1;
                         let decoder = &self.decoder;
-                        let mut count = 0u64;
-                        let loss = ring::parse_page(&self.page[..n], &self.layout, |ts, rec| {
-                            if let Some(e) = decoder.decode(ts, rec) {
-                                out.push(e);
-                                count += 1;
-                            }
-                        })?;
-                        self.stats.events += count;
+                        let marker = &mut self.marker;
+                        let offset = &mut self.clock_offset_ns;
+                        let loss =
+                            ring::parse_page(
+                                &self.page[..n],
+                                &self.layout,
+                                |ts, rec| match marker {
+                                    Some(m) if m.is_marker(rec) => {
+                                        if let Some(mid) = m.sent_mid_ns.take() {
+                                            *offset = mid as i64 - ts as i64;
+                                            m.synced = true;
+                                            m.last_sync_ns = mid;
+                                        }
+                                    }
+                                    _ => each(ts, rec, decoder),
+                                },
+                            )?;
                         if loss.missed {
                             self.stats.lost_pages += 1;
                             self.stats.lost_events += loss.count.unwrap_or(1);
@@ -328,9 +437,62 @@ impl Instance {
     }
 }
 
+/// What a clock marker says (the `buf` of an `ftrace:print` record).
+const MARKER_TEXT: &[u8] = b"outrider clock";
+/// How often the clock offset is measured again (see
+/// [`Instance::calibrate_clock`]).
+pub const CLOCK_RESYNC_NS: u64 = 1_000_000_000;
+
+/// The instance's `trace_marker` and how to recognise what it records.
+struct Marker {
+    file: File,
+    /// `common_type` of `ftrace:print` records and where it is.
+    print_id: u64,
+    ty: (usize, usize),
+    /// Offset of the text.
+    buf: usize,
+    /// When the marker in flight was written (CLOCK_MONOTONIC).
+    sent_mid_ns: Option<u64>,
+    /// When the offset was last measured.
+    last_sync_ns: u64,
+    /// Measured at least once.
+    synced: bool,
+}
+
+impl Marker {
+    fn open(root: &Path, instance: &Path) -> Option<Marker> {
+        let text = read_text(&root.join("events/ftrace/print/format")).ok()?;
+        let print = format::parse_format(&text, "ftrace/print").ok()?;
+        let ty = print.field("common_type").ok()?;
+        let buf = print.field("buf").ok()?;
+        let file = OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(instance.join("trace_marker"))
+            .ok()?;
+        Some(Marker {
+            file,
+            print_id: u64::from(print.id),
+            ty: (ty.offset, ty.size),
+            buf: buf.offset,
+            sent_mid_ns: None,
+            last_sync_ns: 0,
+            synced: false,
+        })
+    }
+
+    fn is_marker(&self, rec: &[u8]) -> bool {
+        ring::field_u64(rec, self.ty.0, self.ty.1) == self.print_id
+            && rec
+                .get(self.buf..)
+                .is_some_and(|t| t.starts_with(MARKER_TEXT))
+    }
+}
+
 impl Drop for Instance {
     fn drop(&mut self) {
         self.stop();
+        self.marker = None;
         // rmdir fails with EBUSY while any of its files is open.
         self.cpus.clear();
         if self.detach_removal && remove_detached(&self.path) {
