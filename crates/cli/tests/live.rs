@@ -297,6 +297,9 @@ fn run_auto_twice_replays_history() {
     assert_eq!(r1["app_key"], "name:auto-test");
     assert_eq!(r1["history"]["entries_kept"], 0, "{r1}");
     assert!(r1["history_saved_entries"].as_u64().unwrap() >= 200, "{r1}");
+    // Saved by a background process after outrider exited; run 2, started
+    // at once, waits for it through the store's lock.
+    assert_eq!(r1["history_save"], "background", "{r1}");
     // One data file changes between the runs.
     make_file(&tree.join("f13"), 5);
     let r2 = run(2);
@@ -312,6 +315,48 @@ fn run_auto_twice_replays_history() {
     assert!(asked >= 199 * 4, "{r2}");
     assert!(s["used_pages"].as_u64().unwrap() > 0, "{r2}");
     assert_eq!(r2["lost_events"], 0, "{r2}");
+    // --wait-for-save: saved before exiting, so nobody holds the lock.
+    let json = dir.path().join("r3.json");
+    let o = outrider(&[
+        "run",
+        "--wait-for-save",
+        "--history",
+        &db.display().to_string(),
+        "--app-key",
+        "auto-test",
+        "--json",
+        &json.display().to_string(),
+        "--",
+        "python3",
+        "-c",
+        &script,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r3 = json_of(&json);
+    assert_eq!(r3["history_save"], "foreground", "{r3}");
+    assert_eq!(r3["history"]["runs_before"], 2, "{r3}");
+    let lock = std::fs::File::open(format!("{}.lock", db.display())).unwrap();
+    // SAFETY: flock on a descriptor we own.
+    let free = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&lock),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    assert_eq!(free, 0, "no saver left holding the store's lock");
+}
+
+/// Remove a test cgroup, retrying for up to 2 s: outrider's detached
+/// tracing-instance remover (forked after outrider joined the cgroup)
+/// stays in it for ~0.1 s after outrider exits.
+fn remove_cgroup(cg: &Path) {
+    for _ in 0..200 {
+        if std::fs::remove_dir(cg).is_ok() || !cg.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{} still busy after 2 s", cg.display());
 }
 
 /// A new v1 memory cgroup `PREFIX<our pid>` limited to `limit` bytes, or
@@ -362,7 +407,7 @@ fn run_follows_the_program_into_its_memory_cgroup() {
         &script,
     ]);
     let stat = outrider(&["stat", "--json", &fs]);
-    let _ = std::fs::remove_dir(&cg);
+    remove_cgroup(&cg);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -422,7 +467,7 @@ fn a_history_replay_started_before_the_cgroup_join_stays_within_the_limit() {
         let s: serde_json::Value = serde_json::from_slice(&stat.stdout).unwrap();
         runs.push((v, s["resident_pages"].as_u64().unwrap()));
     }
-    let _ = std::fs::remove_dir(&cg);
+    remove_cgroup(&cg);
     let (v2, resident2) = &runs[1];
     assert_eq!(v2["cgroup_joins"], 1, "{v2}");
     // The replay ran before the join, was dropped at it and went on after.

@@ -73,10 +73,22 @@ impl Pool {
         self.shared.state.lock().unwrap().pending
     }
 
+    /// Let the workers finish what is queued and end them (what
+    /// [`Drop`] does, for a caller that must be single-threaded before it
+    /// forks). Jobs submitted afterwards are dropped without running.
+    pub fn shutdown(&mut self) {
+        self.tx.take();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+
     /// Queue one job; blocks while the queue is full.
     pub fn submit(&self, job: impl FnOnce() -> io::Result<()> + Send + 'static) {
+        let Some(tx) = self.tx.as_ref() else {
+            return; // shut down
+        };
         self.shared.state.lock().unwrap().pending += 1;
-        let tx = self.tx.as_ref().expect("pool alive");
         if tx.send(Box::new(job)).is_err() {
             // All workers gone (cannot happen while the pool lives).
             let mut st = self.shared.state.lock().unwrap();
@@ -127,9 +139,6 @@ fn worker(rx: &Mutex<Receiver<Job>>, shared: &Shared) {
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        self.tx.take();
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
+        self.shutdown();
     }
 }

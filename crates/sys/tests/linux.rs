@@ -143,6 +143,34 @@ fn pool_fetches_every_chunk_and_waits() {
     std::fs::remove_file(path).unwrap();
 }
 
+#[test]
+fn a_shut_down_pool_ran_its_queue_and_drops_later_jobs() {
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut pool = Pool::new(2, 4);
+    for _ in 0..4 {
+        let ran = Arc::clone(&ran);
+        pool.submit(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        });
+    }
+    pool.shutdown();
+    assert_eq!(pool.threads(), 0, "workers joined");
+    assert_eq!(
+        ran.load(std::sync::atomic::Ordering::SeqCst),
+        4,
+        "queue ran first"
+    );
+    let later = Arc::clone(&ran);
+    pool.submit(move || {
+        later.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    });
+    assert!(pool.wait().is_ok(), "nothing pending");
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 4);
+}
+
 fn libc_ebadf() -> i32 {
     9
 }

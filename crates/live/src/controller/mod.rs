@@ -440,6 +440,13 @@ impl Controller {
         self.policy.as_ref()
     }
 
+    /// End the I/O workers once what they have queued is done: after the
+    /// program finished, before `outrider run` forks its history saver
+    /// (a fork must not leave other threads' locks behind).
+    pub fn stop_workers(&mut self) {
+        self.pool.shutdown();
+    }
+
     /// The policy, to load history into before the run.
     pub fn policy_mut(&mut self) -> &mut BoxedPolicy {
         &mut self.policy
