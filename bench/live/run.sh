@@ -142,6 +142,15 @@ trap 'rm -rf "$work"' EXIT
 # Cold cache, and the disk idle: reads a previous run left queued (a
 # prefetch still in flight when its program exited) must not slow the next.
 cold() {
+  # The previous outrider run may still be saving its history in the
+  # background (and removing its tracing instance): let it finish, as the
+  # disk's in-flight I/O below, so it neither competes with nor delays the
+  # next timed run (a run started meanwhile would wait for the save).
+  local k
+  for k in $(seq 500); do
+    pgrep -x outrider > /dev/null || break
+    sleep 0.01
+  done
   sync; echo 3 > /proc/sys/vm/drop_caches
   local dev i
   dev=$(lsblk -no PKNAME "$(df --output=source "$DATA_DIR" | tail -1)" 2>/dev/null | head -1)

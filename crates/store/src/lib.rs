@@ -347,6 +347,20 @@ impl Store {
         &self.path
     }
 
+    /// Closing this connection will not checkpoint the WAL into the
+    /// database (SQLite does that when the last connection closes), so a
+    /// caller that closes it in a hurry leaves the work to the next one
+    /// (`outrider run`, before its background saver opens its own).
+    pub fn skip_checkpoint_on_close(&self) -> Result<(), StoreError> {
+        self.conn
+            .set_db_config(
+                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+                true,
+            )
+            .map(|_| ())
+            .map_err(|e| self.sql(e))
+    }
+
     /// The SQLite connection, for other history tables (see the schema
     /// notes in the crate documentation).
     pub fn connection(&self) -> &Connection {

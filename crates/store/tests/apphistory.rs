@@ -210,3 +210,27 @@ fn a_save_with_the_same_files_keeps_their_rows() {
     assert_eq!(got.files, third.files);
     integrity_ok(&db);
 }
+
+/// `skip_checkpoint_on_close`: the last connection closes without moving
+/// the WAL into the database (the WAL file keeps the run), and the next
+/// connection reads the run back whole from the WAL.
+#[test]
+fn a_connection_closed_without_checkpoint_leaves_the_run_in_the_wal() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.db");
+    let wal = dir.path().join("h.db-wal");
+    let mut s = Store::open(&db).unwrap();
+    s.save_run("app", &history(3, 50), &[]).unwrap();
+    s.skip_checkpoint_on_close().unwrap();
+    drop(s);
+    assert!(
+        std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0),
+        "the WAL stays"
+    );
+    let s = Store::open(&db).unwrap();
+    assert_eq!(run_number_of(&s.load_run("app").unwrap().unwrap()), 3);
+    drop(s);
+    // A normal close checkpoints and removes the WAL.
+    assert!(std::fs::metadata(&wal).map_or(true, |m| m.len() == 0));
+    integrity_ok(&db);
+}
