@@ -20,6 +20,7 @@ use outrider_core::policies::auto;
 use outrider_core::{build_policy, PolicyError, BLOCK_SIZE};
 use outrider_live::controller::{default_budget_bytes, Controller, ControllerOptions};
 use outrider_live::history;
+use outrider_live::metawalk::{self, MetaWalk};
 use outrider_live::session::{exit_code, install_signal_handlers, run_traced_on, signalled};
 use outrider_live::tracefs::{Instance, InstanceOptions};
 use outrider_store::Store;
@@ -63,6 +64,11 @@ pub struct RunArgs {
     /// Print no summary.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Do not walk the history's directories and files ahead of the
+    /// program (metadata prefetch through the file system; on by default
+    /// for `auto` with history).
+    #[arg(long)]
+    pub no_metadata_walk: bool,
     /// Save the history before exiting. By default a background process
     /// saves it after outrider has exited with the program's code (the
     /// next run that reads the store waits for it).
@@ -382,6 +388,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let mut store = db.as_deref().and_then(open_store);
     let mut restored = history::Restored::default();
     let mut restore_s = 0.0;
+    // Metadata prefetch ahead of the program (see `outrider_live::metawalk`).
+    let mut walk: Option<MetaWalk> = None;
     if let Some(st) = &store {
         let loaded = st.load_run(&key);
         load_s = t_load.elapsed().as_secs_f64();
@@ -390,6 +398,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
                 let t = std::time::Instant::now();
                 restored = history::restore(&h, ctl.files_mut());
                 restore_s = t.elapsed().as_secs_f64();
+                if is_auto && !a.no_metadata_walk && !restored.entries.is_empty() {
+                    let paths: std::collections::HashMap<u32, &Path> =
+                        h.files.iter().map(|f| (f.id, Path::new(&f.path))).collect();
+                    walk = MetaWalk::start(metawalk::walk_order(
+                        h.accesses
+                            .iter()
+                            .filter_map(|e| paths.get(&e.file).copied()),
+                    ));
+                }
                 let runs = h.runs;
                 let mut files = h.files;
                 files.sort_unstable_by_key(|f| f.id);
@@ -433,6 +450,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let out = run_traced_on(&a.cmd, opened, &mut ctl)
         .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
     let code = exit_code(&out.status);
+    let walked = walk.map(MetaWalk::finish);
     // Save: one transaction, only when tracing worked (a partial list would
     // replace a good one).
     let mut saved_entries = 0usize;
@@ -543,6 +561,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             "history": restored,
             "history_saved_entries": saved_entries,
             "history_save": save_mode,
+            "metadata_walk": walked,
             "history_load_s": load_s,
             "history_restore_s": restore_s,
             "history_save_s": save_s,

@@ -315,11 +315,19 @@ fn run_auto_twice_replays_history() {
     assert!(asked >= 199 * 4, "{r2}");
     assert!(s["used_pages"].as_u64().unwrap() > 0, "{r2}");
     assert_eq!(r2["lost_events"], 0, "{r2}");
-    // --wait-for-save: saved before exiting, so nobody holds the lock.
+    // Run 2 walked the history's directory and files ahead of the program
+    // (metadata prefetch); run 1 had nothing to walk.
+    assert!(r1["metadata_walk"].is_null(), "{r1}");
+    let walk = &r2["metadata_walk"];
+    assert!(walk["dirs"].as_u64().unwrap() >= 1, "{r2}");
+    assert!(walk["stats"].as_u64().unwrap() >= 199, "{r2}");
+    // --wait-for-save: saved before exiting, so nobody holds the lock;
+    // --no-metadata-walk: no walk.
     let json = dir.path().join("r3.json");
     let o = outrider(&[
         "run",
         "--wait-for-save",
+        "--no-metadata-walk",
         "--history",
         &db.display().to_string(),
         "--app-key",
@@ -334,6 +342,7 @@ fn run_auto_twice_replays_history() {
     assert!(o.status.success(), "{}", stderr(&o));
     let r3 = json_of(&json);
     assert_eq!(r3["history_save"], "foreground", "{r3}");
+    assert!(r3["metadata_walk"].is_null(), "--no-metadata-walk: {r3}");
     assert_eq!(r3["history"]["runs_before"], 2, "{r3}");
     let lock = std::fs::File::open(format!("{}.lock", db.display())).unwrap();
     // SAFETY: flock on a descriptor we own.
