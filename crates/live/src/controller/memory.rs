@@ -99,6 +99,7 @@ impl Controller {
         let (ranges, _) = self.recharge.take().expect("checked");
         let _ = self.pool.wait();
         self.drop_ranges(&ranges);
+        self.settling = false;
         self.policy.on_memory_budget(self.opts.budget_bytes);
     }
 
@@ -121,6 +122,7 @@ impl Controller {
                 if self.stats.prefetched_pages > 0 {
                     self.begin_recharge(now_rel_ns);
                 } else {
+                    self.settling = false;
                     self.policy.on_memory_budget(self.opts.budget_bytes);
                 }
             }

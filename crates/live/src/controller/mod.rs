@@ -249,6 +249,17 @@ const EARLY_CGROUP_NS: u64 = 1_000_000_000;
 /// long after, when the reads those calls started have completed (a page
 /// still being read cannot be dropped): 20 ms. No prefetching meanwhile.
 const RECHARGE_SETTLE_NS: u64 = 20_000_000;
+/// For this long after the start (25 ms) the policy is told a budget of at
+/// most [`SETTLE_BUDGET_BYTES`]: a wrapper that moves the program into a
+/// memory cgroup (cgexec, a shell writing `cgroup.procs`, `systemd-run
+/// --scope`) does so in its first milliseconds, and what a history replay
+/// fetched before that is charged outside the program's limit and has to
+/// be dropped at the join (SQLite in the bench's 128 MiB cgroup: ~120 MiB
+/// read, then dropped, with the program's first reads queued behind it).
+const CGROUP_SETTLE_NS: u64 = 25_000_000;
+/// The budget while the program's cgroup settles (8 MiB: `auto` then
+/// replays at most 4 MiB ahead).
+const SETTLE_BUDGET_BYTES: u64 = 8 << 20;
 /// Most add-to-cache events remembered per task between two reads.
 const MAX_PENDING_ADDS: usize = 4096;
 /// Most pages one I/O job carries (several small chunks; a chunk larger
@@ -325,6 +336,9 @@ pub struct Controller {
     /// Since a cgroup join: the ranges prefetched before it, (file, first
     /// page, pages), to drop a second time at the given time.
     recharge: Option<(Vec<PageRange>, u64)>,
+    /// The start-up cap on the policy's budget is still on (see
+    /// [`CGROUP_SETTLE_NS`]).
+    settling: bool,
     /// Chunks a worker did not read: (file, offset, length, resident)
     /// — resident already (cachestat), or the file could not be opened
     /// unchanged. Taken back out of the unused set at the next poll.
@@ -409,6 +423,7 @@ impl Controller {
             root_pid: 0,
             cgroup_target: Arc::new(CgroupTarget::default()),
             recharge: None,
+            settling: false,
             worker_skips: Arc::new(Mutex::new(Vec::new())),
             submitted: Arc::new(Mutex::new(Vec::new())),
             last_cgroup_check_ns: 0,
@@ -1136,7 +1151,9 @@ impl Handler for Controller {
             });
         }
         self.follow_cgroup(root_pid);
-        self.policy.on_memory_budget(self.opts.budget_bytes);
+        self.settling = self.opts.budget_bytes > SETTLE_BUDGET_BYTES;
+        self.policy
+            .on_memory_budget(self.opts.budget_bytes.min(SETTLE_BUDGET_BYTES));
         // The buffer memory, once, as the simulator tells its cache size
         // (DiskSeen's T is 1/64 of it, §3.3.1).
         let cache_bytes = match self.opts.cache_bytes {
@@ -1159,6 +1176,10 @@ impl Handler for Controller {
 
     fn on_poll(&mut self, now_ns: u64) {
         let now = self.rel(now_ns);
+        if self.settling && now >= CGROUP_SETTLE_NS {
+            self.settling = false;
+            self.policy.on_memory_budget(self.opts.budget_bytes);
+        }
         self.finish_recharge(now);
         self.apply_worker_skips();
         self.apply_submitted();

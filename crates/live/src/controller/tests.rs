@@ -9,6 +9,7 @@ struct Seen {
     ticks: Vec<u64>,
     done: Vec<PrefetchDone>,
     cache_blocks: Vec<u64>,
+    budgets: Vec<u64>,
 }
 
 /// Reads the device stream, ticks every 500 ms and asks for one block
@@ -32,6 +33,9 @@ impl Policy for Rec {
     }
     fn on_cache_info(&mut self, cache_blocks: u64) {
         self.0.lock().unwrap().cache_blocks.push(cache_blocks);
+    }
+    fn on_memory_budget(&mut self, bytes: u64) {
+        self.0.lock().unwrap().budgets.push(bytes);
     }
     fn tick_interval_ns(&self) -> Option<u64> {
         Some(500_000_000)
@@ -105,6 +109,37 @@ fn the_buffer_memory_is_told_once_at_start_in_blocks() {
     let got = seen.lock().unwrap().cache_blocks.clone();
     assert_eq!(got.len(), 1);
     assert!(got[0] >= 64, "{got:?}");
+}
+
+#[test]
+fn the_budget_is_capped_while_the_programs_cgroup_settles() {
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let opts = ControllerOptions {
+        budget_bytes: 1 << 30,
+        ..ControllerOptions::default()
+    };
+    let mut c = Controller::new(Box::new(Rec(Arc::clone(&seen))), opts);
+    c.on_start(std::process::id(), T0);
+    assert_eq!(seen.lock().unwrap().budgets, vec![SETTLE_BUDGET_BYTES]);
+    c.on_poll(T0 + CGROUP_SETTLE_NS / 2);
+    assert_eq!(seen.lock().unwrap().budgets.len(), 1, "still settling");
+    c.on_poll(T0 + CGROUP_SETTLE_NS);
+    c.on_poll(T0 + 2 * CGROUP_SETTLE_NS);
+    assert_eq!(
+        seen.lock().unwrap().budgets,
+        vec![SETTLE_BUDGET_BYTES, 1 << 30],
+        "the whole budget once settled, told once"
+    );
+    // A budget under the cap is told as it is, once.
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let opts = ControllerOptions {
+        budget_bytes: 4 << 20,
+        ..ControllerOptions::default()
+    };
+    let mut c = Controller::new(Box::new(Rec(Arc::clone(&seen))), opts);
+    c.on_start(std::process::id(), T0);
+    c.on_poll(T0 + 2 * CGROUP_SETTLE_NS);
+    assert_eq!(seen.lock().unwrap().budgets, vec![4 << 20]);
 }
 
 #[test]
