@@ -590,7 +590,10 @@ impl Policy for Auto {
     }
 
     fn on_tick(&mut self, _now_ns: u64, sink: &mut Sink<'_>) {
-        if self.replaying && self.issued <= self.pos {
+        // Also when the program is idle: the first batch before its first
+        // read, and more once a larger budget allows (the pacing bound
+        // holds either way).
+        if self.replaying {
             self.pump(sink);
         }
     }

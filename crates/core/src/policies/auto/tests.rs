@@ -298,6 +298,25 @@ fn a_shrinking_budget_bounds_the_replay_and_rewinds_it() {
     assert_eq!(a.stats.rewinds, 1);
 }
 
+/// A budget that grows while the program is idle (the driver's start-up
+/// cap lifting) lets the next tick replay further, without a read.
+#[test]
+fn a_growing_budget_replays_further_at_the_next_tick() {
+    let mut a = Auto::new(params(
+        "init_batch=16KiB,batch=16KiB,ahead=64KiB,stride=false,seq_limit=0",
+    ));
+    a.set_history((0..32).map(|i| entry(1, i, 1, i)).collect());
+    a.on_memory_budget(8 * BLOCK_SIZE);
+    let first = tick(&mut a);
+    assert_eq!(a.outstanding_pages(), 4, "half of 8 pages: {first:?}");
+    assert_eq!(tick(&mut a), vec![], "held by the bound");
+    a.on_memory_budget(1 << 30);
+    let more = tick(&mut a);
+    assert!(!more.is_empty());
+    let out = a.outstanding_pages();
+    assert!(out > 4 && out <= 16, "ahead=64KiB now bounds it: {out}");
+}
+
 /// `infill`: a strided history (every other page of file 1, pages 0, 2,
 /// .., 14) in one batch is read as one request through the one-page
 /// gaps with the default 8 KiB infill, and as 8 one-page requests with
