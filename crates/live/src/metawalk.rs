@@ -67,15 +67,15 @@ impl MetaWalk {
             return None;
         }
         // Group by directory, in order of first appearance.
-        let mut groups: Vec<Vec<PathBuf>> = Vec::new();
+        let mut groups: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
         let mut group_of: std::collections::HashMap<PathBuf, usize> = Default::default();
         for f in files {
             let Some(dir) = f.parent() else { continue };
             let g = *group_of.entry(dir.to_path_buf()).or_insert_with(|| {
-                groups.push(Vec::new());
+                groups.push((dir.to_path_buf(), Vec::new()));
                 groups.len() - 1
             });
-            groups[g].push(f);
+            groups[g].1.push(f);
         }
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(Counters::default());
@@ -90,8 +90,8 @@ impl MetaWalk {
                 std::thread::Builder::new()
                     .name(format!("outrider-meta-{i}"))
                     .spawn(move || {
-                        for files in g.iter().skip(i).step_by(WALK_THREADS) {
-                            walk(files, &s, &c);
+                        for (dir, files) in g.iter().skip(i).step_by(WALK_THREADS) {
+                            walk_dir(dir, files, &s, &c);
                         }
                     })
                     .ok()
@@ -147,46 +147,34 @@ pub fn walk_order<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Vec<PathBuf>
         .collect()
 }
 
-/// Walk `files` (here: those of one directory).
-fn walk(files: &[PathBuf], stop: &AtomicBool, c: &Counters) {
-    let mut listed: HashSet<&Path> = HashSet::new();
-    // The directory of the previous file, kept open for fstatat.
-    let mut cur: Option<(&Path, std::fs::File)> = None;
+/// List `dir` to its end, then `fstatat` each of `files` (its entries)
+/// in it.
+fn walk_dir(dir: &Path, files: &[PathBuf], stop: &AtomicBool, c: &Counters) {
+    match std::fs::read_dir(dir) {
+        Ok(rd) => {
+            c.dirs.fetch_add(1, Ordering::Relaxed);
+            for _ in rd {
+                c.entries.fetch_add(1, Ordering::Relaxed);
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+            }
+        }
+        Err(_) => {
+            c.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let Some(dfd) = open_dir(dir) else {
+        c.errors.fetch_add(files.len() as u64, Ordering::Relaxed);
+        return;
+    };
     for f in files {
         if stop.load(Ordering::Relaxed) {
             return;
         }
-        let (Some(dir), Some(name)) = (f.parent(), f.file_name()) else {
-            continue;
-        };
-        if listed.insert(dir) {
-            match std::fs::read_dir(dir) {
-                Ok(rd) => {
-                    c.dirs.fetch_add(1, Ordering::Relaxed);
-                    for _ in rd {
-                        c.entries.fetch_add(1, Ordering::Relaxed);
-                        if stop.load(Ordering::Relaxed) {
-                            return;
-                        }
-                    }
-                }
-                Err(_) => {
-                    c.errors.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        }
-        if cur.as_ref().map(|(d, _)| *d) != Some(dir) {
-            cur = open_dir(dir).map(|fd| (dir, fd));
-        }
-        let Some((_, dfd)) = &cur else {
-            c.errors.fetch_add(1, Ordering::Relaxed);
-            continue;
-        };
-        if fstatat(dfd, name) {
-            c.stats.fetch_add(1, Ordering::Relaxed);
-        } else {
-            c.errors.fetch_add(1, Ordering::Relaxed);
-        }
+        let ok = f.file_name().is_some_and(|name| fstatat(&dfd, name));
+        let n = if ok { &c.stats } else { &c.errors };
+        n.fetch_add(1, Ordering::Relaxed);
     }
 }
 
