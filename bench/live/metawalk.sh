@@ -34,20 +34,8 @@ for need in "$tree/.complete" "$DATA_DIR/diff-$dtag/.complete" "$venv/.complete"
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+. bench/live/setup.sh # cold
 
-cold() {
-  local k
-  for k in $(seq 500); do
-    pgrep -x outrider > /dev/null || break
-    sleep 0.01
-  done
-  sync; echo 3 > /proc/sys/vm/drop_caches
-  for k in $(seq 200); do
-    [ "$(awk '{print $1 + $2}' /sys/block/vda/inflight 2>/dev/null || echo 0)" = 0 ] && break
-    sleep 0.01
-  done
-  echo 3 > /proc/sys/vm/drop_caches
-}
 timed() {
   cold
   local s e

@@ -64,7 +64,7 @@ here=$PWD/bench/live
 mkdir -p "$DATA_DIR"
 
 # --- setup (cached) -------------------------------------------------------
-. bench/live/setup.sh # setup_tree
+. bench/live/setup.sh # setup_tree, cold
 setup_file() {
   cc -O2 -o "$DATA_DIR/reader" bench/live/reader.c
   data=$DATA_DIR/data-1g
@@ -139,29 +139,6 @@ done
 # --- measurement ----------------------------------------------------------
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# Cold cache, and the disk idle: reads a previous run left queued (a
-# prefetch still in flight when its program exited) must not slow the next.
-cold() {
-  # The previous outrider run may still be saving its history in the
-  # background (and removing its tracing instance): let it finish, as the
-  # disk's in-flight I/O below, so it neither competes with nor delays the
-  # next timed run (a run started meanwhile would wait for the save).
-  local k
-  for k in $(seq 500); do
-    pgrep -x outrider > /dev/null || break
-    sleep 0.01
-  done
-  sync; echo 3 > /proc/sys/vm/drop_caches
-  local dev i
-  dev=$(lsblk -no PKNAME "$(df --output=source "$DATA_DIR" | tail -1)" 2>/dev/null | head -1)
-  [ -n "$dev" ] || dev=$(basename "$(df --output=source "$DATA_DIR" | tail -1)")
-  for i in $(seq 200); do
-    [ "$(awk '{print $1 + $2}' "/sys/block/$dev/inflight" 2>/dev/null || echo 0)" = 0 ] && break
-    sleep 0.01
-  done
-  echo 3 > /proc/sys/vm/drop_caches
-}
-
 # Seconds of wall time of "$@"; exit status 0 or 1 (grep: no match, diff:
 # differences) is fine, anything else fails the suite.
 timed() {
