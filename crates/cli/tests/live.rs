@@ -272,27 +272,31 @@ fn run_auto_twice_replays_history() {
         "import random\nn = [f'{}/f{{i}}' for i in range(200)]\nrandom.Random(7).shuffle(n)\nfor p in n:\n    open(p, 'rb').read()",
         tree.display()
     );
-    let run = |i: u32| {
+    let run = |i: u32, flags: &[&str]| {
         let o = outrider(&["evict", "-r", &tree.display().to_string()]);
         assert!(o.status.success(), "{}", stderr(&o));
         let json = dir.path().join(format!("r{i}.json"));
-        let o = outrider(&[
-            "run",
+        let db = db.display().to_string();
+        let json_arg = json.display().to_string();
+        let mut args = vec!["run"];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&[
             "--history",
-            &db.display().to_string(),
+            &db,
             "--app-key",
             "auto-test",
             "--json",
-            &json.display().to_string(),
+            &json_arg,
             "--",
             "python3",
             "-c",
             &script,
         ]);
+        let o = outrider(&args);
         assert!(o.status.success(), "{}", stderr(&o));
         json_of(&json)
     };
-    let r1 = run(1);
+    let r1 = run(1, &[]);
     assert_eq!(r1["policy"], "auto");
     assert_eq!(r1["app_key"], "name:auto-test");
     assert_eq!(r1["history"]["entries_kept"], 0, "{r1}");
@@ -302,7 +306,7 @@ fn run_auto_twice_replays_history() {
     assert_eq!(r1["history_save"], "background", "{r1}");
     // One data file changes between the runs.
     make_file(&tree.join("f13"), 5);
-    let r2 = run(2);
+    let r2 = run(2, &[]);
     let h = &r2["history"];
     assert_eq!(h["runs_before"], 1, "{r2}");
     assert!(h["files_dropped"].as_u64().unwrap() >= 1, "{r2}");
@@ -323,24 +327,7 @@ fn run_auto_twice_replays_history() {
     assert!(walk["stats"].as_u64().unwrap() >= 199, "{r2}");
     // --wait-for-save: saved before exiting, so nobody holds the lock;
     // --no-metadata-walk: no walk.
-    let json = dir.path().join("r3.json");
-    let o = outrider(&[
-        "run",
-        "--wait-for-save",
-        "--no-metadata-walk",
-        "--history",
-        &db.display().to_string(),
-        "--app-key",
-        "auto-test",
-        "--json",
-        &json.display().to_string(),
-        "--",
-        "python3",
-        "-c",
-        &script,
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let r3 = json_of(&json);
+    let r3 = run(3, &["--wait-for-save", "--no-metadata-walk"]);
     assert_eq!(r3["history_save"], "foreground", "{r3}");
     assert!(r3["metadata_walk"].is_null(), "--no-metadata-walk: {r3}");
     assert_eq!(r3["history"]["runs_before"], 2, "{r3}");
