@@ -111,15 +111,21 @@ fn the_buffer_memory_is_told_once_at_start_in_blocks() {
     assert!(got[0] >= 64, "{got:?}");
 }
 
-#[test]
-fn the_budget_is_capped_while_the_programs_cgroup_settles() {
+/// A controller with `budget` bytes, started for this process.
+fn started_with_budget(budget: u64) -> (Controller, Arc<Mutex<Seen>>) {
     let seen = Arc::new(Mutex::new(Seen::default()));
     let opts = ControllerOptions {
-        budget_bytes: 1 << 30,
+        budget_bytes: budget,
         ..ControllerOptions::default()
     };
     let mut c = Controller::new(Box::new(Rec(Arc::clone(&seen))), opts);
     c.on_start(std::process::id(), T0);
+    (c, seen)
+}
+
+#[test]
+fn the_budget_is_capped_while_the_programs_cgroup_settles() {
+    let (mut c, seen) = started_with_budget(1 << 30);
     assert_eq!(seen.lock().unwrap().budgets, vec![SETTLE_BUDGET_BYTES]);
     c.on_poll(T0 + CGROUP_SETTLE_NS / 2);
     assert_eq!(seen.lock().unwrap().budgets.len(), 1, "still settling");
@@ -131,13 +137,7 @@ fn the_budget_is_capped_while_the_programs_cgroup_settles() {
         "the whole budget once settled, told once"
     );
     // A budget under the cap is told as it is, once.
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let opts = ControllerOptions {
-        budget_bytes: 4 << 20,
-        ..ControllerOptions::default()
-    };
-    let mut c = Controller::new(Box::new(Rec(Arc::clone(&seen))), opts);
-    c.on_start(std::process::id(), T0);
+    let (mut c, seen) = started_with_budget(4 << 20);
     c.on_poll(T0 + 2 * CGROUP_SETTLE_NS);
     assert_eq!(seen.lock().unwrap().budgets, vec![4 << 20]);
 }
