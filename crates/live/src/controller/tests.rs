@@ -1,3 +1,4 @@
+use super::memory::{CGROUP_SETTLE_NS, SETTLE_BUDGET_BYTES};
 use super::*;
 use outrider_core::Policy;
 
