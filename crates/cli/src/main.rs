@@ -8,6 +8,7 @@ mod cachecmd;
 mod calibrate;
 mod history;
 mod input;
+mod outfile;
 mod output;
 mod recordcmd;
 mod runcmd;

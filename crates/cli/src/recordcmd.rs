@@ -26,6 +26,10 @@ pub struct RecordArgs {
     /// Compress the record section with zstd.
     #[arg(long)]
     pub compress: bool,
+    /// Under sudo, run the program as root instead of as the invoking
+    /// user (SUDO_UID/SUDO_GID).
+    #[arg(long)]
+    pub as_root: bool,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true)]
     pub cmd: Vec<OsString>,
@@ -43,6 +47,8 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
             )))
         }
     };
+    outrider_sys::launch::keep_root(a.as_root);
+    crate::outfile::check_writable(&a.out)?;
     let mut rec = Recorder::new(level, a.max_records);
     let out = run_traced(
         &a.cmd,
@@ -51,8 +57,11 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
             ..InstanceOptions::default()
         },
         &mut rec,
-    )
-    .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
+    );
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => return Ok(cannot_run(&a.cmd, &e)),
+    };
     let code = exit_code(&out.status);
     let dropped = rec.dropped;
     let n = rec.len();
@@ -83,4 +92,11 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(code)
+}
+
+/// A program that could not be started: say why, and end as `env` and
+/// `timeout` do (127 not found, 126 not executable).
+pub fn cannot_run(cmd: &[OsString], e: &std::io::Error) -> u8 {
+    eprintln!("outrider: cannot run {}: {e}", cmd[0].to_string_lossy());
+    outrider_sys::launch::spawn_failure_code(e)
 }

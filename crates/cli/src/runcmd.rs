@@ -44,8 +44,8 @@ pub struct RunArgs {
     /// fraction of MemAvailable and of the program's cgroup room (0.25).
     #[arg(long, default_value = "0.25")]
     pub budget: String,
-    /// I/O worker threads.
-    #[arg(long, default_value_t = 2)]
+    /// I/O worker threads (1 to 256).
+    #[arg(long, default_value_t = 2, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_WORKERS))]
     pub workers: usize,
     /// History store (SQLite). Default: /var/lib/outrider/history.db for
     /// root, $XDG_STATE_HOME/outrider/history.db otherwise.
@@ -74,10 +74,18 @@ pub struct RunArgs {
     /// next run that reads the store waits for it).
     #[arg(long)]
     pub wait_for_save: bool,
+    /// Under sudo, run the program as root instead of as the invoking
+    /// user (SUDO_UID/SUDO_GID).
+    #[arg(long)]
+    pub as_root: bool,
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true)]
     pub cmd: Vec<OsString>,
 }
+
+/// Most I/O worker threads: beyond a device's queue depth more only cost
+/// memory, and thousands of threads abort on some systems.
+pub const MAX_WORKERS: u64 = 256;
 
 fn budget_bytes(text: &str) -> anyhow::Result<u64> {
     if let Ok(f) = text.parse::<f64>() {
@@ -256,18 +264,8 @@ impl HistoryLock {
     /// save); `None` when the lock file cannot be opened (a read-only
     /// directory): then nothing waits.
     fn take(db: &Path, how: libc::c_int) -> Option<HistoryLock> {
-        let mut name = db.as_os_str().to_owned();
-        name.push(".lock");
-        if let Some(dir) = db.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(PathBuf::from(name))
-            .ok()?;
+        // Private, never through a symbolic link (outrider_store::private).
+        let f = outrider_store::open_lock(db).ok()?;
         loop {
             // SAFETY: flock on a descriptor we own.
             if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), how) } == 0 {
@@ -281,14 +279,11 @@ impl HistoryLock {
 }
 
 fn open_store(path: &Path) -> Option<Store> {
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
     // Our own database is read at random by SQLite; on a cold cache that
     // was most of a large history's load time. Read it (and its WAL)
     // through once, sequentially, first — up to STORE_WARM_BYTES each.
     for p in [path.to_path_buf(), path.with_extension("db-wal")] {
-        if let Ok(mut f) = std::fs::File::open(&p) {
+        if let Ok(mut f) = outrider_sys::open_regular(&p, outrider_sys::Follow::Never) {
             if f.metadata().is_ok_and(|m| m.len() <= STORE_WARM_BYTES) {
                 let _ = outrider_sys::advise(f.as_fd(), 0, 0, outrider_sys::Advice::Sequential);
                 let mut buf = vec![0u8; 1 << 20];
@@ -327,6 +322,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     // Before the tracing instance exists, so Ctrl-C or SIGTERM during the
     // set-up still ends with the instance removed.
     install_signal_handlers();
+    // Security and outputs, before anything runs: who the program runs
+    // as (outrider_sys::launch), and an unwritable --json is an error now
+    // rather than a lost summary after the program ran.
+    outrider_sys::launch::keep_root(a.as_root);
+    if let Some(p) = &a.json {
+        crate::outfile::check_writable(p)?;
+    }
     // Ours, before following the program into its cgroup: the history
     // saver goes back to it.
     let orig_cgroup = outrider_sys::cgroup_memory(None)
@@ -447,8 +449,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         return Ok((128 + sig) as u8);
     }
     drop(load_lock);
-    let out = run_traced_on(&a.cmd, opened, &mut ctl)
-        .map_err(|e| usage(format!("cannot run {}: {e}", a.cmd[0].to_string_lossy())))?;
+    let out = match run_traced_on(&a.cmd, opened, &mut ctl) {
+        Ok(out) => out,
+        Err(e) => return Ok(crate::recordcmd::cannot_run(&a.cmd, &e)),
+    };
     let code = exit_code(&out.status);
     let walked = walk.map(MetaWalk::finish);
     // Save: one transaction, only when tracing worked (a partial list would
@@ -570,8 +574,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             "reopened_by_handle": ctl.files().reopened_by_handle,
             "reopened_by_path": ctl.files().reopened_by_path,
         });
-        std::fs::write(path, format!("{v}\n"))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        crate::outfile::write(path, &format!("{v}\n"))?;
     }
     if save_mode == "background" {
         // Exit without freeing the controller's tables: every page our

@@ -5,7 +5,8 @@
 //! descriptors of the task that caused it (`/proc/PID/fd/*`) and its file
 //! mappings (`/proc/PID/map_files/*`) are searched for that (device, inode),
 //! and the match is reopened through the magic link — read-only,
-//! `O_CLOEXEC`, `O_NOATIME` where permitted. This works for files the
+//! `O_CLOEXEC`, `O_NOATIME` where permitted, a regular file only
+//! ([`outrider_sys::open_regular`]). This works for files the
 //! program opened whatever their path (relative, renamed, deleted since).
 //! The events carry no inode generation, so a handle cannot be built from
 //! them; instead, the first time a file is opened its
@@ -14,8 +15,11 @@
 //! that location ([`FileTable::seed`]) and reopened on demand
 //! ([`FileTable::open_known`]) with `open_by_handle_at(2)` (needs
 //! `CAP_DAC_READ_SEARCH`; the handle includes the generation, so a deleted
-//! and reused inode fails with `ESTALE`), else by path, and kept only when
-//! (dev, ino) match.
+//! and reused inode fails with `ESTALE`), else by path (never through a
+//! final symbolic link, never a FIFO), and kept only when (dev, ino) match.
+//! When the program runs as another user than outrider (root under sudo,
+//! [`outrider_sys::launch`]), a file from history is registered only if
+//! that user can open it ([`FileTableOptions::program_user`]).
 //!
 //! A search lists a task's descriptors and mappings once and keeps that
 //! snapshot for [`FileTableOptions::snapshot_ttl`], so the many unknown files of one batch
@@ -35,11 +39,15 @@
 //! or mtime drops its cached extent map.
 
 use outrider_core::FileId;
+use outrider_sys::access::AccessChecker;
+use outrider_sys::handle;
+use outrider_sys::launch::{self, Credentials};
+use outrider_sys::{open_regular, Follow};
 use rustc_hash::FxHashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -68,15 +76,23 @@ pub struct FileTableOptions {
     /// (default 2 ms: a poll batch). A descriptor opened later is found by
     /// the next listing.
     pub snapshot_ttl: Duration,
+    /// The program's user when it is not outrider's (default: the sudo
+    /// user, [`outrider_sys::launch::program_credentials`]). Then a file
+    /// from history is registered ([`FileTable::seed`]) only when this
+    /// user can open it by its path, checked by a thread with the user's
+    /// file-system ids ([`outrider_sys::access`]): one open per history
+    /// file before the program starts.
+    pub program_user: Option<Credentials>,
 }
 
 impl Default for FileTableOptions {
     fn default() -> Self {
         FileTableOptions {
-            max_open: (crate::cachetool::nofile_limit() / 4).clamp(64, 4096) as usize,
+            max_open: (outrider_sys::nofile_limit() / 4).clamp(64, 4096) as usize,
             max_files: 1 << 20,
             max_scan: 4096,
             snapshot_ttl: Duration::from_millis(2),
+            program_user: launch::program_credentials().ok().flatten(),
         }
     }
 }
@@ -138,6 +154,10 @@ pub struct FileTable {
     info: FxHashMap<FileId, FileInfo>,
     mounts: handle::Mounts,
     by_ino_ok: bool,
+    /// Answers "can the program's user open this?" when
+    /// [`FileTableOptions::program_user`] is set (`Err`: it could not be
+    /// started, and nothing from history is registered).
+    access: Option<Result<AccessChecker, String>>,
     clock: u64,
     /// Per task: when its descriptors and mappings were listed, and what
     /// (dev, ino) each entry led to.
@@ -158,22 +178,6 @@ pub struct FileTable {
     pub reopened_by_handle: u64,
     /// Files reopened from a known location by path.
     pub reopened_by_path: u64,
-}
-
-/// Open `path` read-only for prefetching: `O_RDONLY|O_CLOEXEC`, plus
-/// `O_NOATIME` when the kernel permits it (we own the file or are root).
-pub fn open_readonly(path: &Path) -> std::io::Result<File> {
-    let r = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOATIME)
-        .open(path);
-    match r {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(path),
-        r => r,
-    }
 }
 
 /// How to open a known file away from the table (an I/O worker opens it
@@ -207,8 +211,13 @@ impl OpenSpec {
 impl FileTable {
     /// An empty table.
     pub fn new(opts: FileTableOptions) -> Self {
+        let access = opts
+            .program_user
+            .as_ref()
+            .map(|c| AccessChecker::new(c).map_err(|e| e.to_string()));
         FileTable {
             opts,
+            access,
             by_ino_ok: true,
             ..FileTable::default()
         }
@@ -323,7 +332,7 @@ impl FileTable {
             .and_then(|(t, b, m)| handle::open_by_handle(&mut self.mounts, *m, *t, b).ok());
         if file.is_some() {
             how = 1;
-        } else if let Ok(f) = open_readonly(&info.path) {
+        } else if let Ok(f) = open_regular(&info.path, Follow::Never) {
             file = Some(f);
             how = 2;
         }
@@ -353,10 +362,20 @@ impl FileTable {
     /// Ids must be seeded in increasing order before the run allocates
     /// any; ids skipped are reserved (they match no file), so the ids of a
     /// history stay the same in the next run. Returns false when `id` is
-    /// not the next free id or above it, or past the bound.
+    /// not the next free id or above it, or past the bound, or when the
+    /// program's user could not open the file
+    /// ([`FileTableOptions::program_user`]).
     pub fn seed(&mut self, id: FileId, info: FileInfo) -> bool {
         let want = id.0 as usize;
         if want <= self.keys.len() || want > self.opts.max_files {
+            return false;
+        }
+        let permitted = match &self.access {
+            None => true,
+            Some(Ok(checker)) => checker.can_open(&info.path, info.dev, info.ino),
+            Some(Err(_)) => false,
+        };
+        if !permitted {
             return false;
         }
         while self.keys.len() + 1 < want {
@@ -548,7 +567,7 @@ impl FileTable {
             self.snapshots.insert(pid, (Instant::now(), listing));
         }
         let p = self.snapshots.get(&pid)?.1.get(&key)?.clone();
-        let f = open_readonly(&p).ok()?;
+        let f = open_regular(&p, Follow::Magic).ok()?;
         // Check that the reopened file is the same one (the descriptor may
         // have been closed and its number reused since the listing).
         let m2 = f.metadata().ok()?;
@@ -678,199 +697,5 @@ mod tests {
         }
         assert!(t.get(ids[0]).is_none(), "oldest closed");
         assert!(t.get(ids[1]).is_some() && t.get(ids[2]).is_some());
-    }
-}
-
-/// `name_to_handle_at(2)` / `open_by_handle_at(2)`.
-pub mod handle {
-    use std::fs::File;
-    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-    use std::path::PathBuf;
-    use std::sync::Arc;
-
-    /// Largest handle accepted (MAX_HANDLE_SZ).
-    pub const MAX_HANDLE_BYTES: usize = 128;
-
-    #[repr(C)]
-    struct Handle {
-        bytes: libc::c_uint,
-        kind: libc::c_int,
-        data: [u8; MAX_HANDLE_BYTES],
-    }
-
-    /// The handle of the file open at `fd`: (type, bytes, mount id), or
-    /// `None` when the file system gives none.
-    pub fn name_to_handle(fd: BorrowedFd<'_>) -> Option<(i32, Vec<u8>, i32)> {
-        let mut h = Handle {
-            bytes: MAX_HANDLE_BYTES as libc::c_uint,
-            kind: 0,
-            data: [0; MAX_HANDLE_BYTES],
-        };
-        let mut mount_id: libc::c_int = 0;
-        // SAFETY: `h` is a file_handle header followed by MAX_HANDLE_BYTES
-        // bytes, as handle_bytes says; the path is an empty C string used
-        // with AT_EMPTY_PATH on a valid descriptor.
-        let r = unsafe {
-            libc::name_to_handle_at(
-                fd.as_raw_fd(),
-                c"".as_ptr(),
-                (&mut h as *mut Handle).cast::<libc::file_handle>(),
-                &mut mount_id,
-                libc::AT_EMPTY_PATH,
-            )
-        };
-        if r != 0 || h.bytes as usize > MAX_HANDLE_BYTES {
-            return None;
-        }
-        Some((h.kind, h.data[..h.bytes as usize].to_vec(), mount_id))
-    }
-
-    /// Descriptors of mount points by mount id (from
-    /// `/proc/self/mountinfo`), opened on first use.
-    #[derive(Debug, Default)]
-    pub struct Mounts {
-        fds: std::collections::HashMap<i32, Option<Arc<OwnedFd>>>,
-        by_dev: std::collections::HashMap<u64, Option<OwnedFd>>,
-    }
-
-    impl Mounts {
-        /// A descriptor of an ext2/3/4 mount of device `dev` whose root is
-        /// the file system's root.
-        fn ext4_fd(&mut self, dev: u64) -> Option<BorrowedFd<'_>> {
-            use std::os::fd::AsFd;
-            self.by_dev
-                .entry(dev)
-                .or_insert_with(|| {
-                    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-                    let want = format!("{}:{}", libc::major(dev), libc::minor(dev));
-                    for line in text.lines() {
-                        let f: Vec<&str> = line.split(' ').collect();
-                        let dash = f.iter().position(|x| *x == "-")?;
-                        let fstype = f.get(dash + 1)?;
-                        if f.get(2) == Some(&want.as_str())
-                            && f.get(3) == Some(&"/")
-                            && matches!(*fstype, "ext4" | "ext3" | "ext2")
-                        {
-                            let id: i32 = f[0].parse().ok()?;
-                            let p = mount_point(id)?;
-                            return File::open(p).ok().map(OwnedFd::from);
-                        }
-                    }
-                    None
-                })
-                .as_ref()
-                .map(|f| f.as_fd())
-        }
-
-        fn fd(&mut self, mount_id: i32) -> Option<BorrowedFd<'_>> {
-            use std::os::fd::AsFd;
-            self.fds
-                .entry(mount_id)
-                .or_insert_with(|| {
-                    let p = mount_point(mount_id)?;
-                    File::open(p).ok().map(|f| Arc::new(OwnedFd::from(f)))
-                })
-                .as_ref()
-                .map(|f| f.as_fd())
-        }
-
-        /// The mount's descriptor, shared (for [`super::OpenSpec`]).
-        pub fn fd_shared(&mut self, mount_id: i32) -> Option<Arc<OwnedFd>> {
-            self.fd(mount_id)?;
-            self.fds.get(&mount_id)?.clone()
-        }
-    }
-
-    fn mount_point(mount_id: i32) -> Option<PathBuf> {
-        let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-        for line in text.lines() {
-            let mut f = line.split(' ');
-            if f.next()?.parse::<i32>().ok()? == mount_id {
-                let p = f.nth(3)?;
-                // Octal escapes (\040 for a space).
-                let mut out = Vec::new();
-                let b = p.as_bytes();
-                let mut i = 0;
-                while i < b.len() {
-                    if b[i] == b'\\' && i + 3 < b.len() {
-                        if let Ok(v) = u8::from_str_radix(&p[i + 1..i + 4], 8) {
-                            out.push(v);
-                            i += 4;
-                            continue;
-                        }
-                    }
-                    out.push(b[i]);
-                    i += 1;
-                }
-                use std::os::unix::ffi::OsStringExt;
-                return Some(PathBuf::from(std::ffi::OsString::from_vec(out)));
-            }
-        }
-        None
-    }
-
-    /// Open inode `ino` of device `dev` read-only without knowing a path:
-    /// on ext2/3/4, a `FILEID_INO32_GEN` handle with generation 0 names
-    /// the inode whatever its generation (ext4's `ext4_nfs_get_inode` skips
-    /// the check for 0). Needs `CAP_DAC_READ_SEARCH`; other file systems:
-    /// `ENOTSUP`. The caller verifies (dev, ino) with `fstat`.
-    pub fn open_by_ino(mounts: &mut Mounts, dev: u64, ino: u64) -> std::io::Result<File> {
-        let ino32 =
-            u32::try_from(ino).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-        let mfd = mounts
-            .ext4_fd(dev)
-            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOTSUP))?
-            .as_raw_fd();
-        let mut bytes = [0u8; 8];
-        bytes[..4].copy_from_slice(&ino32.to_le_bytes());
-        open_handle_at(mfd, 1, &bytes)
-    }
-
-    /// Open the file of a handle read-only (`O_NOATIME` where permitted).
-    /// Needs `CAP_DAC_READ_SEARCH` (`EPERM` otherwise); `ESTALE` when the
-    /// file was deleted (its inode freed or reused).
-    pub fn open_by_handle(
-        mounts: &mut Mounts,
-        mount_id: i32,
-        kind: i32,
-        bytes: &[u8],
-    ) -> std::io::Result<File> {
-        if bytes.len() > MAX_HANDLE_BYTES {
-            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
-        }
-        let mfd = mounts
-            .fd(mount_id)
-            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?
-            .as_raw_fd();
-        open_handle_at(mfd, kind, bytes)
-    }
-
-    pub(super) fn open_handle_at(mfd: i32, kind: i32, bytes: &[u8]) -> std::io::Result<File> {
-        let mut h = Handle {
-            bytes: bytes.len() as libc::c_uint,
-            kind,
-            data: [0; MAX_HANDLE_BYTES],
-        };
-        h.data[..bytes.len()].copy_from_slice(bytes);
-        let mut open = |flags| {
-            // SAFETY: `h` is a valid file_handle of `bytes` bytes; `mfd` is
-            // an open descriptor of the mount.
-            unsafe {
-                libc::open_by_handle_at(
-                    mfd,
-                    (&mut h as *mut Handle).cast::<libc::file_handle>(),
-                    flags,
-                )
-            }
-        };
-        let mut r = open(libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOATIME);
-        if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
-            r = open(libc::O_RDONLY | libc::O_CLOEXEC);
-        }
-        if r < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor we own.
-        Ok(unsafe { File::from_raw_fd(r) })
     }
 }

@@ -22,10 +22,11 @@
 //!   policy blobs that name them, stay the same from run to run) and their
 //!   entries get physical positions from FIEMAP, for `auto`'s ordering.
 
-use crate::files::{handle, open_readonly, FileInfo, FileTable};
+use crate::files::{FileInfo, FileTable};
 use outrider_core::policies::auto::{Entry, NO_LBN};
 use outrider_core::{FileId, BLOCK_SIZE};
 use outrider_store::{AccessRecord, AppHistory, FileRecord};
+use outrider_sys::{handle, open_regular, Follow};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::ffi::OsString;
 use std::os::fd::AsFd;
@@ -121,7 +122,7 @@ fn verify(
     };
     let file = match file {
         Some(f) => f,
-        None => open_readonly(Path::new(&f.path)).map_err(|_| "gone")?,
+        None => open_regular(Path::new(&f.path), Follow::Never).map_err(|_| "gone")?,
     };
     let md = file.metadata().map_err(|_| "gone")?;
     if md.dev() != f.dev || md.ino() != f.ino {

@@ -5,15 +5,18 @@
 //! Safety rules (issue 7 "Safety"): tracing that cannot start, an instance
 //! removed under us, a read error or lost events never stop the program —
 //! the handler is told to degrade ([`Handler::on_fault`]) and the command
-//! runs to its end. Ctrl-C reaches the child through the terminal's process
-//! group; SIGTERM sent to outrider is forwarded to the child. Either way
-//! outrider waits for the child and removes its instance before exiting.
+//! runs to its end. The program is started by [`outrider_sys::launch`]: as
+//! the sudo user unless `--as-root`, killed if outrider dies. Ctrl-C
+//! reaches it through the terminal's process group; SIGHUP, SIGINT,
+//! SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM and SIGTERM sent to outrider are
+//! forwarded to it. Either way outrider waits for the program and removes
+//! its instance before exiting.
 
 use crate::proctree::ProcessTree;
 use crate::tracefs::{EventKind, Instance, InstanceOptions, LiveEvent, SourceStats, TraceFsError};
+use outrider_sys::{launch, monotonic_ns};
 use std::ffi::OsString;
-use std::process::{Command, ExitStatus};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 /// Ring-buffer pages read per poll at most (a bound on one batch:
@@ -22,33 +25,13 @@ pub const MAX_PAGES_PER_POLL: usize = 256;
 /// Sleep between polls when no page was ready.
 pub const IDLE_SLEEP: Duration = Duration::from_millis(1);
 
-static SIGNALLED: AtomicI32 = AtomicI32::new(0);
+/// Catch the signals forwarded to the program (recorded, not fatal) so
+/// the instance is always removed ([`outrider_sys::launch`]).
+pub use outrider_sys::launch::install_signal_handlers;
 
-extern "C" fn on_signal(sig: libc::c_int) {
-    SIGNALLED.store(sig, Ordering::SeqCst);
-}
-
-/// Catch SIGINT and SIGTERM (recorded, not fatal) so the instance is always
-/// removed. Dispositions revert to default in the child at `exec`.
-pub fn install_signal_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores into an atomic
-        // (async-signal-safe); the sigaction struct is zeroed then filled.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
-
-/// The signal (SIGINT or SIGTERM) received since
-/// [`install_signal_handlers`], if any.
+/// The last signal caught since [`install_signal_handlers`], if any.
 pub fn signalled() -> Option<i32> {
-    let sig = SIGNALLED.load(Ordering::SeqCst);
-    (sig != 0).then_some(sig)
+    launch::last_signal()
 }
 
 /// What the session feeds its consumer.
@@ -82,17 +65,6 @@ pub struct SessionOutcome {
     pub tasks: usize,
 }
 
-/// CLOCK_MONOTONIC in ns (the clock of every event's `ts_ns`).
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// The child's exit code as a shell reports it: its code, or 128 + the
 /// signal that killed it.
 pub fn exit_code(status: &ExitStatus) -> u8 {
@@ -105,7 +77,8 @@ pub fn exit_code(status: &ExitStatus) -> u8 {
 }
 
 /// Run `argv` under tracing, feeding `handler`. Errors only when the
-/// command cannot be started; tracing problems become warnings.
+/// command cannot be started (for its exit code, see
+/// [`launch::spawn_failure_code`]); tracing problems become warnings.
 pub fn run_traced(
     argv: &[OsString],
     opts: &InstanceOptions,
@@ -141,14 +114,15 @@ pub fn run_traced_on(
         .ok_or_else(|| std::io::Error::other("no command given"))?;
     let start = Instant::now();
     let t0 = monotonic_ns();
-    let mut child = Command::new(prog).args(args).spawn()?;
+    let creds = launch::program_credentials()
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let mut child = launch::command(prog, args, creds.as_ref()).spawn()?;
     let root = child.id();
     handler.on_start(root, t0);
     let mut tree = ProcessTree::new(root);
     let mut events = Vec::new();
     let mut in_tree = Vec::new();
     let mut lost_seen = 0u64;
-    let mut forwarded = false;
     let status = loop {
         let exited = child.try_wait()?;
         let mut pages = 0;
@@ -199,10 +173,8 @@ pub fn run_traced_on(
             handler.on_events(&events, &in_tree);
         }
         handler.on_poll(monotonic_ns());
-        if SIGNALLED.load(Ordering::SeqCst) == libc::SIGTERM && !forwarded {
-            // SAFETY: kill on our own child's pid.
-            unsafe { libc::kill(root as libc::pid_t, libc::SIGTERM) };
-            forwarded = true;
+        if exited.is_none() {
+            launch::forward_pending(root);
         }
         if let Some(st) = exited {
             if pages < MAX_PAGES_PER_POLL {

@@ -174,7 +174,7 @@ fn files_are_opened_read_only_and_close_on_exec() {
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let p = dir.path().join("f");
     std::fs::write(&p, b"x").unwrap();
-    let f = outrider_live::files::open_readonly(&p).unwrap();
+    let f = outrider_sys::open_regular(&p, outrider_sys::Follow::Never).unwrap();
     // SAFETY: fcntl on a descriptor we own.
     let (fl, fd_fl) = unsafe {
         (

@@ -3,8 +3,8 @@
 //! instance's own clock converted through its markers). Skipped (passes vacuously, with a
 //! note) when not root or tracefs is unavailable.
 
-use outrider_live::session::monotonic_ns;
 use outrider_live::tracefs::{EventKind, Instance, InstanceOptions, CLOCK_RESYNC_NS};
+use outrider_sys::monotonic_ns;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 

@@ -52,6 +52,10 @@
 //! once serialise on SQLite's write lock (WAL mode, [`BUSY_TIMEOUT`]): the
 //! last to commit wins, neither corrupts the file.
 //!
+//! Privacy: the store's directory, the file and its `-wal`, `-shm` and
+//! lock files are private to the running user, and a store another user
+//! could replace or write is refused ([`private`]).
+//!
 //! Extending it: add tables in a new step of [`migrate`] and bump
 //! [`SCHEMA_VERSION`]; older files are migrated in place when opened, newer
 //! ones are refused (not modified). [`Store::connection`] gives other crates
@@ -59,6 +63,9 @@
 #![deny(missing_docs)]
 
 pub use outrider_core::policies::filepred::codec;
+
+pub mod private;
+pub use private::{open_lock, private_dir};
 
 use outrider_core::policies::filepred::model::ModelSnapshot;
 use outrider_core::policies::filepred::FilePred;
@@ -180,6 +187,15 @@ pub enum StoreError {
         /// The version found.
         found: i64,
     },
+    /// The store, its directory or a file beside it could be changed or
+    /// replaced by another user (or is not a regular file).
+    #[error("{path}: refusing to use the history store: {why}")]
+    Unsafe {
+        /// The file or directory at fault.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
     /// A saved model could not be decoded or does not fit the policy.
     #[error("{path}: saved model '{name}' for '{app_key}' is unusable: {why}")]
     Corrupt {
@@ -201,10 +217,12 @@ pub struct Store {
 }
 
 impl Store {
-    /// Open (creating if absent) the store at `path`, in WAL mode,
-    /// migrating an older schema. See [`StoreError`] for refusals.
+    /// Open (creating if absent, `0600` in a private directory) the store
+    /// at `path`, in WAL mode, migrating an older schema. See
+    /// [`StoreError`] for refusals, and [`private`] for who may own it.
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         let path = path.as_ref().to_path_buf();
+        private::prepare(&path)?;
         let sql = |source| StoreError::Sqlite {
             path: path.clone(),
             source,

@@ -14,7 +14,15 @@
 //!   there;
 //! - [`Pool`]: a bounded worker pool that issues those chunks, because the
 //!   kernel submits the I/O of one call synchronously in the caller;
-//! - [`memory`]: cgroup (v1 and v2) memory limits and `MemAvailable`.
+//! - [`memory`]: cgroup (v1 and v2) memory limits and `MemAvailable`;
+//! - [`files`]: opening a path from a history, a list or an argument
+//!   safely ([`open_regular`]: no FIFO, device or final symbolic link),
+//!   the descriptor limit and the monotonic clock;
+//! - [`handle`]: `name_to_handle_at`/`open_by_handle_at` and the mount
+//!   points they need (`/proc/self/mountinfo`);
+//! - [`launch`]: starting the program as its user (sudo), killed if
+//!   outrider dies, with outrider's signals forwarded; [`access`]: could
+//!   that user open a file?
 //!
 //! The one design decision a reader must know: **nothing here keeps policy
 //! state.** Functions take a borrowed file descriptor and return plain data;
@@ -23,9 +31,13 @@
 //! and `EOPNOTSUPP` apart from real failures.
 #![deny(missing_docs)]
 
+pub mod access;
 pub mod advise;
 pub mod cachestat;
 pub mod fiemap;
+pub mod files;
+pub mod handle;
+pub mod launch;
 pub mod memory;
 pub mod pool;
 
@@ -35,6 +47,7 @@ pub use advise::{
 };
 pub use cachestat::{cachestat, cachestat_mincore, page_cached_nowait, CacheStat};
 pub use fiemap::{fiemap, Extent};
+pub use files::{monotonic_ns, nofile_limit, open_regular, Follow};
 pub use memory::{cgroup_memory, mem_available_bytes, CgroupMemory};
 pub use pool::Pool;
 

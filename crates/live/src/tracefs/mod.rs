@@ -24,7 +24,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::session::monotonic_ns;
+use outrider_sys::monotonic_ns;
 
 /// Where tracefs is normally mounted.
 pub const TRACEFS: &str = "/sys/kernel/tracing";

@@ -250,34 +250,61 @@ pub fn write_trace(
     }
 }
 
-/// Write `bytes` produced by `fill` to `path` atomically: a temporary file
-/// next to it, then a rename.
-pub(crate) fn write_atomic(
+/// Write what `fill` produces to `path` atomically: a temporary file in
+/// the same directory, then a rename over `path`.
+///
+/// The temporary file has an unpredictable name and is created with
+/// `O_EXCL` (the `tempfile` crate), so a symbolic link planted under a
+/// guessable name cannot redirect the write; the rename replaces `path`
+/// itself, never writing through a link found there. The file is `0600`
+/// when written by root (a recorded trace names the files a program read
+/// and where they lie on disk), else `0666` less the umask, like any file
+/// the user creates.
+pub fn write_atomic(
     path: &Path,
     fill: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
 ) -> Result<(), TraceError> {
     use std::io::Write;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-    // Unique per process and per call, so concurrent writers never share
-    // a temporary file.
-    static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = path.with_file_name(format!(
-        ".{}.tmp{}.{serial}",
-        name.unwrap_or_else(|| "trace".into()),
-        std::process::id()
-    ));
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
     let result = (|| {
-        let file = std::fs::File::create(&tmp)?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        let tmp = tempfile::Builder::new()
+            .prefix(".outrider-")
+            .suffix(".tmp")
+            .tempfile_in(dir)?;
+        if let Some(mode) = user_file_mode() {
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file().try_clone()?);
         fill(&mut w)?;
         w.flush()?;
         w.get_ref().sync_all()?;
         drop(w);
-        std::fs::rename(&tmp, path)
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
     })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        TraceError::io(path, e)
-    })
+    result.map_err(|e: std::io::Error| TraceError::io(path, e))
+}
+
+/// The mode of a new output file: `None` (keep `tempfile`'s `0600`) for
+/// root, else `0666` less the process's umask (from `/proc/self/status`;
+/// `0022` assumed when unreadable).
+fn user_file_mode() -> Option<u32> {
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return None;
+    }
+    let umask = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022);
+    Some(0o666 & !umask)
 }
