@@ -127,7 +127,8 @@ fn totals_json(action: Action, t: &Totals, elapsed_s: f64) -> String {
         "pages": t.pages,
         "known_pages": t.known_pages,
         "resident_pages": t.resident_pages,
-        "resident_pct": pct(t.resident_pages, t.known_pages),
+        "resident_pct": (t.known_pages > 0 || t.unknown_files == 0)
+            .then(|| pct(t.resident_pages, t.known_pages)),
         "dirty_pages": t.dirty_pages,
         "writeback_pages": t.writeback_pages,
         "evicted_pages": t.evicted_pages,
@@ -150,14 +151,18 @@ fn totals_text(action: Action, t: &Totals, elapsed_s: f64) -> String {
         s += &format!(" ({} more hard links counted once)", t.links_skipped);
     }
     s += &format!("\nDirectories: {}\n", t.dirs);
-    s += &format!(
-        "{verb}: {}/{} ({:.1}%; {}/{} pages)\n",
-        pages_bytes(t.resident_pages),
-        pages_bytes(t.known_pages),
-        pct(t.resident_pages, t.known_pages),
-        t.resident_pages,
-        t.known_pages
-    );
+    if t.known_pages == 0 && t.unknown_files > 0 {
+        s += &format!("{verb}: unknown\n");
+    } else {
+        s += &format!(
+            "{verb}: {}/{} ({:.1}%; {}/{} pages)\n",
+            pages_bytes(t.resident_pages),
+            pages_bytes(t.known_pages),
+            pct(t.resident_pages, t.known_pages),
+            t.resident_pages,
+            t.known_pages
+        );
+    }
     s += &format!(
         "Dirty: {}  Writeback: {}  Evicted: {} ({} recently)\n",
         pages_bytes(t.dirty_pages),
