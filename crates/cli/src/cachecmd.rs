@@ -2,6 +2,9 @@
 //! [--no-wait] PATH...`: vmtouch-like page-cache inspection and control
 //! (outrider-live's `cachetool`). Directories are walked recursively.
 //!
+//! Under sudo, directories are listed and files opened as the invoking
+//! user (`--as-root` to act as root); residency is asked as root.
+//!
 //! Exit codes: 0 when every file was examined and its residency known; 1
 //! when an entry could not be examined or the kernel would not tell a
 //! file's residency (each named on stderr with the reason — never
@@ -39,6 +42,10 @@ pub struct CacheArgs {
     /// is in memory.
     #[arg(long)]
     pub no_wait: bool,
+    /// Under sudo, list directories and open files as root instead of
+    /// as the invoking user (SUDO_UID/SUDO_GID).
+    #[arg(long)]
+    pub as_root: bool,
     /// Files or directories.
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
@@ -195,7 +202,9 @@ fn totals_text(action: Action, t: &Totals, elapsed_s: f64) -> String {
 
 /// Run one of the three commands.
 pub fn run(action: Action, a: CacheArgs) -> anyhow::Result<()> {
+    outrider_sys::launch::keep_root(a.as_root);
     let opts = WalkOptions {
+        as_user: outrider_sys::launch::program_credentials().map_err(usage)?,
         wait: !a.no_wait,
         one_file_system: a.one_file_system,
         include: a.include,

@@ -127,9 +127,10 @@ pub fn lookup(dir: &Path, path: &Path) -> Option<Calibration> {
 }
 
 fn store(dir: &Path, c: &Calibration) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let file = dir.join("calibration.tsv");
+    // The state directory: created 0700, refused if others can change it
+    // (outrider_store::private).
+    outrider_store::private_dir(&file).map_err(|e| anyhow::anyhow!("{e}"))?;
     let old = std::fs::read_to_string(&file).unwrap_or_default();
     let mut lines: Vec<String> = old
         .lines()
@@ -145,11 +146,9 @@ fn store(dir: &Path, c: &Calibration) -> anyhow::Result<()> {
         c.unix_time
     ));
     let skip = lines.len().saturating_sub(MAX_ENTRIES);
-    let tmp = dir.join(format!("calibration.tsv.{}", std::process::id()));
-    std::fs::write(&tmp, lines[skip..].join("\n") + "\n")
-        .and_then(|()| std::fs::rename(&tmp, &file))
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
-    Ok(())
+    // An unpredictable temporary name, renamed over the file: never
+    // written through a link planted at a guessable name.
+    crate::outfile::write(&file, &(lines[skip..].join("\n") + "\n"))
 }
 
 /// A zeroed buffer of `len` bytes aligned to [`ALIGN`] (for O_DIRECT).

@@ -74,8 +74,9 @@ fn run_argument_errors_exit_2_with_a_message() {
         "{}",
         stderr(&o)
     );
+    // Not found: 127, as env and timeout report it.
     let o = outrider(&["run", "--no-history", "--", "/nonexistent/program"]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(127));
     assert!(
         stderr(&o).contains("cannot run /nonexistent/program"),
         "{}",

@@ -418,3 +418,46 @@ fn stat_as_another_user_reports_unknown_not_a_false_zero() {
         "{first}"
     );
 }
+
+/// `sudo outrider stat DIR` used to list, as root, a directory the user
+/// cannot read (names, sizes): under sudo the walk lists and opens as the
+/// invoking user; residency of what the user can read is still known
+/// (cachestat as root). `--as-root` walks as root.
+#[test]
+fn under_sudo_stat_sees_only_what_the_user_can_open() {
+    let Some((uid, gid, _)) = test_user() else {
+        eprintln!("skipped: needs root to create a second user");
+        return;
+    };
+    let d = tempfile::tempdir_in("/var/tmp").unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let private = d.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(private.join("secret-name"), b"x").unwrap();
+    let public = d.path().join("public");
+    std::fs::write(&public, vec![1u8; 4 * 4096]).unwrap();
+    let sudo_stat = |extra: &[&str], path: &Path| -> Output {
+        let mut args = vec!["stat", "-v", "--json"];
+        args.extend_from_slice(extra);
+        Command::new(BIN)
+            .args(&args)
+            .arg(path)
+            .env("SUDO_UID", uid.to_string())
+            .env("SUDO_GID", gid.to_string())
+            .output()
+            .unwrap()
+    };
+    let o = sudo_stat(&[], &private);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("Permission denied"), "{}", stderr(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("secret-name"));
+    let o = sudo_stat(&[], &public);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let first: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&o.stdout).lines().next().unwrap()).unwrap();
+    assert!(first["resident_pages"].is_u64(), "{first}");
+    let o = sudo_stat(&["--as-root"], &private);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("secret-name"));
+}

@@ -14,6 +14,12 @@
 //!   warm returns the data is in memory, as after `vmtouch -t`;
 //! - evict issues `DONTNEED` (drops only clean, unmapped pages).
 //!
+//! Under sudo ([`WalkOptions::as_user`]) directories are listed and files
+//! opened with the invoking user's file-system ids
+//! ([`outrider_sys::access::AsUser`]), so `sudo outrider stat` cannot
+//! reveal what lies in a directory the user cannot read; only
+//! `cachestat`, `WILLNEED` and `DONTNEED` run with root's rights.
+//!
 //! Directories are walked recursively, like vmtouch; symbolic links inside
 //! a walk are not followed (a link named on the command line is), files
 //! with several hard links are counted once, `one_file_system` stays on the
@@ -29,6 +35,8 @@
 //! open at once, so 10^6 files need neither 10^6 descriptors nor a list of
 //! 10^6 names (measured: `bench/results/live-files.md`, `ulimit -n 64`).
 
+use outrider_sys::access::AsUser;
+use outrider_sys::launch::Credentials;
 use outrider_sys::{Advice, CacheStat, Fetch, Follow, Pool};
 use rustc_hash::FxHashSet;
 use std::fs::{self, File};
@@ -129,6 +137,10 @@ pub struct WalkOptions {
     /// Leave out files and directories whose name matches one of these
     /// (default: none).
     pub exclude: Vec<String>,
+    /// List directories and open files as this user (default: the sudo
+    /// user, [`outrider_sys::launch::program_credentials`]; `None`: as
+    /// ourselves).
+    pub as_user: Option<Credentials>,
 }
 
 impl Default for WalkOptions {
@@ -140,6 +152,7 @@ impl Default for WalkOptions {
             one_file_system: false,
             include: Vec::new(),
             exclude: Vec::new(),
+            as_user: outrider_sys::launch::program_credentials().ok().flatten(),
         }
     }
 }
@@ -153,6 +166,14 @@ pub enum WalkError {
     Io {
         /// The path.
         path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The invoking user's identity could not be taken.
+    #[error("cannot act as uid {uid}: {source}")]
+    User {
+        /// The user.
+        uid: u32,
         /// The cause.
         source: io::Error,
     },
@@ -232,6 +253,8 @@ struct Walker<'o, F> {
     totals: Totals,
     /// (dev, ino) of files with more than one link, counted already.
     linked: FxHashSet<(u64, u64)>,
+    /// The identity directories are listed and files opened with.
+    user: Option<AsUser>,
     each: F,
 }
 
@@ -245,9 +268,21 @@ pub fn walk(
     opts: &WalkOptions,
     each: impl FnMut(Visit<'_>),
 ) -> Result<Totals, WalkError> {
+    let user = match &opts.as_user {
+        Some(c) => Some(AsUser::new(c).map_err(|source| WalkError::User { uid: c.uid, source })?),
+        None => None,
+    };
     let targets = roots
         .iter()
-        .map(|r| root_target(r))
+        .map(|r| match &user {
+            Some(u) => u
+                .run(|| Ok(root_target(r)))
+                .map_err(|source| WalkError::Io {
+                    path: r.clone(),
+                    source,
+                })?,
+            None => root_target(r),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     // Every queued warm job holds a descriptor: keep the queue within the
     // descriptor limit (minus stdio, the directory handle and slack).
@@ -262,6 +297,7 @@ pub fn walk(
         advised: Arc::new(AtomicU64::new(0)),
         totals: Totals::default(),
         linked: FxHashSet::default(),
+        user,
         each,
     };
     for (r, (target, md)) in roots.iter().zip(targets) {
@@ -279,6 +315,14 @@ pub fn walk(
 }
 
 impl<F: FnMut(Visit<'_>)> Walker<'_, F> {
+    /// `f` with the walk's identity.
+    fn as_user<T>(&self, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        match &self.user {
+            Some(u) => u.run(f),
+            None => f(),
+        }
+    }
+
     fn error(&mut self, path: &Path, e: &io::Error) {
         self.totals.errors += 1;
         (self.each)(Visit::Error(path, e));
@@ -289,7 +333,7 @@ impl<F: FnMut(Visit<'_>)> Walker<'_, F> {
     fn tree(&mut self, shown: &Path, root: &Path, root_dev: u64) {
         let mut stack: Vec<(PathBuf, PathBuf)> = vec![(shown.to_path_buf(), root.to_path_buf())];
         while let Some((shown, dir)) = stack.pop() {
-            let (handle, rd) = match read_dir_nofollow(&dir) {
+            let (handle, rd) = match self.as_user(|| read_dir_nofollow(&dir)) {
                 Ok(x) => x,
                 Err(e) => {
                     self.error(&shown, &e);
@@ -339,13 +383,14 @@ impl<F: FnMut(Visit<'_>)> Walker<'_, F> {
 
     /// Open a file (retrying once when out of descriptors).
     fn open(&mut self, path: &Path) -> io::Result<File> {
-        match outrider_sys::open_regular(path, Follow::Never) {
+        let open = || outrider_sys::open_regular(path, Follow::Never);
+        match self.as_user(open) {
             Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
                 // Out of descriptors: let the queued jobs finish, retry once.
                 if let Some(p) = &self.pool {
                     let _ = p.wait();
                 }
-                outrider_sys::open_regular(path, Follow::Never)
+                self.as_user(open)
             }
             r => r,
         }
@@ -568,6 +613,26 @@ mod tests {
         let _ = std::process::Command::new("umount").arg(&m).status();
         assert_eq!((all.files, all.dirs), (2, 2));
         assert_eq!((one.files, one.dirs, one.other_fs), (1, 1, 1));
+    }
+
+    /// `warm` used to return while its reads were still in flight
+    /// (reading right after was as slow as cold): by default it returns
+    /// once every page can be read without I/O (a `RWF_NOWAIT` read of a
+    /// page still being read in fails with `EAGAIN`).
+    #[test]
+    fn warm_returns_once_the_data_is_in_memory() {
+        let d = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = d.path().join("f");
+        fs::write(&p, vec![3u8; 256 * 4096]).unwrap();
+        fs::File::open(&p).unwrap().sync_all().unwrap();
+        let roots = [p.clone()];
+        totals(&roots, Action::Evict, &WalkOptions::default());
+        totals(&roots, Action::Warm, &WalkOptions::default());
+        let f = fs::File::open(&p).unwrap();
+        let missing: Vec<u64> = (0..256)
+            .filter(|i| !outrider_sys::page_cached_nowait(f.as_fd(), i * 4096).unwrap())
+            .collect();
+        assert!(missing.is_empty(), "pages not yet in memory: {missing:?}");
     }
 
     /// stat → evict → stat → warm → stat on a real file on disk: the counts

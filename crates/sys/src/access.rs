@@ -15,6 +15,11 @@
 //! [`crate::files::open_regular`]'s (no FIFO, no final symbolic link), and
 //! the answer is yes only if it leads to the expected (device, inode).
 //! Comparing mode bits instead would miss directory permissions and ACLs.
+//!
+//! [`AsUser`] is the same mechanism on the caller's own thread, switched
+//! around each open: `sudo outrider stat DIR` lists directories and opens
+//! files as the user (so it cannot reveal the names and sizes inside a
+//! directory the user cannot read), and asks `cachestat` as root.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -77,27 +82,77 @@ fn opens_as(path: &Path, dev: u64, ino: u64) -> bool {
         .is_ok_and(|m| m.dev() == dev && m.ino() == ino)
 }
 
-/// Give this thread (only) `creds`' groups and file-system ids.
-fn become_user(creds: &Credentials) -> std::io::Result<()> {
-    // SAFETY: raw system calls with a valid group array; they change the
-    // credentials of the calling thread only.
-    unsafe {
-        if libc::syscall(
+/// Give this thread (only) `creds`' supplementary groups.
+fn set_thread_groups(creds: &Credentials) -> std::io::Result<()> {
+    // SAFETY: a raw system call with a valid group array; it changes the
+    // groups of the calling thread only.
+    let r = unsafe {
+        libc::syscall(
             libc::SYS_setgroups,
             creds.groups.len(),
             creds.groups.as_ptr(),
-        ) != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-        libc::syscall(libc::SYS_setfsgid, creds.gid);
-        libc::syscall(libc::SYS_setfsuid, creds.uid);
-        // setfs*id report no error; read the ids back (-1 changes nothing).
-        let gid = libc::syscall(libc::SYS_setfsgid, -1i32) as libc::gid_t;
-        let uid = libc::syscall(libc::SYS_setfsuid, -1i32) as libc::uid_t;
-        if (uid, gid) != (creds.uid, creds.gid) {
-            return Err(std::io::Error::from_raw_os_error(libc::EPERM));
-        }
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Set this thread's file-system ids; returns the previous ones.
+fn set_fs_ids(uid: libc::uid_t, gid: libc::gid_t) -> std::io::Result<(libc::uid_t, libc::gid_t)> {
+    // SAFETY: raw system calls changing the calling thread's fs ids only.
+    unsafe {
+        let old_gid = libc::syscall(libc::SYS_setfsgid, gid) as libc::gid_t;
+        let old_uid = libc::syscall(libc::SYS_setfsuid, uid) as libc::uid_t;
+        // setfs*id report no error; read the ids back (-1 changes nothing).
+        let now_gid = libc::syscall(libc::SYS_setfsgid, -1i32) as libc::gid_t;
+        let now_uid = libc::syscall(libc::SYS_setfsuid, -1i32) as libc::uid_t;
+        if (now_uid, now_gid) != (uid, gid) {
+            libc::syscall(libc::SYS_setfsuid, old_uid);
+            libc::syscall(libc::SYS_setfsgid, old_gid);
+            return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+        }
+        Ok((old_uid, old_gid))
+    }
+}
+
+/// Give this thread (only) `creds`' groups and file-system ids.
+fn become_user(creds: &Credentials) -> std::io::Result<()> {
+    set_thread_groups(creds)?;
+    set_fs_ids(creds.uid, creds.gid).map(drop)
+}
+
+/// Run file-system operations on the calling thread as another user
+/// (see the module comment). Create it on the thread that will use it.
+#[derive(Debug)]
+pub struct AsUser {
+    uid: libc::uid_t,
+    gid: libc::gid_t,
+}
+
+impl AsUser {
+    /// Give the calling thread `creds`' supplementary groups (kept: while
+    /// the thread's fsuid is root, groups do not matter to its access).
+    pub fn new(creds: &Credentials) -> std::io::Result<AsUser> {
+        set_thread_groups(creds)?;
+        Ok(AsUser {
+            uid: creds.uid,
+            gid: creds.gid,
+        })
+    }
+
+    /// Run `f` with the user's file-system ids, then restore ours. An
+    /// error (`EPERM`) when the ids could not be taken; `f` did not run.
+    pub fn run<T>(&self, f: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+        let (uid, gid) = match set_fs_ids(self.uid, self.gid) {
+            Ok(old) => old,
+            Err(e) => return Err(e),
+        };
+        let r = f();
+        // Returning to our own ids cannot fail; if it did, the thread
+        // would keep the user's (fewer) rights, the safe direction.
+        let _ = set_fs_ids(uid, gid);
+        r
+    }
 }

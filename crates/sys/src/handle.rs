@@ -114,16 +114,22 @@ fn mount_lines() -> Vec<MountLine> {
         .unwrap_or_default()
 }
 
-/// An `O_PATH` descriptor of a mount point (enough for
-/// `open_by_handle_at`, and opening it cannot block).
+/// A descriptor of a mount point for `open_by_handle_at` (which refuses
+/// an `O_PATH` descriptor): a directory, or a regular file for a file bind
+/// mount; never a device or FIFO (opened `O_NONBLOCK` and checked).
 fn open_mount_point(p: &std::path::Path) -> Option<OwnedFd> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
+    let md = std::fs::metadata(p).ok()?;
+    if !(md.is_dir() || md.is_file()) {
+        return None;
+    }
+    let f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
         .open(p)
-        .ok()
-        .map(OwnedFd::from)
+        .ok()?;
+    let md = f.metadata().ok()?;
+    (md.is_dir() || md.is_file()).then(|| OwnedFd::from(f))
 }
 
 /// Descriptors of mount points by mount id (from
