@@ -177,8 +177,16 @@ pub fn fit(m: &Measurements) -> Result<Fit, String> {
     let sw: f64 = w.iter().sum();
     let mx = pts.iter().zip(&w).map(|(p, w)| w * p.0).sum::<f64>() / sw;
     let my = pts.iter().zip(&w).map(|(p, w)| w * p.1).sum::<f64>() / sw;
-    let sxx: f64 = pts.iter().zip(&w).map(|(p, w)| w * (p.0 - mx).powi(2)).sum();
-    let sxy: f64 = pts.iter().zip(&w).map(|(p, w)| w * (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = pts
+        .iter()
+        .zip(&w)
+        .map(|(p, w)| w * (p.0 - mx).powi(2))
+        .sum();
+    let sxy: f64 = pts
+        .iter()
+        .zip(&w)
+        .map(|(p, w)| w * (p.0 - mx) * (p.1 - my))
+        .sum();
     let slope = sxy / sxx; // ns per byte
     if !(slope.is_finite() && slope > 0.0) {
         return Err("latency does not grow with request size".into());
