@@ -1,5 +1,6 @@
 //! The pure parts of one prefetching round (libprefetch §3.5, §4.5–4.7):
-//! K unique pages, C-LOOK order, infill merge, and the AIMD controller.
+//! K unique pages, C-LOOK order and infill merge (both from
+//! [`crate::mechanism`]), and the AIMD controller.
 //! Shared by the simulator policy ([`super::Directed`]) and the live
 //! library (`outrider-directed`), one implementation each.
 

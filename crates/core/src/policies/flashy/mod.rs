@@ -69,6 +69,20 @@
 //! per block. `infill=0` is the paper's behaviour (strides of a pattern
 //! are never adjacent: adjacent reads are sequential).
 //!
+//! # The faithful setting: `readahead+flashy`
+//!
+//! prefetchd ran in user space over the kernel's page cache with Linux
+//! readahead left on (§V; §VI-C: the baseline is "the default I/O
+//! configuration ... including some limited readahead by the kernel"), so
+//! the paper's comparison is the stack `readahead+flashy` against
+//! `readahead`, which is how `bench/flashy.sh` reports it. `flashy` alone
+//! is prefetchd on a kernel without readahead. In the simulator the
+//! direction of the paper's result (flashy ahead of readahead) shows where
+//! readahead leaves the device idle — large records with compute between
+//! them, reverse and strided scans — and not on the LFS and BLAST stand-ins,
+//! where readahead already runs at the device or compute floor
+//! (`bench/results/flashy.md`, "Why flashy trails readahead").
+//!
 //! # What is approximate
 //!
 //! - Our prefetch reads are attributed to their stream by window id (the
