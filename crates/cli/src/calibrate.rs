@@ -232,7 +232,7 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<()> {
     let canon =
         std::fs::canonicalize(&a.path).map_err(|e| usage(format!("{}: {e}", a.path.display())))?;
     let dir = a.state_dir.clone().or_else(state_dir).ok_or_else(|| {
-        usage("no state directory: set XDG_STATE_HOME or HOME, or pass --state-dir")
+        usage("no state directory: set OUTRIDER_STATE_DIR, XDG_STATE_HOME or HOME, or pass --state-dir")
     })?;
     let c = match (a.force, lookup(&dir, &canon)) {
         (false, Some(c)) => c,
@@ -262,17 +262,25 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<()> {
         }
     };
     let model = model(&dir, &canon, &c, a.force)?;
-    if a.json {
+    print_result(&c, model.as_ref(), &dir, a.json)
+}
+
+/// What `outrider calibrate` prints: one JSON object, or a sentence per
+/// result.
+fn print_result(
+    c: &Calibration,
+    model: Option<&devmodel::Stored>,
+    dir: &Path,
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
         #[derive(Serialize)]
         struct Out<'a> {
             #[serde(flatten)]
             c: &'a Calibration,
             model: Option<&'a devmodel::Stored>,
         }
-        let out = Out {
-            c: &c,
-            model: model.as_ref(),
-        };
+        let out = Out { c, model };
         println!("{}", serde_json::to_string(&out)?);
     } else {
         println!(
@@ -292,7 +300,7 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<()> {
             },
             dir.join("calibration.tsv").display()
         );
-        if let Some(m) = &model {
+        if let Some(m) = model {
             println!(
                 "device model: {:.1} µs + size / {:.0} MB/s per request, {} at once \
                  (90% of the peak {} reads/s from {} threads), {:.0} MB/s shared; \
