@@ -44,15 +44,7 @@ NOREG_REPS=${NOREG_REPS:-5}
 POLICY=${POLICY:-}
 HISTORY=${HISTORY:-auto}
 WORKLOADS=${WORKLOADS:-reverse stride seq random grep diff sqlite python}
-RANDOM_READS=${RANDOM_READS:-20000}
 DATA_DIR=${DATA_DIR:-/var/tmp/outrider-bench}
-DIFF_DIRS=${DIFF_DIRS:-arch fs net kernel include sound Documentation}
-SQLITE_ROWS=${SQLITE_ROWS:-1500000}
-SQLITE_LIMIT=${SQLITE_LIMIT:-128M}
-# zips are 0000..9999 + "11111": the query reads those below SQLITE_ZIP_BELOW
-SQLITE_ZIP_BELOW=${SQLITE_ZIP_BELOW:-0400}
-PY_MODULES=${PY_MODULES:-numpy pandas scipy.stats scipy.optimize scipy.signal sympy}
-CGROUP=${CGROUP:-/sys/fs/cgroup/memory/outrider-bench}
 OUT=${OUT:-bench/results/live.md}
 
 # OUTRIDER=path: use that binary instead of building target/release/outrider.
@@ -60,81 +52,11 @@ if [ -z "${OUTRIDER:-}" ]; then
   cargo build --release --quiet -p outrider
 fi
 bin=${OUTRIDER:-$PWD/target/release/outrider}
-here=$PWD/bench/live
 mkdir -p "$DATA_DIR"
 
 # --- setup (cached) -------------------------------------------------------
-. bench/live/setup.sh # setup_tree, cold
-setup_file() {
-  cc -O2 -o "$DATA_DIR/reader" bench/live/reader.c
-  data=$DATA_DIR/data-1g
-  if [ ! -f "$data" ] || [ "$(stat -c %s "$data")" != 1073741824 ]; then
-    head -c 1073741824 /dev/urandom > "$data.tmp" && mv "$data.tmp" "$data"
-    sync
-  fi
-}
-setup_diff() {
-  setup_tree
-  dtag=$(echo "$DIFF_DIRS" | tr ' ' '_')
-  diffa=$DATA_DIR/diff-$dtag/a
-  diffb=$DATA_DIR/diff-$dtag/b
-  if [ ! -f "$DATA_DIR/diff-$dtag/.complete" ]; then
-    rm -rf "$DATA_DIR/diff-$dtag"; mkdir -p "$diffa" "$diffb"
-    for d in $DIFF_DIRS; do cp -a "$tree/$d" "$diffa/"; done
-    sync
-    # The second copy is written after the first: its blocks lie elsewhere.
-    for d in $DIFF_DIRS; do cp -a "$diffa/$d" "$diffb/"; done
-    sync; touch "$DATA_DIR/diff-$dtag/.complete"
-  fi
-}
-setup_sqlite() {
-  db=$DATA_DIR/tpcc-$SQLITE_ROWS.db
-  if [ ! -f "$db" ]; then
-    rm -f "$db.tmp"
-    python3 bench/live/tpcc_customer.py "$db.tmp" "$SQLITE_ROWS"
-    mv "$db.tmp" "$db"; sync
-  fi
-  mkdir -p "$CGROUP"
-  echo "$SQLITE_LIMIT" > "$CGROUP/memory.limit_in_bytes"
-  limit_bytes=$(cat "$CGROUP/memory.limit_in_bytes")
-  db_bytes=$(stat -c %s "$db")
-  query="SELECT c_id, c_last, c_zip, c_balance, length(c_data) FROM customer WHERE c_zip < '$SQLITE_ZIP_BELOW' ORDER BY c_zip;"
-}
-setup_python() {
-  venv=$DATA_DIR/venv
-  if [ ! -f "$venv/.complete" ]; then
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q numpy pandas scipy sympy
-    touch "$venv/.complete"
-  fi
-  pyimport="import $(echo "$PY_MODULES" | tr ' ' ',')"
-}
-
-# CMD=( ... ) for workload $1
-command_of() {
-  case $1 in
-    reverse | stride | seq) CMD=("$DATA_DIR/reader" "$1" "$data") ;;
-    random) CMD=("$DATA_DIR/reader" random "$data" "$RANDOM_READS") ;;
-    # A string that occurs nowhere: grep reads every file to its end.
-    grep) CMD=(grep -r -F -e outrider-bench-no-such-string "$tree") ;;
-    diff) CMD=(diff -r "$diffa" "$diffb") ;;
-    sqlite) CMD=("$here/incgroup.sh" "$CGROUP" sqlite3 "$db" "$query") ;;
-    python) CMD=("$venv/bin/python" -c "$pyimport") ;;
-    *) echo "unknown workload '$1' (expected one of: reverse stride seq random grep diff sqlite python)" >&2; exit 2 ;;
-  esac
-}
-
-for w in $WORKLOADS; do
-  case $w in
-    reverse | stride | seq | random) setup_file ;;
-    grep) setup_tree ;;
-    diff) setup_diff ;;
-    sqlite) setup_sqlite ;;
-    python) setup_python ;;
-    *) command_of "$w" ;;
-  esac
-done
+. bench/live/setup.sh # the workloads (setup_*, command_of, setup_workload), cold
+for w in $WORKLOADS; do setup_workload "$w"; done
 
 # --- measurement ----------------------------------------------------------
 work=$(mktemp -d)

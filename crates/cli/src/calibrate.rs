@@ -1,15 +1,19 @@
 //! `outrider calibrate DEVICE-OR-FILE`: measure the maximum read throughput
 //! flashy prefetching caps itself by (flashy §IV-C: "we measure the raw
 //! throughput from each disk by reading a large, uncached file, and using
-//! this as the maximum").
+//! this as the maximum"), and fit the simulator's calibrated device model
+//! to the disk ([`crate::devmodel`]: latency per request size, useful
+//! queue depth, bandwidth; stored in `device-model.tsv` beside
+//! `calibration.tsv`).
 //!
 //! Reads up to `--bytes` (default 1 GiB) from the start of the path in
 //! `--block` pieces (default 1 MiB) with `O_DIRECT`, so the page cache
 //! neither helps nor is disturbed. Where `O_DIRECT` is refused (tmpfs, some
 //! FUSE file systems) it reads through the cache and says so: the number
-//! is then only an upper bound. The result is stored in
-//! `calibration.tsv` under `$XDG_STATE_HOME/outrider/` (default
-//! `~/.local/state/outrider/`), or `/var/lib/outrider/` when run as root,
+//! is then only an upper bound (and no device model is fitted). The result
+//! is stored in `calibration.tsv` under `$OUTRIDER_STATE_DIR` if set, else
+//! `$XDG_STATE_HOME/outrider/` (default `~/.local/state/outrider/`), or
+//! `/var/lib/outrider/` when run as root,
 //! and reused on the next call for the same path unless `--force`.
 //!
 //! File format, one line per calibrated path, tab-separated:
@@ -18,7 +22,7 @@
 //! is `dev:MAJOR:MINOR` (the device a file lives on, or the block device
 //! itself): `outrider run` looks devices up there (see [`for_run`]).
 
-use crate::usage;
+use crate::{devmodel, usage};
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
@@ -28,9 +32,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// `O_DIRECT` (not in std; the CLI links no libc crate).
 #[cfg(any(target_arch = "aarch64", target_arch = "arm"))]
-const O_DIRECT: i32 = 0o200000;
+pub const O_DIRECT: i32 = 0o200000;
 #[cfg(not(any(target_arch = "aarch64", target_arch = "arm")))]
-const O_DIRECT: i32 = 0o40000;
+pub const O_DIRECT: i32 = 0o40000;
 
 /// Alignment O_DIRECT buffers need (the logical block size; 4 KiB covers
 /// every common device).
@@ -90,8 +94,12 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// The default state directory.
+/// The default state directory: `$OUTRIDER_STATE_DIR` if set, else
+/// `/var/lib/outrider` as root, else `$XDG_STATE_HOME/outrider`.
 pub fn state_dir() -> Option<PathBuf> {
+    if let Some(x) = std::env::var_os("OUTRIDER_STATE_DIR").filter(|x| !x.is_empty()) {
+        return Some(PathBuf::from(x));
+    }
     if is_root() {
         return Some(PathBuf::from("/var/lib/outrider"));
     }
@@ -152,19 +160,19 @@ fn store(dir: &Path, c: &Calibration) -> anyhow::Result<()> {
 }
 
 /// A zeroed buffer of `len` bytes aligned to [`ALIGN`] (for O_DIRECT).
-struct Aligned {
+pub struct Aligned {
     buf: Vec<u8>,
     start: usize,
     len: usize,
 }
 
 impl Aligned {
-    fn new(len: usize) -> Self {
+    pub fn new(len: usize) -> Self {
         let buf = vec![0u8; len + ALIGN];
         let start = buf.as_ptr().align_offset(ALIGN);
         Aligned { buf, start, len }
     }
-    fn slice(&mut self) -> &mut [u8] {
+    pub fn slice(&mut self) -> &mut [u8] {
         &mut self.buf[self.start..self.start + self.len]
     }
 }
@@ -223,7 +231,7 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<()> {
     let canon =
         std::fs::canonicalize(&a.path).map_err(|e| usage(format!("{}: {e}", a.path.display())))?;
     let dir = a.state_dir.clone().or_else(state_dir).ok_or_else(|| {
-        usage("no state directory: set XDG_STATE_HOME or HOME, or pass --state-dir")
+        usage("no state directory: set OUTRIDER_STATE_DIR, XDG_STATE_HOME or HOME, or pass --state-dir")
     })?;
     let c = match (a.force, lookup(&dir, &canon)) {
         (false, Some(c)) => c,
@@ -252,8 +260,27 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<()> {
             c
         }
     };
-    if a.json {
-        println!("{}", serde_json::to_string(&c)?);
+    let model = model(&dir, &canon, &c, a.force)?;
+    print_result(&c, model.as_ref(), &dir, a.json)
+}
+
+/// What `outrider calibrate` prints: one JSON object, or a sentence per
+/// result.
+fn print_result(
+    c: &Calibration,
+    model: Option<&devmodel::Stored>,
+    dir: &Path,
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            #[serde(flatten)]
+            c: &'a Calibration,
+            model: Option<&'a devmodel::Stored>,
+        }
+        let out = Out { c, model };
+        println!("{}", serde_json::to_string(&out)?);
     } else {
         println!(
             "{}: {:.1} MB/s over {} ({}{}), stored in {}",
@@ -272,8 +299,63 @@ pub fn run(a: CalibrateArgs) -> anyhow::Result<()> {
             },
             dir.join("calibration.tsv").display()
         );
+        if let Some(m) = model {
+            println!(
+                "device model: {:.1} µs + size / {:.0} MB/s per request, {} at once \
+                 (90% of the peak {} reads/s from {} threads), {:.0} MB/s shared; \
+                 stored in {} (`outrider sim --device calibrated`)",
+                m.latency_ns as f64 / 1e3,
+                m.transfer_bytes_per_s as f64 / 1e6,
+                m.depth,
+                m.peak_iops,
+                m.knee_depth,
+                m.bandwidth_bytes_per_s as f64 / 1e6,
+                dir.join(devmodel::FILE).display()
+            );
+        }
     }
     Ok(())
+}
+
+/// The device model of `canon` (see [`devmodel`]): stored, or measured
+/// now (with `force`, or when none is stored) and stored under the path
+/// and its device. Needs `O_DIRECT`: through the page cache there is no
+/// device to model.
+fn model(
+    dir: &Path,
+    canon: &Path,
+    c: &Calibration,
+    force: bool,
+) -> anyhow::Result<Option<devmodel::Stored>> {
+    let key = canon.display().to_string();
+    if !force {
+        if let Some(s) = devmodel::load(dir).into_iter().find(|s| s.key == key) {
+            return Ok(Some(s));
+        }
+    }
+    if !c.direct {
+        eprintln!(
+            "outrider: {}: O_DIRECT refused; no device model measured",
+            canon.display()
+        );
+        return Ok(None);
+    }
+    let size = File::open(canon)
+        .and_then(|mut f| f.seek(SeekFrom::End(0)))
+        .map_err(|e| usage(format!("{}: {e}", canon.display())))?;
+    let fit = devmodel::measure(canon, size, c.bytes_per_s as f64)?;
+    let s = devmodel::Stored::new(key, &fit, c.unix_time);
+    devmodel::store(dir, &s)?;
+    if let Some(dev) = device_key_of(canon) {
+        devmodel::store(
+            dir,
+            &devmodel::Stored {
+                key: dev,
+                ..s.clone()
+            },
+        )?;
+    }
+    Ok(Some(s))
 }
 
 /// (major, minor) of a user-space `dev_t` (glibc's encoding).
@@ -287,6 +369,11 @@ pub fn major_minor(dev: u64) -> (u64, u64) {
 pub fn dev_key(dev: u64) -> String {
     let (ma, mi) = major_minor(dev);
     format!("dev:{ma}:{mi}")
+}
+
+/// The store key of the device `path` lives on (`dev:MAJOR:MINOR`).
+pub fn device_key_of(path: &Path) -> Option<String> {
+    device_of(path).map(dev_key)
 }
 
 /// The device `path` lives on, or the block device it is.

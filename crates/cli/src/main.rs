@@ -6,6 +6,7 @@
 
 mod cachecmd;
 mod calibrate;
+mod devmodel;
 mod history;
 mod input;
 mod outfile;
@@ -72,7 +73,8 @@ enum Cmd {
     Policies,
     /// List the built-in workloads and their parameters.
     Workloads,
-    /// Measure a device's maximum read throughput (flashy's cap) and store it.
+    /// Measure a device: its maximum read throughput (flashy's cap) and a
+    /// fitted device model (`sim --device calibrated`); store both.
     Calibrate(calibrate::CalibrateArgs),
 }
 

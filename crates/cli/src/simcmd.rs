@@ -21,7 +21,8 @@ pub struct SimOpts {
     /// (DiskSeen's prefetching area + caching area).
     #[arg(long, default_value = "lru")]
     pub cache_model: String,
-    /// Device model: hdd, ssd, nvme or raid0:N.
+    /// Device model: hdd, ssd, nvme, raid0:N, none, or calibrated[:PATH]
+    /// (fitted to this machine's disk by `outrider calibrate`).
     #[arg(long, default_value = "hdd")]
     pub device: String,
     /// Replay the input N times, emptying the cache but keeping each
@@ -134,11 +135,12 @@ fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
     if o.runs == 0 {
         return Err(usage("--runs must be at least 1"));
     }
-    outrider_sim::device::build_device(&o.device).map_err(|e| usage(format!("--device: {e}")))?;
+    let device = crate::devmodel::resolve_device(&o.device)?;
+    outrider_sim::device::build_device(&device).map_err(|e| usage(format!("--device: {e}")))?;
     Ok(SimConfig {
         cache_blocks,
         cache_model,
-        device: o.device.clone(),
+        device,
         runs: o.runs,
         timing,
         think_ns,

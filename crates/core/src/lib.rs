@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod event;
+pub mod mechanism;
 pub mod metrics;
 pub mod params;
 pub mod policies;

@@ -21,7 +21,8 @@
 //! --example sim_figures`.
 
 use outrider_core::build_policy;
-use outrider_core::policies::directed::plan::{expected_seek_pages, plan_round, Page};
+use outrider_core::mechanism::clook::expected_seek_pages;
+use outrider_core::policies::directed::plan::{plan_round, Page};
 use outrider_sim::device::{hdd_positioning_ns, hdd_service_ns, HDD_MEDIA_BYTES_PER_S};
 use outrider_sim::{simulate, SimConfig};
 use outrider_trace::workloads::generate;

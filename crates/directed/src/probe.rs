@@ -24,7 +24,7 @@
 //! not decide). A device whose warm-up shows more than 0.5 ms per request (a
 //! rotating disk) is measured once, to keep the probe short. The pages the
 //! probe read are dropped again with DONTNEED (they were not cached
-//! before). [`infill_from_costs`] turns the costs into a limit, capped at
+//! before). [`infill::from_costs`](outrider_core::mechanism::infill::from_costs) turns the costs into a limit, capped at
 //! the paper's 32 KiB; live infill pages occupy the page cache and the
 //! reorder buffer (`charge=on`), so the charged rule is the default: reading
 //! a gap through may cost at most half the request it saves. The result is kept per device for the process.
@@ -36,7 +36,8 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use outrider_core::policies::directed::plan::{infill_from_costs, PAPER_INFILL_PAGES};
+use outrider_core::mechanism::infill;
+use outrider_core::policies::directed::plan::PAPER_INFILL_PAGES;
 use outrider_sys::{advise, cachestat, Advice};
 
 const PAGE: u64 = 4096;
@@ -228,7 +229,7 @@ pub fn probe(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Option<DeviceCost> {
     Some(DeviceCost {
         request_ns: req,
         page_ns: page,
-        infill_pages: infill_from_costs(req, page, PAPER_INFILL_PAGES, true),
-        infill_pages_uncharged: infill_from_costs(req, page, PAPER_INFILL_PAGES, false),
+        infill_pages: infill::from_costs(req, page, PAPER_INFILL_PAGES, true),
+        infill_pages_uncharged: infill::from_costs(req, page, PAPER_INFILL_PAGES, false),
     })
 }

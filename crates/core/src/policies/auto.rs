@@ -26,7 +26,7 @@
 //!   which blocked the application for a whole buffer, §4.5).
 //!   Within a batch, ranges of a file at most `infill` apart (default
 //!   8 KiB, two pages) are read as one request through the gap
-//!   (libprefetch §3.4's infill; on this machine's virtio disk a lone 4 KiB
+//!   (libprefetch §3.3's infill, [`crate::mechanism::infill`]; on this machine's virtio disk a lone 4 KiB
 //!   read costs about as much as reading two more pages in sequence, see
 //!   `bench/results/directed.md`): a strided history is then read as the
 //!   few large requests run 1's stride detection made, not one request
@@ -63,6 +63,7 @@
 //! list entries, and pages remembered as seen — 4 GiB of data).
 
 use crate::event::{Access, Op, Origin, Outcome, Target};
+use crate::mechanism::{chunk, clook, infill};
 use crate::policy::{BoxedPolicy, Policy, Sink};
 use crate::size::ByteSize;
 use crate::{FileId, BLOCK_SIZE};
@@ -108,7 +109,7 @@ crate::params! {
         max_pages: u32 = 1 << 20,
         /// run the stride detector (without history, after departure, for reads outside it)
         stride: bool = true,
-        /// largest gap between two history ranges of a file in one batch read through as one request (libprefetch §3.4 infill; 0 = exactly the recorded pages)
+        /// largest gap between two history ranges of a file in one batch read through as one request (libprefetch §3.3 infill; 0 = exactly the recorded pages)
         infill: ByteSize = ByteSize(8 << 10),
         /// most of a forward-sequential run of a file replayed; the rest is left to the kernel's readahead, which reads it ahead of a sequential reader anyway (0 = no limit)
         seq_limit: ByteSize = ByteSize(4 << 20),
@@ -475,31 +476,28 @@ impl Auto {
                 .filter(|(_, c)| !**c)
                 .map(|(e, _)| *e)
                 .collect();
-            // Physical (C-LOOK) order; unknown positions after, by file and page.
-            batch.sort_unstable_by_key(|e| (e.lbn == NO_LBN, e.dev, e.lbn, e.file, e.page));
+            // Physical (C-LOOK) order from the device's start (the head
+            // is unknown); unknown positions after, by file and page.
+            clook::order(
+                &mut batch,
+                |e| (e.lbn == NO_LBN, e.dev, e.lbn, e.file, e.page),
+                (false, 0, 0, FileId(0), 0),
+            );
             let w = sink.new_window();
-            let gap = self.p.infill.0 / BLOCK_SIZE;
-            let mut run: Option<(FileId, u64, u64)> = None;
-            for e in &batch {
-                match &mut run {
-                    // Contiguous, or separated by a gap of at most `infill`:
-                    // one request reads through it.
-                    Some((f, p, n))
-                        if *f == e.file && e.page >= *p + *n && e.page <= *p + *n + gap =>
-                    {
-                        *n = e.page + u64::from(e.pages) - *p;
-                    }
-                    _ => {
-                        if let Some((f, p, n)) = run.take() {
-                            emit(sink, f, p, n, w);
-                        }
-                        run = Some((e.file, e.page, u64::from(e.pages)));
-                    }
-                }
-            }
-            if let Some((f, p, n)) = run {
-                emit(sink, f, p, n, w);
-            }
+            // Ranges of a file at most `infill` apart: one request reads
+            // through the gap.
+            let pieces = batch.iter().map(|e| infill::Span {
+                key: e.file,
+                start: e.page,
+                end: e.page + u64::from(e.pages),
+            });
+            let limit = infill::limit_units(self.p.infill);
+            infill::merge(
+                pieces,
+                limit,
+                |_, _, _| true,
+                |r| emit(sink, r.key, r.start, r.end - r.start, w),
+            );
             self.stats.batches += 1;
             self.stats.replayed_pages += pages;
             self.batch_pages = (self.batch_pages * 2).min(max_batch);
@@ -508,12 +506,8 @@ impl Auto {
 }
 
 fn emit(sink: &mut Sink<'_>, file: FileId, page: u64, pages: u64, w: crate::WindowId) {
-    let mut at = page;
-    let end = page + pages;
-    while at < end {
-        let n = (end - at).min(u64::from(u32::MAX));
+    for (at, n) in chunk::ascending(page, page + pages, u64::from(u32::MAX)) {
         sink.prefetch(Target::File { file, page: at }, n as u32, w);
-        at += n;
     }
 }
 

@@ -5,7 +5,8 @@
 //! # What triggers it
 //!
 //! Per (process, file) stream, the page distance `d` between the starts of
-//! consecutive reads is compared with the previous distance. After
+//! consecutive reads is compared with the previous distance
+//! ([`crate::mechanism::stream`], the classification flashy uses too). After
 //! `confirm` equal, non-zero distances in a row the stream is a pattern of
 //! reads of `n` pages every `d` pages (`d < 0`: backwards). Plain forward
 //! sequential reading (`d == n`) is left to the kernel's readahead unless
@@ -19,9 +20,9 @@
 //! `max_depth` (the ramp of Linux readahead's `get_next_ra_size`, counted
 //! in reads). More is requested only when fewer than half of `depth` reads
 //! remain fetched ahead of the reader, so requests are large and few. When
-//! the gap between two reads (`|d| - n` pages) is at most `infill_pages`
-//! (libprefetch §3.2's 32 KiB infill), the whole span is fetched as one
-//! contiguous range — one large sequential I/O instead of many small ones,
+//! the gap between two reads (`|d| - n` pages) is at most `infill`
+//! (libprefetch §3.3's 32 KiB infill, [`crate::mechanism::infill`]), the
+//! whole span is fetched as one contiguous range — one large sequential I/O instead of many small ones,
 //! at the cost of the gap pages; otherwise each read's pages are requested
 //! separately.
 //!
@@ -33,7 +34,9 @@
 //! dropped.
 
 use crate::event::{Access, Op, Origin, Outcome, Target};
+use crate::mechanism::{chunk, infill, stream};
 use crate::policy::{BoxedPolicy, Policy, Sink};
+use crate::size::ByteSize;
 use crate::FileId;
 use rustc_hash::FxHashMap;
 
@@ -52,8 +55,8 @@ crate::params! {
         init_depth: u32 = 16,
         /// most reads fetched ahead (doubling from init_depth)
         max_depth: u32 = 4096,
-        /// largest gap (pages) fetched through as one range (libprefetch 32 KiB infill)
-        infill_pages: u32 = 8,
+        /// largest gap between two reads of a pattern fetched through as one range (libprefetch §3.3: 32 KiB)
+        infill: ByteSize = infill::LIBPREFETCH,
         /// also act on plain forward sequential reads (normally left to kernel readahead)
         forward: bool = false,
         /// streams tracked at most (least recently used dropped)
@@ -65,9 +68,8 @@ crate::params! {
 
 #[derive(Clone, Debug, Default)]
 struct Stream {
-    last_page: u64,
-    last_len: u64,
-    dist: i64,
+    /// The previous read and the distance before it.
+    s: stream::Stream,
     repeats: u32,
     /// Forward: first page not yet requested; backward: lowest page
     /// requested (fetched range reaches down to it). 0 = nothing yet.
@@ -95,12 +97,9 @@ impl Stride {
     }
 
     fn emit(&self, sink: &mut Sink<'_>, file: FileId, from: u64, to: u64, window: crate::WindowId) {
-        let mut at = from;
-        let cap = u64::from(self.p.max_request_pages.max(1));
-        while at < to {
-            let n = (to - at).min(cap);
+        let cap = u64::from(self.p.max_request_pages);
+        for (at, n) in chunk::ascending(from, to, cap) {
             sink.prefetch(Target::File { file, page: at }, n as u32, window);
-            at += n;
         }
     }
 }
@@ -138,29 +137,19 @@ impl Policy for Stride {
         let p = self.p.clone();
         let clock = self.clock;
         let s = self.streams.entry(key).or_default();
-        let first = s.used == 0;
         s.used = clock;
         let n = u64::from(a.blocks.max(1));
-        let d = a.page as i64 - s.last_page as i64;
-        if first {
-            *s = Stream {
-                last_page: a.page,
-                last_len: n,
-                used: clock,
-                ..Stream::default()
-            };
-            return;
-        }
-        if d != 0 && d == s.dist && n == s.last_len {
+        let o = s.s.observe(a.page, n);
+        let Some(d) = o.jump else {
+            return; // the stream's first read
+        };
+        if o.same_jump && o.same_len {
             s.repeats += 1;
         } else {
-            s.dist = d;
             s.repeats = u32::from(d != 0);
             s.frontier = None;
             s.depth = 0;
         }
-        s.last_page = a.page;
-        s.last_len = n;
         let sequential_forward = d == n as i64;
         if s.repeats < p.confirm || d == 0 || (sequential_forward && !p.forward) {
             return;
@@ -169,7 +158,9 @@ impl Policy for Stride {
             s.depth = u64::from(p.init_depth.max(1));
         }
         let step = d.unsigned_abs();
-        let contiguous = step.saturating_sub(n) <= u64::from(p.infill_pages);
+        // Reads `n` long every `step`: what infill would merge them into,
+        // in closed form — one span when the gap between two bridges.
+        let contiguous = infill::bridges(step.saturating_sub(n), infill::limit_units(p.infill));
         let file = a.file;
         let mut ranges: Vec<(u64, u64)> = Vec::new();
         if d > 0 {

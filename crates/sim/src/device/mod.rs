@@ -20,6 +20,7 @@
 //! | `ssd` | [`Flash`] with [`SSD_PARAMS`] | SATA link (500 MB/s) + 8 FIFO channels, 50 µs flash read |
 //! | `nvme` | [`Flash`] with [`NVME_PARAMS`] | PCIe link (3.2 GB/s) + 32 FIFO channels, 10 µs flash read |
 //! | `raid0:N[:hdd\|ssd\|nvme]` | [`Raid0`] | N members, 64 KiB stripe unit, a request completes with its last part |
+//! | `calibrated:latency_ns=…,…` | [`Calibrated`] | fitted to this machine's disk by `outrider calibrate`: `depth` servers of latency + size / transfer, a shared bandwidth cap (the command line's `calibrated[:PATH]` fills in the numbers) |
 //!
 //! All models are deterministic: no randomness at all (the HDD charges the
 //! *expected* rotational latency rather than sampling it).
@@ -41,6 +42,7 @@
 //! split requests, and allocate nothing once their queues have grown to the
 //! workload's depth: `reset` keeps capacity.
 
+mod calibrated;
 mod clook;
 mod flash;
 mod hdd;
@@ -48,6 +50,9 @@ mod instant;
 mod raid;
 mod spec;
 
+pub use calibrated::{
+    fit as fit_calibrated, Calibrated, CalibratedParams, Fit, Measurements, MAX_CALIBRATED_DEPTH,
+};
 pub use clook::CLookQueue;
 pub use flash::{Flash, FlashParams, NVME_PARAMS, SSD_PARAMS};
 pub use hdd::{
@@ -139,11 +144,26 @@ pub trait Device: Send {
     }
 }
 
-/// Build a device model from `hdd`, `ssd`, `nvme`, `raid0:N` or
-/// `raid0:N:MEMBER` (MEMBER one of `hdd`, `ssd`, `nvme`; default `hdd`).
+/// Build a device model from `hdd`, `ssd`, `nvme`, `raid0:N`,
+/// `raid0:N:MEMBER` (MEMBER one of `hdd`, `ssd`, `nvme`; default `hdd`) or
+/// `calibrated:latency_ns=…,transfer_bytes_per_s=…,bandwidth_bytes_per_s=…,depth=…`.
 pub fn build_device(spec: &str) -> Result<Box<dyn Device>, String> {
     if spec == "none" {
         return Ok(Box::new(Instantaneous::default()));
+    }
+    if spec == "calibrated" || spec.starts_with("calibrated:") {
+        let body = spec.strip_prefix("calibrated").unwrap_or_default();
+        let body = body.strip_prefix(':').unwrap_or_default();
+        if !body.contains('=') {
+            return Err(format!(
+                "device '{spec}': the calibrated model's numbers come from `outrider calibrate` \
+                 (the command line looks them up); here give them as {}",
+                "calibrated:latency_ns=N,transfer_bytes_per_s=N,bandwidth_bytes_per_s=N,depth=N"
+            ));
+        }
+        return CalibratedParams::parse(body)
+            .map(|p| Box::new(Calibrated::new(p)) as Box<dyn Device>)
+            .map_err(|e| format!("device '{spec}': {e}"));
     }
     spec.parse::<DeviceSpec>()
         .map(|s| s.build())

@@ -1,8 +1,10 @@
 //! The pure parts of one prefetching round (libprefetch §3.5, §4.5–4.7):
-//! K unique pages, C-LOOK order, infill merge, and the AIMD controller.
+//! K unique pages, C-LOOK order and infill merge (both from
+//! [`crate::mechanism`]), and the AIMD controller.
 //! Shared by the simulator policy ([`super::Directed`]) and the live
 //! library (`outrider-directed`), one implementation each.
 
+use crate::mechanism::{clook, infill};
 use rustc_hash::FxHashSet;
 
 /// One page of a file with where it lives on the device.
@@ -36,60 +38,48 @@ pub struct Run {
     pub pages: u64,
 }
 
-impl Run {
-    fn of(p: &Page) -> Run {
-        Run {
-            file: p.file,
-            page: p.page,
-            dev: p.dev,
-            phys: p.phys,
-            pages: 1,
-        }
-    }
-    fn end_phys(&self) -> u64 {
-        self.phys + self.pages
-    }
-}
-
 /// Sort `pages` into C-LOOK order starting at the head position
-/// `(head_dev, head_phys)` (§3.1): ascending physical position from the
-/// first page at or after the head, then wrap to the lowest and continue.
-/// Forward seeks are cheaper than backward ones below ~1 MB (Fig. 1), so one
-/// ascending sweep per round beats any order with backward steps.
+/// `(head_dev, head_phys)` (§3.1; [`clook::order`]): ascending physical
+/// position from the first page at or after the head, then wrap to the
+/// lowest and continue.
 pub fn clook_order(pages: &mut [Page], head_dev: u32, head_phys: u64) {
-    pages.sort_unstable_by_key(|p| (p.dev, p.phys, p.file, p.page));
-    let first = pages.partition_point(|p| (p.dev, p.phys) < (head_dev, head_phys));
-    pages.rotate_left(first);
+    clook::order(
+        pages,
+        |p| (p.dev, p.phys, p.file, p.page),
+        (head_dev, head_phys, 0, 0),
+    );
 }
 
-/// Merge C-LOOK-ordered pages into runs (§3.3, §4.7): two neighbours join
-/// when they are on the same device and file, the second starts at or after
-/// the end of the first, the physical gap is at most `infill_pages`, and the
-/// gap is the same logically and physically (one read of the file range
-/// covers it). Gap 0 (adjacent pages) always merges. Duplicate pages are
-/// dropped. A wrap of the C-LOOK sweep (a backward step) ends a run.
+/// Merge C-LOOK-ordered pages into runs (§3.3, §4.7; [`infill::merge`]):
+/// two neighbours join when they are on the same device and file, the
+/// second starts at or after the end of the first, the physical gap is at
+/// most `infill_pages`, and the gap is the same logically and physically
+/// (one read of the file range covers it: the merge key holds the file's
+/// logical-to-physical offset). Gap 0 (adjacent pages) always merges.
+/// Duplicate pages are dropped. A wrap of the C-LOOK sweep (a backward
+/// step) ends a run.
 pub fn merge_infill(ordered: &[Page], infill_pages: u64) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
-    for p in ordered {
-        if let Some(r) = runs.last_mut() {
-            if r.dev == p.dev && r.file == p.file {
-                if p.phys >= r.phys && p.phys < r.end_phys() && p.page == r.page + (p.phys - r.phys)
-                {
-                    continue; // already covered (duplicate or infill page)
-                }
-                if p.phys >= r.end_phys() {
-                    let gap = p.phys - r.end_phys();
-                    let logical_ok =
-                        p.page >= r.page + r.pages && p.page - (r.page + r.pages) == gap;
-                    if gap <= infill_pages && logical_ok {
-                        r.pages += gap + 1;
-                        continue;
-                    }
-                }
-            }
-        }
-        runs.push(Run::of(p));
-    }
+    let pieces = ordered.iter().map(|p| infill::Span {
+        key: (p.dev, p.file, p.page.wrapping_sub(p.phys)),
+        start: p.phys,
+        end: p.phys + 1,
+    });
+    infill::merge(
+        pieces,
+        infill_pages,
+        |_, _, _| true,
+        |s| {
+            let (dev, file, offset) = s.key;
+            runs.push(Run {
+                file,
+                page: s.start.wrapping_add(offset),
+                dev,
+                phys: s.start,
+                pages: s.end - s.start,
+            });
+        },
+    );
     runs
 }
 
@@ -174,54 +164,7 @@ pub fn plan_round(
 /// The paper's infill default, 32 KiB in pages (§3.3: "Infill of 32KB
 /// maximizes performance improvement"; between 32 KiB and 2 MiB it had no
 /// further effect, beyond 2 MiB it hurt).
-pub const PAPER_INFILL_PAGES: u64 = 8;
-
-/// The infill limit a device's costs justify (§3.3: infill pays "where
-/// seeks take longer than similarly-sized maximum-throughput reads").
-///
-/// `request_ns`: cost of one more request for a lone 4 KiB page, measured
-/// the way rounds issue them (many at once); `page_ns`: cost of one more
-/// page read sequentially. Merging two requests across a gap of `g` pages
-/// replaces one request by `g` pages read through and discarded, so on time
-/// alone it pays while `(g + 1) · page_ns < request_ns`. With `charged`
-/// infill (the live library: the gap's pages enter the page cache and take
-/// reorder-buffer slots that listed pages would have used, so a round covers
-/// fewer listed pages) a merge must also leave a margin: reading through
-/// may cost at most half the request it saves, `(g + 1) · page_ns ≤
-/// request_ns / 2`. The paper's kernel infill discarded the gap (§4.7), the
-/// uncharged rule. The result is capped at `cap_pages` (the paper's 32 KiB:
-/// beyond it infill had no further benefit) and is 0 when the costs are not
-/// finite or not positive.
-///
-/// Examples: an HDD (≈ 5 ms per request, 41 µs per page at 100 MB/s) gives
-/// a ratio of ≈ 120 → capped at 8 pages either way; a virtual disk whose
-/// random 4 KiB reads cost 15 µs at depth and sequential pages 4.5 µs
-/// (ratio 3.3) → 2 pages uncharged, 0 charged.
-pub fn infill_from_costs(request_ns: f64, page_ns: f64, cap_pages: u64, charged: bool) -> u64 {
-    if !(request_ns.is_finite() && page_ns.is_finite()) || request_ns <= 0.0 || page_ns <= 0.0 {
-        return 0;
-    }
-    let ratio = request_ns / page_ns;
-    let g = if charged {
-        // (g + 1) ≤ ratio / 2.
-        (ratio / 2.0).floor() - 1.0
-    } else {
-        // (g + 1) < ratio: strictly, at equality reading through only ties.
-        ratio.ceil() - 2.0
-    };
-    if g <= 0.0 {
-        0
-    } else {
-        (g as u64).min(cap_pages)
-    }
-}
-
-/// Expected average seek distance, in pages, of C-LOOK over a reorder
-/// buffer of `k` uniformly random pages of an `n`-page file (§3.5):
-/// 2N(K−1)/(K(K+1)).
-pub fn expected_seek_pages(n: f64, k: f64) -> f64 {
-    2.0 * n * (k - 1.0) / (k * (k + 1.0))
-}
+pub const PAPER_INFILL_PAGES: u64 = infill::limit_units(infill::LIBPREFETCH);
 
 /// AIMD contention controller (§4.6): the reorder-buffer size in pages.
 ///

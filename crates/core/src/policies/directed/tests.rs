@@ -1,6 +1,7 @@
 use super::list::{AccessList, ListEntry, Mode, Observed};
 use super::plan::*;
 use super::*;
+use crate::mechanism::clook::expected_seek_pages;
 use crate::policy::NoResidency;
 use crate::{FileId, Params, PrefetchRequest};
 
@@ -272,30 +273,4 @@ fn sim_policy_issues_rounds_in_clook_order() {
     // Round 2 = 20, 60, 70 from head 31.
     assert_eq!(issued(&out), vec![60, 70, 20]);
     assert_eq!(p.stats().rounds, 2);
-}
-
-#[test]
-fn infill_from_costs_merges_gaps_cheaper_than_a_request() {
-    // Uncharged (the paper's discarded infill): g pages pay while
-    // (g + 1) · page < request.
-    let f = |r: f64, p: f64, cap: u64| infill_from_costs(r, p, cap, false);
-    assert_eq!(f(15_000.0, 4_500.0, 8), 2); // ratio 3.33: g + 1 < 3.33
-    assert_eq!(f(10_000.0, 4_500.0, 8), 1); // ratio 2.22
-    assert_eq!(f(9_000.0, 4_500.0, 8), 0); // ratio 2: g = 1 only ties
-    assert_eq!(f(4_000.0, 4_500.0, 8), 0); // reading costs more
-    assert_eq!(f(20_000.0, 4_000.0, 8), 3); // ratio 5: g + 1 < 5
-                                            // HDD: 5 ms per request, 41 µs per page → capped at the paper's 32 KiB.
-    assert_eq!(f(5.0e6, 40_960.0, PAPER_INFILL_PAGES), 8);
-    assert_eq!(f(5.0e6, 40_960.0, 1000), 121); // ratio 122.07
-                                               // Charged (live: infill pages take buffer slots): (g + 1) ≤ ratio / 2.
-    let c = |r: f64, p: f64, cap: u64| infill_from_costs(r, p, cap, true);
-    assert_eq!(c(15_000.0, 4_500.0, 8), 0); // ratio 3.33
-    assert_eq!(c(18_000.0, 4_500.0, 8), 1); // ratio 4: g + 1 ≤ 2
-    assert_eq!(c(20_000.0, 4_000.0, 8), 1); // ratio 5
-    assert_eq!(c(5.0e6, 40_960.0, PAPER_INFILL_PAGES), 8);
-    assert_eq!(c(5.0e6, 40_960.0, 1000), 60); // ratio / 2 = 61.04
-                                              // Unmeasured or broken costs: no infill.
-    assert_eq!(f(0.0, 4_500.0, 8), 0);
-    assert_eq!(f(f64::NAN, 4_500.0, 8), 0);
-    assert_eq!(c(1.0e4, 0.0, 8), 0);
 }

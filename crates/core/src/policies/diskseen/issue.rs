@@ -9,6 +9,7 @@ use super::{
     key, DiskSeen, Tag, WinRec, MAX_OWNER_CHUNKS, MAX_PENDING_WINDOWS, NO_SLOT, OWNERS_PER_CHUNK,
 };
 use crate::event::{Pid, Target, WindowId};
+use crate::mechanism::infill;
 use crate::policy::Sink;
 
 impl DiskSeen {
@@ -104,9 +105,9 @@ impl DiskSeen {
 
     /// Issue `wanted` (ascending, none resident) as requests of window
     /// `id`: one per aggregate, which bridges holes of at most `infill`
-    /// blocks that are neither resident nor busy (read through; 0 = exactly
-    /// the wanted blocks). Marks what is read resident, busy and
-    /// prefetched; returns how many blocks that is.
+    /// that are neither resident nor busy ([`infill::merge`]: read through;
+    /// 0 = exactly the wanted blocks). Marks what is read resident, busy
+    /// and prefetched; returns how many blocks that is.
     pub(super) fn emit_runs(
         &mut self,
         dev: u32,
@@ -114,39 +115,35 @@ impl DiskSeen {
         id: WindowId,
         sink: &mut Sink<'_>,
     ) -> u32 {
-        let infill = u64::from(self.p.infill);
+        let limit = infill::limit_units(self.p.infill);
+        let pieces = wanted.iter().map(|&b| infill::Span {
+            key: (),
+            start: b,
+            end: b + 1,
+        });
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        infill::merge(
+            pieces,
+            limit,
+            |_, from, to| self.free_hole(dev, from, to, sink),
+            |r| runs.push((r.start, r.end)),
+        );
         let mut marked = 0u32;
-        let mut run: Option<(u64, u64)> = None;
-        let mut flush = |this: &mut Self, run: Option<(u64, u64)>, sink: &mut Sink<'_>| {
-            if let Some((s, e)) = run {
-                sink.prefetch(Target::Block { dev, lbn: s }, (e - s) as u32, id);
-                // Every block of the run was checked free (neither
-                // resident, busy nor cached) when it joined `wanted` or
-                // its hole was bridged, and runs are disjoint and
-                // ascending, so none has been marked since.
-                for b in s..e {
-                    debug_assert!(
-                        this.table.status(dev, b) & (RESIDENT | BUSY) == 0
-                            && !sink.is_cached(dev, b)
-                    );
-                    this.table
-                        .set_status(dev, b, RESIDENT | BUSY | PREFETCHED, true);
-                }
-                marked += (e - s) as u32;
+        for (s, e) in runs {
+            sink.prefetch(Target::Block { dev, lbn: s }, (e - s) as u32, id);
+            // Every block of the run was checked free (neither resident,
+            // busy nor cached) when it joined `wanted` or its hole was
+            // bridged, and runs are disjoint and ascending, so none has
+            // been marked since.
+            for b in s..e {
+                debug_assert!(
+                    self.table.status(dev, b) & (RESIDENT | BUSY) == 0 && !sink.is_cached(dev, b)
+                );
+                self.table
+                    .set_status(dev, b, RESIDENT | BUSY | PREFETCHED, true);
             }
-        };
-        for &b in wanted {
-            run = match run {
-                Some((s, e)) if b >= e && b - e <= infill && self.free_hole(dev, e, b, sink) => {
-                    Some((s, b + 1))
-                }
-                other => {
-                    flush(self, other, sink);
-                    Some((b, b + 1))
-                }
-            };
+            marked += (e - s) as u32;
         }
-        flush(self, run, sink);
         marked
     }
 

@@ -64,8 +64,9 @@
 //!   keeps its current window and stops; later accesses fall back to
 //!   sequence detection (§3.4.3 "if history-aware prefetching aborts,
 //!   sequence-based prefetching is attempted").
-//! - Windows are read as *aggregates*: `infill` (default 2 blocks = 8 KiB)
-//!   holes between the blocks a window wants are read through, so a
+//! - Windows are read as *aggregates*: `infill` (default 8 KiB = 2 blocks)
+//!   holes between the blocks a window wants are read through
+//!   ([`crate::mechanism::infill`], libprefetch §3.3's infill), so a
 //!   strided history window is one request rather than one per block.
 //!   §4.3 says DiskSeen "prefetches blocks in large aggregates and requests
 //!   them in ascending order of their LBNs, and each aggregate can be
@@ -155,8 +156,8 @@ crate::params! {
         qc_off: f64 = 0.5,
         /// quality control: resume below this ratio (section 3.5: 0.3)
         qc_on: f64 = 0.3,
-        /// read a window as aggregates: holes of at most this many blocks between blocks to prefetch are read through, one request per aggregate (section 4.3: aggregates read in one rotation; 0 = exactly the chosen blocks, one request per contiguous run)
-        infill: u32 = 2,
+        /// read a window as aggregates: holes of at most this size between blocks to prefetch are read through, one request per aggregate (section 4.3: aggregates read in one rotation; 2 blocks; 0 = exactly the chosen blocks, one request per contiguous run)
+        infill: crate::size::ByteSize = crate::size::ByteSize(8 << 10),
         /// disk-array coordination: tag requests with their trail's scheduling group (section 3.7)
         coordinate: bool = true,
         /// block-table memory bound in MiB (about 4 MiB per GiB of tracked blocks, section 3.1); oldest history is purged beyond it

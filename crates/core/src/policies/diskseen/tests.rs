@@ -7,6 +7,7 @@ use crate::event::{Access, FileId, Outcome, Pid, PrefetchRequest, Target, Window
 use crate::policies::build_policy;
 use crate::policy::Residency;
 use crate::policy::{Eviction, Policy};
+use crate::size::ByteSize;
 use rustc_hash::FxHashSet;
 use std::cell::RefCell;
 use table::{BlockTable, BUSY, CACHED, PREFETCHED, RESIDENT};
@@ -368,7 +369,7 @@ fn p1_p2_mis_prefetching_disables_history_for_p2_only() {
     // infill=0: the paper's exact windows, so every block is its own
     // request and the evictions below resolve each window.
     let mut h = Harness::new(DiskSeenParams {
-        infill: 0,
+        infill: ByteSize(0),
         ..DiskSeenParams::default()
     });
     for i in 1..=20 {
@@ -617,9 +618,9 @@ fn infill_reads_strided_history_windows_as_one_request() {
     // Run 1 reads every other block; run 2 follows the history. The paper
     // reads exactly the trail's blocks (one request each); infill=1 reads
     // through the one-block holes, one request per window.
-    let strided = |infill: u32| {
+    let strided = |infill_blocks: u64| {
         let mut h = Harness::new(DiskSeenParams {
-            infill,
+            infill: ByteSize(infill_blocks * 4096),
             ..DiskSeenParams::default()
         });
         for i in 0..40 {

@@ -60,12 +60,28 @@
 //! skipped; a new tick's plan replaces what is left of the previous one.
 //! `depth=0` issues the whole plan at the tick, as the paper describes.
 //!
-//! # Strided ranges (departure, setting `merge_gap`)
+//! # Strided ranges (departure, setting `infill`)
 //!
 //! §IV-C issues one readahead call per stride. Strides whose gap is at
-//! most `merge_gap` (default 32 KiB) are read as one request, gap included:
-//! every other 4 KiB block otherwise costs one device request (and, live,
-//! one system call) per block. `merge_gap=0` is the paper's behaviour.
+//! most `infill` (default 32 KiB, libprefetch §3.3's limit) are read as one
+//! request, gap included ([`crate::mechanism::infill`]): every other 4 KiB
+//! block otherwise costs one device request (and, live, one system call)
+//! per block. `infill=0` is the paper's behaviour (strides of a pattern
+//! are never adjacent: adjacent reads are sequential).
+//!
+//! # The faithful setting: `readahead+flashy`
+//!
+//! prefetchd ran in user space over the kernel's page cache with Linux
+//! readahead left on (§V; §VI-C: the baseline is "the default I/O
+//! configuration ... including some limited readahead by the kernel"), so
+//! the paper's comparison is the stack `readahead+flashy` against
+//! `readahead`, which is how `bench/flashy.sh` reports it. `flashy` alone
+//! is prefetchd on a kernel without readahead. In the simulator the
+//! direction of the paper's result (flashy ahead of readahead) shows where
+//! readahead leaves the device idle — large records with compute between
+//! them, reverse and strided scans — and not on the LFS and BLAST stand-ins,
+//! where readahead already runs at the device or compute floor
+//! (`bench/results/flashy.md`, "Why flashy trails readahead").
 //!
 //! # What is approximate
 //!
@@ -86,6 +102,7 @@ use crate::event::{
     Access, DeviceInfo, DeviceRequest, Op, Origin, Outcome, PrefetchDone, Target, WindowId,
     BLOCK_SIZE,
 };
+use crate::mechanism::{chunk, infill};
 use crate::policy::{BoxedPolicy, Policy, SeriesPoint, Sink};
 use feedback::{Adjust, IntervalStats, Monitor};
 pub use params::{parse_params, FlashyParams};
@@ -147,7 +164,7 @@ pub struct Flashy {
     p: FlashyParams,
     region_blocks: u64,
     chunk_blocks: u64,
-    merge_gap_blocks: u64,
+    infill_blocks: u64,
     monitor: Monitor,
     machines: BTreeMap<Key, Machine>,
     scale: f64,
@@ -181,7 +198,7 @@ impl Flashy {
         Flashy {
             region_blocks: (p.region.0 / BLOCK_SIZE).max(1),
             chunk_blocks: (p.chunk.0 / BLOCK_SIZE).max(1),
-            merge_gap_blocks: p.merge_gap.0 / BLOCK_SIZE,
+            infill_blocks: infill::limit_units(p.infill),
             monitor: Monitor {
                 raise_at: p.raise_at,
                 up: p.up,
@@ -419,7 +436,8 @@ impl Flashy {
             };
             let q = quota::quota_blocks(plan.rate, interval_s);
             let m = &self.machines[&plan.key];
-            let (Some(last), Some(jump)) = (m.app.last, m.app.last_jump.or(Some(0))) else {
+            let (Some(last), Some(jump)) = (m.app.stream.last, m.app.stream.last_jump.or(Some(0)))
+            else {
                 continue;
             };
             pattern::ranges(
@@ -434,32 +452,24 @@ impl Flashy {
                 continue;
             }
             if matches!(pattern, Pattern::StridedForward | Pattern::StridedBackward) {
-                pattern::merge_close(&mut self.scratch, self.merge_gap_blocks);
+                let descending = pattern == Pattern::StridedBackward;
+                infill::merge_ranges(&mut self.scratch, self.infill_blocks, descending);
             }
             report.plans.push((plan.key, pattern, frac, q));
             let w = sink.new_window();
             self.win_owner.push((w.0, plan.key));
             for &(start, n) in &self.scratch {
                 let end = (start + n).min(MAX_BLOCK);
-                if matches!(pattern, Pattern::SeqBackward | Pattern::StridedBackward) {
-                    // Nearest the application first: a backward stream
-                    // needs the top of its range soonest (paced chunks,
-                    // `depth`, would otherwise arrive farthest-first).
-                    let mut e = end;
-                    while e > start && self.pending.len() < MAX_PENDING_CHUNKS {
-                        let len = (e - start).min(self.chunk_blocks);
-                        self.pending.push_back((plan.key.1, e - len, len, w));
-                        quota_total += len;
-                        e -= len;
+                // Nearest the application first: a backward stream needs
+                // the top of its range soonest (paced chunks, `depth`,
+                // would otherwise arrive farthest-first).
+                let backward = matches!(pattern, Pattern::SeqBackward | Pattern::StridedBackward);
+                for (s, len) in chunk::pieces(start, end, self.chunk_blocks, backward) {
+                    if self.pending.len() >= MAX_PENDING_CHUNKS {
+                        break;
                     }
-                    continue;
-                }
-                let mut s = start;
-                while s < end && self.pending.len() < MAX_PENDING_CHUNKS {
-                    let len = (end - s).min(self.chunk_blocks);
                     self.pending.push_back((plan.key.1, s, len, w));
                     quota_total += len;
-                    s += len;
                 }
             }
         }

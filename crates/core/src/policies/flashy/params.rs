@@ -39,8 +39,8 @@ crate::params! {
         depth: u32 = 4,
         /// most strided ranges issued per stream per tick
         max_ranges: u32 = 16384,
-        /// strided ranges closer than this are read as one request, gap included (ours; 0 = one request per stride, the paper)
-        merge_gap: ByteSize = ByteSize(32 << 10),
+        /// strided ranges closer than this are read as one request, gap included (ours, libprefetch §3.3's 32 KiB; 0 = one request per stride, the paper)
+        infill: ByteSize = crate::mechanism::infill::LIBPREFETCH,
         /// most state machines kept
         machines: u32 = 1024,
         /// intervals without a read before a state machine is dropped

@@ -2,7 +2,8 @@
 //! prefetch ranges a recognised pattern extrapolates to (§IV-B last
 //! paragraph, §IV-C).
 //!
-//! A [`Tracker`] compares each request with the previous one of its stream:
+//! A [`Tracker`] compares each request with the previous one of its stream
+//! ([`crate::mechanism::stream`], shared with the `stride` detector):
 //!
 //! - starts where the previous one ended → **consecutive** (sequential
 //!   forward), counter += request length;
@@ -44,18 +45,8 @@ impl Counts {
     }
 }
 
-/// How one request continued its stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
-    /// First request, or none of the patterns.
-    Other,
-    /// Starts where the previous request ended.
-    Consecutive,
-    /// Ends where the previous request started.
-    Reverse,
-    /// Same start-to-start jump as between the previous two requests.
-    Strided,
-}
+pub use crate::mechanism::stream::Step;
+use crate::mechanism::stream::Stream;
 
 /// The four patterns prefetchd recognises (§IV-B).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,10 +65,8 @@ pub enum Pattern {
 /// the interval's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Tracker {
-    /// Previous request: (first block, length).
-    pub last: Option<(u64, u32)>,
-    /// Start-to-start distance between the previous two requests.
-    pub last_jump: Option<i64>,
+    /// Previous request and the jump before it.
+    pub stream: Stream,
     /// This interval's counters.
     pub counts: Counts,
 }
@@ -87,53 +76,27 @@ impl Tracker {
     /// the request moves the state but is not counted (the feedback
     /// monitor's own prefetch reads).
     pub fn observe(&mut self, lbn: u64, blocks: u32, count: bool) -> Step {
-        let step = match self.last {
-            None => Step::Other,
-            Some((plbn, pblocks)) => {
-                let jump = lbn as i64 - plbn as i64;
-                let step = if lbn == plbn + u64::from(pblocks) {
-                    Step::Consecutive
-                } else if lbn + u64::from(blocks) == plbn {
-                    Step::Reverse
-                } else if jump != 0 && self.last_jump == Some(jump) {
-                    Step::Strided
-                } else {
-                    Step::Other
-                };
-                self.last_jump = Some(jump);
-                step
-            }
-        };
-        self.last = Some((lbn, blocks));
+        let o = self.stream.observe(lbn, u64::from(blocks));
         if count {
             let n = u64::from(blocks);
             let c = &mut self.counts;
             c.total += n;
-            match step {
+            match o.step {
                 Step::Consecutive => c.consec += n,
                 Step::Reverse => c.reverse += n,
-                Step::Strided if self.last_jump.unwrap_or(0) > 0 => c.strided_fwd += n,
+                Step::Strided if o.jump.unwrap_or(0) > 0 => c.strided_fwd += n,
                 Step::Strided => c.strided_bwd += n,
                 Step::Other => {}
             }
         }
-        step
+        o.step
     }
 
     /// Would a request at `[lbn, end)` continue this stream (consecutive,
     /// reverse, or at the expected stride)? Used to follow a stream across
     /// block regions.
     pub fn continues(&self, lbn: u64, end: u64) -> bool {
-        match self.last {
-            None => false,
-            Some((plbn, pblocks)) => {
-                lbn == plbn + u64::from(pblocks)
-                    || end == plbn
-                    || self
-                        .last_jump
-                        .is_some_and(|j| j != 0 && plbn as i64 + j == lbn as i64)
-            }
-        }
+        self.stream.continues(lbn, end)
     }
 
     /// The interval's pattern and its linear fraction, if the fraction
@@ -174,7 +137,7 @@ impl Tracker {
 ///   `max_ranges` ranges (clipped at block 0 going backward).
 pub fn ranges(
     pattern: Pattern,
-    last: (u64, u32),
+    last: (u64, u64),
     jump: i64,
     quota_blocks: u64,
     max_ranges: usize,
@@ -186,7 +149,7 @@ pub fn ranges(
         return;
     }
     match pattern {
-        Pattern::SeqForward => out.push((lbn + u64::from(len), quota_blocks)),
+        Pattern::SeqForward => out.push((lbn + len, quota_blocks)),
         Pattern::SeqBackward => {
             let start = lbn.saturating_sub(quota_blocks);
             if start < lbn {
@@ -194,7 +157,7 @@ pub fn ranges(
             }
         }
         Pattern::StridedForward | Pattern::StridedBackward => {
-            let len = u64::from(len.max(1));
+            let len = len.max(1);
             let mut left = quota_blocks;
             let mut start = lbn as i64;
             while left > 0 && out.len() < max_ranges {
@@ -208,30 +171,4 @@ pub fn ranges(
             }
         }
     }
-}
-
-/// Merge consecutive ranges of `out` (in issue order, ascending or
-/// descending) whose gap is at most `gap` blocks into one range covering
-/// both and the gap (a strided stream with small gaps: one request instead
-/// of one per stride).
-pub fn merge_close(out: &mut Vec<(u64, u64)>, gap: u64) {
-    if gap == 0 || out.len() < 2 {
-        return;
-    }
-    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(out.len());
-    for &(s, n) in out.iter() {
-        if let Some(last) = merged.last_mut() {
-            let (ls, ln) = *last;
-            if s >= ls + ln && s - (ls + ln) <= gap {
-                *last = (ls, s + n - ls);
-                continue;
-            }
-            if s + n <= ls && ls - (s + n) <= gap {
-                *last = (s, ls + ln - s);
-                continue;
-            }
-        }
-        merged.push((s, n));
-    }
-    *out = merged;
 }

@@ -287,7 +287,7 @@ fn large_quotas_are_issued_in_chunks() {
 }
 
 #[test]
-fn close_strides_are_merged_into_one_request_unless_merge_gap_is_zero() {
+fn close_strides_are_merged_into_one_request_unless_infill_is_zero() {
     // Every other block (1 read, 1 skipped) from 0 to 22: 10 of 12 reads
     // strided, quota 1 x 10/12 x 24 x 0.5 = 10 blocks = 10 strides after
     // block 22.
@@ -297,7 +297,7 @@ fn close_strides_are_merged_into_one_request_unless_merge_gap_is_zero() {
     }
     // Gaps of 1 block (4 KiB <= 32 KiB): one range, 24 to 42 inclusive.
     assert_eq!(h.tick(500), vec![(24, 19, 1)]);
-    let mut h = Harness::new("depth=0,merge_gap=0");
+    let mut h = Harness::new("depth=0,infill=0");
     for i in 0..12u64 {
         h.read(1, i * 2, 1);
     }
@@ -353,8 +353,8 @@ fn strided_and_backward_streams_prefetch_their_way() {
     // Strided: 2 blocks every 10, 12 reads from 0: 10 of 12 reads strided
     // (20 of 24 blocks), quota 1 x 20/24 x 48 x 0.5 = 20 blocks = 10
     // strides after the last read at 110 (all issued at the tick: depth=0;
-    // one request per stride, as the paper: merge_gap=0).
-    let mut h = Harness::new("depth=0,merge_gap=0");
+    // one request per stride, as the paper: infill=0).
+    let mut h = Harness::new("depth=0,infill=0");
     for i in 0..12u64 {
         h.read(1, i * 10, 2);
     }

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Does the simulator predict the live run? For each live workload
+# (bench/live/setup.sh: reverse stride seq random grep diff sqlite python)
+# and each policy (auto, stride, diskseen):
+#
+#   1. record the workload once, hot (after one unrecorded run): `outrider
+#      record --out W.otr -- CMD`. Hot, so the recorded gaps between reads
+#      are the program's own time: the simulator replays them as think
+#      time and adds the modelled I/O; a cold recording's gaps would
+#      include the I/O waits too, charged twice (measured: the simulated
+#      elapsed times came out 3-14x the live ones)
+#   2. simulate the recording on this machine's fitted device model:
+#      `outrider sim --policy P --trace W.otr --device calibrated
+#       --cache MEM --json` (MEM = MemAvailable, the live page cache;
+#      auto with --runs 2: its run 2 replays run 1's history)
+#   3. run it live, cold before each run: `outrider run --policy P
+#      --history DB --json FILE -- CMD` (auto: twice with one fresh
+#      history database, run 2 compared; the others once)
+#
+# and tabulates live vs simulated coverage, waste (cost and
+# prefetch_accuracy) and elapsed time, flagging rows whose coverage
+# differs by more than 0.05 or elapsed time by more than 25%.
+#
+# The device model comes from `outrider calibrate` on the data file's
+# disk, measured again at each invocation (stored in the state directory;
+# CALIBRATE=reuse takes the stored one). Needs root (tracefs,
+# drop_caches, the memory cgroup).
+#
+# Settings: WORKLOADS (default all), POLICIES (default "auto stride
+# diskseen"), QUICK=1 (reverse, stride and random over a 256 MiB file and
+# 5000 random reads: a check that the script works, minutes not hours),
+# DATA_DIR (default /var/tmp/outrider-bench), OUT (default
+# bench/results/sim-vs-live.md).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DATA_DIR=${DATA_DIR:-/var/tmp/outrider-bench}
+POLICIES=${POLICIES:-auto stride diskseen}
+if [ "${QUICK:-0}" = 1 ]; then
+  WORKLOADS=${WORKLOADS:-reverse stride random}
+  FILE_BYTES=${FILE_BYTES:-268435456}
+  RANDOM_READS=${RANDOM_READS:-5000}
+fi
+OUT=${OUT:-bench/results/sim-vs-live.md}
+
+# The metric names of `sim --json` and `run --json` (DESIGN.md "Metrics"),
+# in one place: column label → JSON field.
+FIELDS='{"coverage": "coverage", "accuracy": "prefetch_accuracy", "cost": "cost", "elapsed": "elapsed_s"}'
+# Flags: |live - sim| coverage above this, elapsed above this fraction.
+COVERAGE_TOL=0.05
+ELAPSED_TOL=0.25
+
+if [ -z "${OUTRIDER:-}" ]; then
+  cargo build --release --quiet -p outrider
+fi
+bin=${OUTRIDER:-$PWD/target/release/outrider}
+mkdir -p "$DATA_DIR"
+. bench/live/setup.sh # LIVE_WORKLOADS, setup_workload, command_of, cold
+WORKLOADS=${WORKLOADS:-$LIVE_WORKLOADS}
+for w in $WORKLOADS; do setup_workload "$w"; done
+
+# Runs compared per policy: auto learns its history in run 1.
+runs_of() { [ "$1" = auto ] && echo 2 || echo 1; }
+
+started=$(date +%s)
+# The device model of the data's disk.
+[ -n "${data:-}" ] || setup_file
+calib=(calibrate "$data" --bytes 256MiB)
+[ "${CALIBRATE:-}" = reuse ] || calib+=(--force)
+"$bin" "${calib[@]}" >&2
+mem_kib=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for w in $WORKLOADS; do
+  command_of "$w"
+  cold
+  "${CMD[@]}" > /dev/null || [ $? -le 1 ]
+  "$bin" record --out "$work/$w.otr" -- "${CMD[@]}" > /dev/null || [ $? -le 1 ]
+  for p in $POLICIES; do
+    n=$(runs_of "$p")
+    "$bin" sim --policy "$p" --trace "$work/$w.otr" --device "calibrated:$data" \
+      --cache "${mem_kib}KiB" --runs "$n" --json | tail -1 > "$work/$w.$p.sim.json"
+    rm -f "$work/$w.$p.db"*
+    for r in $(seq 1 "$n"); do
+      cold
+      "$bin" run -q --policy "$p" --history "$work/$w.$p.db" --wait-for-save \
+        --json "$work/$w.$p.live.json" -- "${CMD[@]}" > /dev/null || [ $? -le 1 ]
+    done
+    echo "sim-vs-live: $w $p done ($(($(date +%s) - started)) s)" >&2
+  done
+done
+model=$("$bin" sim --policy none --workload seq:size=4KiB --device "calibrated:$data" --json \
+  | python3 -c 'import json,sys; print(json.load(sys.stdin)["device"])')
+took=$(($(date +%s) - started))
+
+python3 - "$work" "$FIELDS" "$COVERAGE_TOL" "$ELAPSED_TOL" "$model" "$took" \
+  "$WORKLOADS" "$POLICIES" "$(uname -r)" "$(nproc)" "$mem_kib" > "$OUT" <<'PY'
+import datetime, json, os, sys
+work, fields, cov_tol, el_tol, model, took, workloads, policies, kernel, cores, mem = sys.argv[1:]
+fields = json.loads(fields)
+cov_tol, el_tol = float(cov_tol), float(el_tol)
+def load(path):
+    with open(path) as f:
+        v = json.load(f)
+    return {k: float(v[name]) for k, name in fields.items()}
+print("# Simulator vs live run")
+print()
+print(f"Written by `bench/live/sim-vs-live.sh` on {datetime.date.today()} (kernel {kernel}, "
+      f"{cores} cores, MemAvailable {int(mem) // 1024} MiB, {took} s); do not edit by hand.")
+print()
+print("Each workload is recorded once, hot (`outrider record`; its gaps are the program's own time),")
+print("replayed in the simulator with think timing on the")
+print("device model `outrider calibrate` fitted to this disk, and run live cold (`outrider run`).")
+print("`auto` compares run 2 (its history from run 1); the others run 1.")
+print(f"Device model: `{model}`.")
+print()
+print(f"A row is flagged (**x**) when coverage differs by more than {cov_tol} or elapsed time by")
+print(f"more than {el_tol:.0%} (sim / live - 1).")
+print()
+print("| workload | policy | run | coverage live | sim | accuracy live | sim | cost live | sim | elapsed live s | sim s | sim/live | flag |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+flagged = 0
+for w in workloads.split():
+    for p in policies.split():
+        live = load(os.path.join(work, f"{w}.{p}.live.json"))
+        sim = load(os.path.join(work, f"{w}.{p}.sim.json"))
+        ratio = sim["elapsed"] / live["elapsed"] if live["elapsed"] > 0 else float("inf")
+        off = abs(live["coverage"] - sim["coverage"]) > cov_tol or abs(ratio - 1) > el_tol
+        flagged += off
+        run = 2 if p == "auto" else 1
+        print(f"| {w} | {p} | {run} | {live['coverage']:.3f} | {sim['coverage']:.3f} "
+              f"| {live['accuracy']:.3f} | {sim['accuracy']:.3f} | {live['cost']:.3f} | {sim['cost']:.3f} "
+              f"| {live['elapsed']:.2f} | {sim['elapsed']:.2f} | {ratio:.2f} | {'**x**' if off else ''} |")
+print()
+print(f"{flagged} of {len(workloads.split()) * len(policies.split())} rows flagged.")
+PY
+echo "sim-vs-live: wrote $OUT in $took s" >&2
