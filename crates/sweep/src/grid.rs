@@ -13,6 +13,9 @@ use outrider_core::{build_policy, PolicyError, BLOCK_SIZE};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// A parameter value in a grid: a string, number or boolean.
+pub use toml::Value as ParamValue;
+
 /// What every cell of a grid shares.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]

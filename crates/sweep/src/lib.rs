@@ -24,7 +24,7 @@ pub mod run;
 pub use grid::{Cell, Grid, Settings, Source};
 pub use output::Output;
 pub use row::{Row, COLUMNS, HOST_COLUMNS};
-pub use run::{run_cell, run_local, Input};
+pub use run::{load_inputs, run_cell, run_cell_all, run_local, Input};
 
 use std::path::Path;
 

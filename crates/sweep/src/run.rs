@@ -78,6 +78,14 @@ pub fn sim_config(
 
 /// Simulate one cell on its loaded input; the row holds the last run.
 pub fn run_cell(cell: &Cell, input: &Input) -> Result<Row, SweepError> {
+    let mut rows = run_cell_all(cell, input)?;
+    rows.pop()
+        .ok_or_else(|| SweepError::Input(format!("{}: no run reported", cell.key())))
+}
+
+/// Simulate one cell on its loaded input: one row per run (`run` 1 to
+/// `runs`), each with the cell's host time.
+pub fn run_cell_all(cell: &Cell, input: &Input) -> Result<Vec<Row>, SweepError> {
     let wall = Instant::now();
     let cpu = thread_cpu_secs();
     let blocks = cache_blocks(&cell.cache, || input.distinct_blocks())?;
@@ -86,18 +94,12 @@ pub fn run_cell(cell: &Cell, input: &Input) -> Result<Row, SweepError> {
         .map_err(|e| SweepError::Grid(format!("policy {}: {e}", cell.policy)))?;
     let res = simulate(&input.trace, &mut policy, &cell.policy, &cfg, &mut |_| {})
         .map_err(SweepError::Input)?;
-    let report = res
+    let (wall_s, cpu_s) = (wall.elapsed().as_secs_f64(), thread_cpu_secs() - cpu);
+    Ok(res
         .reports
-        .last()
-        .ok_or_else(|| SweepError::Input(format!("{}: no run reported", cell.key())))?;
-    Ok(Row::new(
-        cell,
-        &cfg,
-        &res,
-        report,
-        wall.elapsed().as_secs_f64(),
-        thread_cpu_secs() - cpu,
-    ))
+        .iter()
+        .map(|r| Row::new(cell, &cfg, &res, r, wall_s, cpu_s))
+        .collect())
 }
 
 /// Load every distinct source of `cells` once (in parallel is not worth
