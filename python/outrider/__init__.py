@@ -23,6 +23,7 @@ Submodules: :mod:`outrider.trace` (``info``, ``convert``),
 import json as _json
 
 from . import _outrider
+from . import directed  # noqa: F401  (loads its C library only when used)
 from . import trace  # noqa: F401  (outrider.trace.info / .convert)
 
 __all__ = ["sim", "compare", "sweep", "policies", "workloads", "trace", "directed", "__version__"]
@@ -31,15 +32,6 @@ __version__ = _outrider.__version__
 
 #: Result columns, in order, and those that depend on the host (timings).
 COLUMNS, HOST_COLUMNS = (list(c) for c in _outrider.columns())
-
-
-def __getattr__(name):
-    # `outrider.directed` loads a C library through ctypes: only on demand.
-    if name == "directed":
-        from . import directed
-
-        return directed
-    raise AttributeError("module 'outrider' has no attribute %r" % name)
 
 
 def _list(value, name):

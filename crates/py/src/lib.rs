@@ -46,7 +46,7 @@ fn simulate(py: Python<'_>, grid_json: &str) -> PyResult<Vec<String>> {
     let grid = parse_grid(grid_json)?;
     py.detach(|| {
         let cells = grid.cells()?;
-        let inputs = outrider_sweep::load_inputs(&cells)?;
+        let inputs = outrider_sweep::load_inputs(&cells, 1)?;
         let mut rows = Vec::new();
         for c in &cells {
             rows.extend(outrider_sweep::run_cell_all(c, &inputs[&c.source])?);
@@ -200,8 +200,8 @@ fn policies() -> Vec<(&'static str, String)> {
 /// Built-in workloads and suites: (name, help text).
 #[pyfunction]
 fn workloads() -> Vec<(&'static str, String)> {
-    outrider_trace::workloads::WORKLOAD_NAMES
-        .iter()
+    let w = outrider_trace::workloads::WORKLOAD_NAMES.iter();
+    w.chain(outrider_trace::workloads::SUITE_NAMES)
         .map(|n| {
             (
                 *n,

@@ -102,16 +102,42 @@ pub fn run_cell_all(cell: &Cell, input: &Input) -> Result<Vec<Row>, SweepError> 
         .collect())
 }
 
-/// Load every distinct source of `cells` once (in parallel is not worth
-/// it: loading is a small part of a sweep).
-pub fn load_inputs(cells: &[Cell]) -> Result<HashMap<Source, Input>, SweepError> {
-    let mut inputs = HashMap::new();
+/// Load every distinct source of `cells` once, on up to `threads`
+/// threads (generating a large workload takes as long as simulating it).
+pub fn load_inputs(cells: &[Cell], threads: usize) -> Result<HashMap<Source, Input>, SweepError> {
+    let mut todo: Vec<&Cell> = Vec::new();
     for c in cells {
-        if !inputs.contains_key(&c.source) {
-            inputs.insert(c.source.clone(), Input::load(&c.source, &c.settings)?);
+        if !todo.iter().any(|t| t.source == c.source) {
+            todo.push(c);
         }
     }
-    Ok(inputs)
+    let next = AtomicUsize::new(0);
+    let loaded = std::sync::Mutex::new(HashMap::new());
+    let first_err = std::sync::Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, todo.len().max(1)) {
+            s.spawn(|| {
+                while let Some(c) = todo.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    match Input::load(&c.source, &c.settings) {
+                        Ok(input) => {
+                            lock(&loaded).insert(c.source.clone(), input);
+                        }
+                        Err(e) => {
+                            lock(&first_err).get_or_insert(e);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    match first_err.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(loaded.into_inner().unwrap_or_else(|e| e.into_inner())),
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The `local` engine: run `cells` on `threads` threads of this process,
@@ -127,13 +153,13 @@ pub fn run_local(
     if cells.is_empty() {
         return Ok(());
     }
-    let inputs = load_inputs(cells)?;
     let threads = if threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
         threads
     }
     .min(cells.len());
+    let inputs = load_inputs(cells, threads)?;
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<Result<Row, SweepError>>();
     std::thread::scope(|s| {
