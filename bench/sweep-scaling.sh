@@ -15,7 +15,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 REPS=${REPS:-3}
 cores=$(nproc)
-grid=(--workload "random:size=1GiB,count=400000;strided:size=2GiB"
+grid=(--workload "random:size=4GiB,count=1500000;strided:size=8GiB"
       --policies none,obl,readahead,diskseen --cache 256MiB --device hdd)
 
 run() { # threads rep -> "wall_s cpu_s_sum cells"
@@ -52,7 +52,7 @@ with open(out, "w") as f:
     f.write("# Sweep scaling (local engine)\n\n")
     f.write("Written by `bench/sweep-scaling.sh` on %s (%s cores, %s); do not edit by hand.\n\n"
             % (datetime.date.today(), cores, platform.release()))
-    f.write("Grid: workloads `random:size=1GiB,count=400000` and `strided:size=2GiB` x policies "
+    f.write("Grid: workloads `random:size=4GiB,count=1500000` and `strided:size=8GiB` x policies "
             "none, obl, readahead, diskseen; cache 256MiB, HDD model: %d cells. Load average "
             "before / after: %s / %s.\n\n" % (int(one[0][2]), lb, la))
     f.write("| threads | wall s (each repetition) | median wall s | sum of cell CPU s (median) |\n|---|---|---|---|\n")
@@ -60,5 +60,9 @@ with open(out, "w") as f:
         f.write("| %s | %s | %.2f | %.2f |\n" % (n, ", ".join("%.2f" % r[0] for r in rows), m,
                                                 statistics.median(r[1] for r in rows)))
     f.write("\nSpeed-up (median wall, 1 thread / %s threads): **%.2fx**.\n" % (cores, m1 / mn))
+    if max(float(lb.split()[0]), float(la.split()[0])) > int(cores) / 2:
+        f.write("\nThe load average exceeded half the cores: other processes held the CPU "
+                "(wall seconds well above the cells' CPU seconds), so the threads competed with "
+                "them, not only with each other. Re-run on an idle machine.\n")
 PY
 cat "$out"
