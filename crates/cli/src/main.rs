@@ -14,6 +14,7 @@ mod output;
 mod recordcmd;
 mod runcmd;
 mod simcmd;
+mod sweepcmd;
 mod tracecmd;
 
 use clap::{Parser, Subcommand};
@@ -54,6 +55,10 @@ enum Cmd {
     Sim(simcmd::SimArgs),
     /// Simulate several policies over the same input, side by side.
     Compare(simcmd::CompareArgs),
+    /// Run a grid of simulations (inputs x policies x parameters x cache
+    /// sizes x devices x runs) on all cores or on Ray; one row per cell
+    /// to Parquet and CSV, resumable.
+    Sweep(sweepcmd::SweepArgs),
     /// Inspect or convert traces.
     Trace {
         #[command(subcommand)]
@@ -85,6 +90,7 @@ fn main() -> ExitCode {
         Cmd::Record(a) => return recordcmd::run(a).map_or_else(error_exit, ExitCode::from),
         Cmd::Sim(a) => simcmd::sim(a),
         Cmd::Compare(a) => simcmd::compare(a),
+        Cmd::Sweep(a) => sweepcmd::run(a),
         Cmd::Trace { cmd } => tracecmd::run(cmd),
         Cmd::Stat(a) => cachecmd::run(outrider_live::cachetool::Action::Stat, a),
         Cmd::Warm(a) => cachecmd::run(outrider_live::cachetool::Action::Warm, a),

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Sweep scaling: the local engine of `outrider sweep` on 1 thread and on
+# every core, over the same grid (8 cells: 4 policies x 2 workloads, HDD
+# model, 256 MiB cache), each run into a fresh output. REPS repetitions
+# (default 3) alternate 1 and N threads; medians of wall seconds. Also the
+# sum of the cells' CPU seconds (from the rows), which does not depend on
+# the thread count if the cells do not slow each other down. The machine's
+# load average is recorded: other processes taking a core lower the speed-up.
+# Writes bench/results/sweep-scaling.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet -p outrider
+bin=target/release/outrider
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+REPS=${REPS:-3}
+cores=$(nproc)
+grid=(--workload "random:size=4GiB,count=1500000;strided:size=8GiB"
+      --policies none,obl,readahead,diskseen --cache 256MiB --device hdd)
+
+run() { # threads rep -> "wall_s cpu_s_sum cells"
+  local out=$work/t$1-r$2.csv start end
+  start=$(date +%s.%N)
+  $bin sweep "${grid[@]}" --threads "$1" --out "$out" >/dev/null
+  end=$(date +%s.%N)
+  python3 - "$out" "$start" "$end" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+print(f"{float(sys.argv[3]) - float(sys.argv[2]):.3f} {sum(float(r['cpu_s']) for r in rows):.3f} {len(rows)}")
+PY
+}
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+one=() many=()
+for rep in $(seq "$REPS"); do
+  one+=("$(run 1 "$rep")")
+  many+=("$(run "$cores" "$rep")")
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+out=bench/results/sweep-scaling.md
+python3 - "$out" "$cores" "$load_before" "$load_after" "${one[@]}" -- "${many[@]}" <<'PY'
+import statistics, sys, datetime, platform
+out, cores, lb, la = sys.argv[1:5]
+rest = sys.argv[5:]
+sep = rest.index("--")
+one = [list(map(float, r.split())) for r in rest[:sep]]
+many = [list(map(float, r.split())) for r in rest[sep + 1:]]
+m1 = statistics.median(r[0] for r in one)
+mn = statistics.median(r[0] for r in many)
+with open(out, "w") as f:
+    f.write("# Sweep scaling (local engine)\n\n")
+    f.write("Written by `bench/sweep-scaling.sh` on %s (%s cores, %s); do not edit by hand.\n\n"
+            % (datetime.date.today(), cores, platform.release()))
+    f.write("Grid: workloads `random:size=4GiB,count=1500000` and `strided:size=8GiB` x policies "
+            "none, obl, readahead, diskseen; cache 256MiB, HDD model: %d cells. Load average "
+            "before / after: %s / %s.\n\n" % (int(one[0][2]), lb, la))
+    f.write("| threads | wall s (each repetition) | median wall s | sum of cell CPU s (median) |\n|---|---|---|---|\n")
+    for n, rows, m in (("1", one, m1), (cores, many, mn)):
+        f.write("| %s | %s | %.2f | %.2f |\n" % (n, ", ".join("%.2f" % r[0] for r in rows), m,
+                                                statistics.median(r[1] for r in rows)))
+    f.write("\nSpeed-up (median wall, 1 thread / %s threads): **%.2fx**.\n" % (cores, m1 / mn))
+    if max(float(lb.split()[0]), float(la.split()[0])) > int(cores) / 2:
+        f.write("\nThe load average exceeded half the cores: other processes held the CPU "
+                "(wall seconds well above the cells' CPU seconds), so the threads competed with "
+                "them, not only with each other. Re-run on an idle machine.\n")
+PY
+cat "$out"
