@@ -341,7 +341,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     })?;
     // flashy §IV-C: the maximum device throughput, measured once
     // (`outrider calibrate`'s store), for policies reading the device stream.
-    let wants_dev = policy.wants_device_requests();
+    let wants_dev = policy.interests().device_requests;
     let device_max_read = if wants_dev {
         crate::calibrate::for_run(&a.cmd, a.quiet)
     } else {

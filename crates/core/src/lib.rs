@@ -29,4 +29,7 @@ pub use event::{
 };
 pub use params::{ParamError, ParamSpec, Params};
 pub use policies::{build_policy, policy_help, PolicyError, POLICY_NAMES};
-pub use policy::{BoxedPolicy, Eviction, NoResidency, Policy, Residency, SeriesPoint, Sink};
+pub use policy::{
+    BoxedPolicy, Eviction, Feedback, Interests, NoResidency, Policy, PolicyExt, Residency, RunInfo,
+    SeriesPoint, Sink,
+};

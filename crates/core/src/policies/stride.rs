@@ -33,7 +33,7 @@
 //! dropped.
 
 use crate::event::{Access, Op, Origin, Outcome, Target};
-use crate::policy::{BoxedPolicy, Policy, Sink};
+use crate::policy::{BoxedPolicy, Interests, Policy, RunInfo, Sink};
 use crate::FileId;
 use rustc_hash::FxHashMap;
 
@@ -110,12 +110,8 @@ impl Policy for Stride {
         NAME
     }
 
-    fn wants_evictions(&self) -> bool {
-        false
-    }
-
-    fn wants_prefetch_done(&self) -> bool {
-        false
+    fn interests(&self) -> Interests {
+        Interests::ACCESSES_ONLY
     }
 
     fn on_access(&mut self, a: &Access, _o: &Outcome, sink: &mut Sink<'_>) {
@@ -236,7 +232,10 @@ impl Policy for Stride {
         }
     }
 
-    fn on_run_start(&mut self, _run: u32) {
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        if info.budget_changed {
+            return;
+        }
         self.streams.clear();
     }
 

@@ -49,19 +49,14 @@ impl Controller {
             return;
         }
         for (window, dev, lbn, blocks, issue_ns) in done {
-            let residency = Unused(&self.unused, &self.files);
-            let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
-            self.policy.on_prefetch_done(
-                &PrefetchDone {
-                    window,
-                    dev,
-                    lbn,
-                    blocks,
-                    issue_ns,
-                    done_ns: now_rel_ns,
-                },
-                &mut sink,
-            );
+            self.feed(&Feedback::PrefetchDone(&PrefetchDone {
+                window,
+                dev,
+                lbn,
+                blocks,
+                issue_ns,
+                done_ns: now_rel_ns,
+            }));
         }
         self.actuate(now_rel_ns);
     }
@@ -251,8 +246,8 @@ impl Controller {
             let Target::Block { dev, lbn } = r.target else {
                 continue;
             };
-            if self.wants_dev {
-                self.policy.on_device_request(&DeviceRequest {
+            if self.interests.device_requests {
+                self.feed(&Feedback::DeviceRequest(&DeviceRequest {
                     time_ns: now_rel_ns,
                     pid: 0,
                     dev,
@@ -260,7 +255,7 @@ impl Controller {
                     blocks: (*pages).min(u64::from(u32::MAX)) as u32,
                     origin: Origin::OurPrefetch,
                     window: Some(r.window),
-                });
+                }));
             }
             if *pages == 0 {
                 self.done_now

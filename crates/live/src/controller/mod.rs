@@ -54,8 +54,8 @@ use crate::session::Handler;
 use crate::tracefs::{EventKind, LiveEvent};
 use outrider_core::policies::auto::{AccessList, NO_LBN};
 use outrider_core::{
-    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, FileId, Origin, Outcome,
-    PrefetchDone, PrefetchRequest, Residency, Sink, Target, WindowId, BLOCK_SIZE,
+    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, Feedback, FileId, Interests, Origin,
+    Outcome, PrefetchDone, PrefetchRequest, Residency, RunInfo, Sink, Target, WindowId, BLOCK_SIZE,
 };
 use outrider_sys::{Fetch, Pool};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -315,8 +315,12 @@ pub struct Controller {
     /// Block requests that submitted nothing (skipped, dropped): done at
     /// once, told at the next poll.
     done_now: Vec<PendingDone>,
-    /// Does the policy read the device stream?
-    wants_dev: bool,
+    /// What the policy wants to hear (asked again at the start).
+    interests: Interests,
+    /// What the policy was told at the start: the devices' throughput and
+    /// the buffer memory in blocks (told again with every budget change).
+    devices: Vec<DeviceInfo>,
+    cache_blocks: u64,
     /// Chunks waiting for room in the I/O queue (bounded), each with the
     /// done tracker of the block request it belongs to.
     backlog: std::collections::VecDeque<(FileId, u64, u64, Option<Tracker>)>,
@@ -389,7 +393,7 @@ impl Controller {
     /// A controller running `policy`.
     pub fn new(policy: BoxedPolicy, opts: ControllerOptions) -> Self {
         let pool = Pool::new(opts.workers, opts.queue_bound);
-        let wants_dev = policy.wants_device_requests();
+        let interests = policy.interests();
         Controller {
             policy,
             files: FileTable::new(FileTableOptions::default()),
@@ -420,7 +424,9 @@ impl Controller {
             seen_files: FxHashSet::default(),
             done: Arc::new(Mutex::new(Vec::new())),
             done_now: Vec::new(),
-            wants_dev,
+            interests,
+            devices: Vec::new(),
+            cache_blocks: 0,
             backlog: std::collections::VecDeque::new(),
             ra_caps: FxHashMap::default(),
             recorder: AccessList::new(RECORD_ENTRIES, RECORD_PAGES),
@@ -619,13 +625,13 @@ impl Controller {
             if let Some(ex) = self.files.extents(id) {
                 for q in missed {
                     if let Some(b) = physical_of(&ex, q * BLOCK_SIZE) {
-                        self.policy.on_evict(&Eviction {
+                        self.feed(&Feedback::Evicted(&Eviction {
                             dev: dev as u32,
                             lbn: b / BLOCK_SIZE,
                             prefetched: false,
                             used: false,
                             window: None,
-                        });
+                        }));
                     }
                 }
             }
@@ -633,12 +639,33 @@ impl Controller {
         let residency = Unused(&self.unused, &self.files);
         let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
         self.policy.on_access(&access, &outcome, &mut sink);
-        if self.policy.wants_access_done() {
+        if self.interests.access_done {
             // mm_filemap_get_pages fires once the read holds its pages, so
             // the access is complete in memory: DiskSeen §3.1 records its
             // timestamps here, as the simulator does at completion.
-            self.policy.on_access_done(&access, &mut sink);
+            self.feed(&Feedback::AccessDone(&access));
         }
+    }
+
+    /// Tell the policy `f`; its requests wait for the next actuation.
+    fn feed(&mut self, f: &Feedback<'_>) {
+        let residency = Unused(&self.unused, &self.files);
+        let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
+        self.policy.on_feedback(f, &mut sink);
+    }
+
+    /// Tell the policy its memory budget: at the start (`changed` false)
+    /// with everything else it is told then, later when it changed.
+    fn tell_budget(&mut self, bytes: u64, changed: bool) {
+        self.policy.on_start(&RunInfo {
+            run: 1,
+            budget_changed: changed,
+            cache_blocks: self.cache_blocks,
+            devices: &self.devices,
+            memory_budget_bytes: Some(bytes),
+            oracle: None,
+        });
+        self.interests = self.policy.interests();
     }
 
     fn on_event(&mut self, e: &LiveEvent) {
@@ -683,7 +710,9 @@ impl Controller {
                 sector,
                 nr_sector,
                 write: false,
-            } if self.wants_dev && nr_sector > 0 => self.device_read(e, dev, sector, nr_sector),
+            } if self.interests.device_requests && nr_sector > 0 => {
+                self.device_read(e, dev, sector, nr_sector)
+            }
             _ => {}
         }
     }
@@ -707,7 +736,7 @@ impl Controller {
         let blocks = (end - first).min(u64::from(u32::MAX)) as u32;
         self.stats.device_reads += 1;
         self.stats.device_read_blocks += u64::from(blocks);
-        self.policy.on_device_request(&DeviceRequest {
+        self.feed(&Feedback::DeviceRequest(&DeviceRequest {
             time_ns: self.rel(e.ts_ns),
             pid: e.pid,
             dev: dev as u32,
@@ -715,7 +744,7 @@ impl Controller {
             blocks,
             origin: Origin::Demand,
             window: None,
-        });
+        }));
     }
 
     fn quality_control(&mut self, now_rel_ns: u64) {
@@ -767,21 +796,21 @@ impl Handler for Controller {
         self.root_pid = root_pid;
         self.t0_ns = t0_ns;
         // flashy §IV-C: the measured maximum throughput of each device.
-        for &(dev, bps) in &self.opts.device_max_read {
-            self.policy.on_device_info(&DeviceInfo {
+        self.devices = (self.opts.device_max_read.iter())
+            .map(|&(dev, bps)| DeviceInfo {
                 dev: Some(dev as u32),
                 max_read_bytes_per_s: Some(bps),
-            });
-        }
-        self.follow_cgroup(root_pid);
-        self.begin_settling();
-        // The buffer memory, once, as the simulator tells its cache size
+            })
+            .collect();
+        // The buffer memory, as the simulator tells its cache size
         // (DiskSeen's T is 1/64 of it, §3.3.1).
         let cache_bytes = match self.opts.cache_bytes {
             0 => default_cache_bytes(Some(root_pid)),
             b => b,
         };
-        self.policy.on_cache_info(cache_bytes / BLOCK_SIZE);
+        self.cache_blocks = cache_bytes / BLOCK_SIZE;
+        self.follow_cgroup(root_pid);
+        self.begin_settling();
     }
 
     fn on_events(&mut self, events: &[LiveEvent], in_tree: &[bool]) {
@@ -803,12 +832,10 @@ impl Handler for Controller {
         self.apply_submitted();
         self.deliver_done(now);
         self.drain_backlog();
-        if let Some(iv) = self.policy.tick_interval_ns() {
-            if now >= self.last_tick_ns + iv {
+        if let Some(iv) = self.interests.tick_interval_ns {
+            if now >= self.last_tick_ns.saturating_add(iv) {
                 self.last_tick_ns = now;
-                let residency = Unused(&self.unused, &self.files);
-                let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
-                self.policy.on_tick(now, &mut sink);
+                self.feed(&Feedback::Tick(now));
                 self.actuate(now);
             }
         }

@@ -5,7 +5,7 @@
 use super::table::{BUSY, CACHED, PREFETCHED, RESIDENT};
 use super::{DiskSeen, NAME, OWNERS_PER_CHUNK};
 use crate::event::{Access, Op, Origin, Outcome, PrefetchDone, PrefetchRequest, Target, WindowId};
-use crate::policy::{BoxedPolicy, Eviction, Policy, Sink};
+use crate::policy::{BoxedPolicy, Eviction, Feedback, Interests, Policy, RunInfo, Sink};
 use std::mem::size_of;
 
 fn is_demand_read(a: &Access) -> bool {
@@ -38,16 +38,23 @@ impl Policy for DiskSeen {
         }
     }
 
-    fn wants_access_done(&self) -> bool {
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            access_done: true,
+            ..Interests::default()
+        }
     }
 
-    fn on_access_done(&mut self, a: &Access, sink: &mut Sink<'_>) {
-        if !is_demand_read(a) {
-            return;
-        }
-        for lbn in a.lbn..a.end_lbn() {
-            self.block_done(a, lbn, sink);
+    fn on_feedback(&mut self, f: &Feedback<'_>, sink: &mut Sink<'_>) {
+        match f {
+            Feedback::AccessDone(a) if is_demand_read(a) => {
+                for lbn in a.lbn..a.end_lbn() {
+                    self.block_done(a, lbn, sink);
+                }
+            }
+            Feedback::PrefetchDone(d) => self.prefetch_done(d),
+            Feedback::Evicted(e) => self.evicted(e),
+            _ => {}
         }
     }
 
@@ -98,30 +105,13 @@ impl Policy for DiskSeen {
         self.emit_runs(cur_dev, &wanted, r.window, sink);
     }
 
-    fn on_prefetch_done(&mut self, d: &PrefetchDone, _sink: &mut Sink<'_>) {
-        for lbn in d.lbn..d.lbn + u64::from(d.blocks) {
-            self.table.set_status(d.dev, lbn, BUSY, false);
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        if info.cache_blocks > 0 {
+            self.set_memory_blocks(info.cache_blocks);
         }
-    }
-
-    fn on_evict(&mut self, e: &Eviction) {
-        // PREFETCHED survives an unused eviction: the §3.2 mark.
-        self.table
-            .set_status(e.dev, e.lbn, RESIDENT | BUSY | CACHED, false);
-        if let Some(w) = e.window {
-            if let Some(r) = self.windows.get_mut(&w.0) {
-                r.left = r.left.saturating_sub(1);
-                r.used |= e.used;
-                if r.left == 0 {
-                    let (pid, used) = (r.pid, r.used);
-                    self.windows.remove(&w.0);
-                    self.qc.record(pid, !used);
-                }
-            }
+        if info.budget_changed {
+            return;
         }
-    }
-
-    fn on_run_start(&mut self, _run: u32) {
         self.streams.clear();
         self.vacant = 0;
         self.owner.clear();
@@ -130,10 +120,6 @@ impl Policy for DiskSeen {
         self.windows.clear();
         self.window_order.clear();
         self.table.clear_status_everywhere(RESIDENT | BUSY | CACHED);
-    }
-
-    fn on_cache_info(&mut self, cache_blocks: u64) {
-        self.set_memory_blocks(cache_blocks);
     }
 
     fn memory_bytes(&self) -> usize {
@@ -152,5 +138,30 @@ impl Policy for DiskSeen {
 
     fn box_clone(&self) -> BoxedPolicy {
         Box::new(self.clone())
+    }
+}
+
+impl DiskSeen {
+    fn prefetch_done(&mut self, d: &PrefetchDone) {
+        for lbn in d.lbn..d.lbn + u64::from(d.blocks) {
+            self.table.set_status(d.dev, lbn, BUSY, false);
+        }
+    }
+
+    fn evicted(&mut self, e: &Eviction) {
+        // PREFETCHED survives an unused eviction: the §3.2 mark.
+        self.table
+            .set_status(e.dev, e.lbn, RESIDENT | BUSY | CACHED, false);
+        if let Some(w) = e.window {
+            if let Some(r) = self.windows.get_mut(&w.0) {
+                r.left = r.left.saturating_sub(1);
+                r.used |= e.used;
+                if r.left == 0 {
+                    let (pid, used) = (r.pid, r.used);
+                    self.windows.remove(&w.0);
+                    self.qc.record(pid, !used);
+                }
+            }
+        }
     }
 }
