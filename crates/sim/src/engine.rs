@@ -205,6 +205,9 @@ struct Engine<'t> {
     wants_evict: bool,
     wants_prefetch_done: bool,
     seq: u64,
+    /// Demand blocks that waited on a prefetch in flight (this run): with
+    /// hits and misses they add up to the demand.
+    inflight_served: u64,
     t0_ns: u64,
     live: usize,
     end_ns: u64,
@@ -289,6 +292,7 @@ pub fn simulate_on(
         wants_evict: true,
         wants_prefetch_done: true,
         seq: 0,
+        inflight_served: 0,
         live: 0,
         end_ns: 0,
         t0_ns: records.first().map_or(0, |r| r.time_ns),
@@ -393,6 +397,7 @@ impl Engine<'_> {
         self.ready.clear();
         self.instant_done.clear();
         self.c = Counters::default();
+        self.inflight_served = 0;
         self.procs.clear();
         if self.lists.is_empty() {
             self.procs.push(Proc {
@@ -631,6 +636,7 @@ impl Engine<'_> {
         self.settle_evictions(policy);
         self.report_device(policy);
         self.c.miss_blocks += u64::from(o.miss_blocks);
+        self.inflight_served += u64::from(o.inflight_blocks);
         let view = View {
             cache: &self.cache,
             layout: &self.layout,
@@ -1012,7 +1018,14 @@ impl Engine<'_> {
             "every prefetched block was resolved"
         );
         self.windows.clear();
-        debug_assert_eq!(
+        // DESIGN.md's counts add up: every demand block is a hit, a miss or
+        // waits on a prefetch in flight; every prefetched block is used or
+        // not, once.
+        assert_eq!(
+            self.c.hit_blocks + self.c.miss_blocks + self.inflight_served,
+            self.c.demand_blocks
+        );
+        assert_eq!(
             self.c.prefetched_used_blocks + self.c.prefetched_unused_blocks,
             self.c.prefetched_blocks
         );

@@ -65,10 +65,13 @@ impl Controller {
     pub(super) fn translate(&mut self, r: &PrefetchRequest) -> Option<(FileId, u64, u64)> {
         match r.target {
             Target::File { file, page } => Some((file, page, u64::from(r.blocks))),
-            Target::Block { lbn, .. } => {
+            Target::Block { dev, lbn } => {
                 let phys = lbn * BLOCK_SIZE;
                 for id in self.recent.clone() {
-                    let Some(ex) = self.files.extents(id) else {
+                    if self.files.key_of(id).is_some_and(|k| k.0 as u32 != dev) {
+                        continue;
+                    }
+                    let Some(ex) = self.extents_of(id) else {
                         continue;
                     };
                     for x in ex.iter() {
@@ -196,6 +199,9 @@ impl Controller {
                 self.stats.dropped_budget_pages += len_pages;
                 continue;
             }
+            // Unused prefetched pages stay within the budget (DESIGN.md
+            // principle 3); checked for every range admitted.
+            assert!(self.unused.len() as u64 + len_pages <= budget_pages);
             let cap = if self.opts.chunk_bytes > 0 {
                 self.opts.chunk_bytes
             } else {

@@ -34,11 +34,10 @@
 //!
 //! # History
 //!
-//! Whatever the policy, the controller records the program's access list
-//! (each page once, first-access order; [`outrider_core::policies::auto::AccessList`])
-//! for the history store; files registered from history
-//! ([`FileTable::seed`]) are reopened by handle or path when a request
-//! names them.
+//! What a policy learns it saves itself ([`outrider_core::Policy::save_history`]);
+//! the files the program touched are saved beside it (`crate::history`),
+//! and files registered from history ([`FileTable::seed`]) are reopened by
+//! handle or path when a request names them.
 //!
 //! # Do no harm (DESIGN.md principle 3)
 //!
@@ -52,7 +51,7 @@
 use crate::files::{FileTable, FileTableOptions};
 use crate::session::Handler;
 use crate::tracefs::{EventKind, LiveEvent};
-use outrider_core::policies::auto::{AccessList, NO_LBN};
+use outrider_core::metrics::{Counters, Report};
 use outrider_core::{
     Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, Feedback, FileId, Interests, Origin,
     Outcome, PrefetchDone, PrefetchRequest, Residency, RunInfo, Sink, Target, WindowId, BLOCK_SIZE,
@@ -120,6 +119,24 @@ impl Default for ControllerOptions {
     }
 }
 
+/// Can `policy` run live? A policy that needs the future of the access
+/// list (an oracle, [`outrider_core::Interests::oracle`]: libprefetch's
+/// application-directed prefetching, §4.2) cannot: a traced program does
+/// not tell it. The error says where such a policy works instead.
+pub fn check_live(policy: &dyn outrider_core::Policy) -> Result<(), String> {
+    if policy.interests().oracle {
+        return Err(format!(
+            "policy '{}' needs the program's future accesses (an oracle), which a traced \
+             program does not give: have the application announce them through liboutrider \
+             (C API: include/outrider.h; Python: python/outrider_directed.py), or replay a \
+             recorded trace with `outrider sim --policy {}`",
+            policy.name(),
+            policy.name()
+        ));
+    }
+    Ok(())
+}
+
 /// The buffer memory a program can use: MemAvailable, at most the room the
 /// memory cgroup of `pid` leaves to the page cache (the same sources as
 /// [`default_budget_bytes`], without its fraction).
@@ -166,6 +183,13 @@ pub struct LiveStats {
     /// Prefetched pages evicted before use or unused past the TTL, plus
     /// those still unused at exit.
     pub wasted_pages: u64,
+    /// Demand pages served by a prefetch: prefetched pages a read or a
+    /// fault then used (fault-around over resident pages is not demand, so
+    /// the pages it maps count in `used_pages` only).
+    pub served_pages: u64,
+    /// Sum over `served_pages` of the time from the prefetch's queueing to
+    /// the read that used it (ns).
+    pub lead_time_sum_ns: u64,
     /// Requested pages skipped: already resident (cachestat) or already
     /// prefetched.
     pub skipped_cached_pages: u64,
@@ -206,25 +230,29 @@ pub struct LiveStats {
 }
 
 impl LiveStats {
-    /// Demand pages served by a prefetch / demand pages (DESIGN.md).
-    pub fn coverage(&self) -> f64 {
-        ratio(self.used_pages, self.demand_pages)
-    }
-    /// Pages read by prefetching / pages the application requested.
-    pub fn cost(&self) -> f64 {
-        ratio(self.prefetched_pages, self.demand_pages)
-    }
-    /// Used / prefetched.
-    pub fn accuracy(&self) -> f64 {
-        ratio(self.used_pages, self.prefetched_pages)
-    }
-}
-
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
+    /// The metrics of DESIGN.md from these counts, defined once
+    /// ([`outrider_core::metrics`]): a page is a block. The device's wait
+    /// time and windows are not measured live (0).
+    pub fn report(&self, policy: &str, elapsed_s: f64) -> Report {
+        let c = Counters {
+            requests: self.accesses,
+            demand_blocks: self.demand_pages,
+            hit_blocks: self.demand_pages - self.miss_pages,
+            prefetch_served_blocks: self.served_pages,
+            miss_blocks: self.miss_pages,
+            prefetched_blocks: self.prefetched_pages,
+            prefetched_used_blocks: self.used_pages,
+            prefetched_unused_blocks: self.wasted_pages,
+            lead_time_sum_ns: u128::from(self.lead_time_sum_ns),
+            elapsed_ns: (elapsed_s * 1e9) as u64,
+            ..Counters::default()
+        };
+        // The counts add up (DESIGN.md): hits + misses = demand (a page in
+        // flight is a miss live: the read waits for it), and no demand page
+        // is served twice.
+        assert!(c.hit_blocks + c.miss_blocks == c.demand_blocks);
+        assert!(c.prefetch_served_blocks <= c.demand_blocks);
+        c.report(policy, 1, elapsed_s)
     }
 }
 
@@ -256,10 +284,6 @@ const MAX_PENDING_ADDS: usize = 4096;
 const JOB_PAGES: u64 = 256;
 /// Most chunks one I/O job carries.
 const JOB_CHUNKS: usize = 64;
-/// Access-list entries recorded for the history at most.
-pub const RECORD_ENTRIES: usize = 1 << 20;
-/// Distinct pages remembered while recording at most (4 GiB of data).
-pub const RECORD_PAGES: usize = 1 << 20;
 
 /// What the policy may ask while deciding: pages outrider prefetched and
 /// not yet used count as cached; `block_of` answers from the extent maps
@@ -287,7 +311,8 @@ pub struct Controller {
     files: FileTable,
     pool: Pool,
     jobs_in_flight: Arc<AtomicUsize>,
-    /// Pages prefetched and not yet used → issue time (ns since start).
+    /// Pages prefetched and not yet used → issue time (ns since start;
+    /// [`SUBMITTED`] flags a worker's call made).
     unused: FxHashMap<(FileId, u64), u64>,
     /// Per task: (file, page, pages) added to the cache since its last read.
     adds: FxHashMap<u32, Vec<(FileId, u64, u32)>>,
@@ -325,7 +350,6 @@ pub struct Controller {
     /// done tracker of the block request it belongs to.
     backlog: std::collections::VecDeque<(FileId, u64, u64, Option<Tracker>)>,
     ra_caps: FxHashMap<u64, u64>,
-    recorder: AccessList,
     /// Since a cgroup join: the ranges prefetched before it, (file, first
     /// page, pages), to drop a second time at the given time.
     recharge: Option<(Vec<PageRange>, u64)>,
@@ -429,7 +453,6 @@ impl Controller {
             cache_blocks: 0,
             backlog: std::collections::VecDeque::new(),
             ra_caps: FxHashMap::default(),
-            recorder: AccessList::new(RECORD_ENTRIES, RECORD_PAGES),
             opts,
             stats: LiveStats::default(),
         }
@@ -470,11 +493,6 @@ impl Controller {
     /// The file table.
     pub fn files(&self) -> &FileTable {
         &self.files
-    }
-
-    /// The access list recorded so far (first-access order).
-    pub fn recorded(&self) -> &AccessList {
-        &self.recorder
     }
 
     /// The memory budget in force (it shrinks when the program moves to a
@@ -570,28 +588,28 @@ impl Controller {
             }
         }
         let mut used = 0u64;
+        let now = self.rel(e.ts_ns);
         if !self.unused.is_empty() {
             for q in index..end {
-                if self.unused.remove(&(id, q)).is_some() {
+                if let Some(t) = self.unused.remove(&(id, q)) {
                     used += 1;
+                    self.stats.lead_time_sum_ns += now.saturating_sub(t & !SUBMITTED);
                 }
             }
         }
         self.stats.used_pages += used;
+        self.stats.served_pages += used;
         self.qc_used += used;
         self.stats.accesses += 1;
         self.stats.demand_pages += pages;
         let miss = miss.min(pages);
         self.stats.miss_pages += miss;
-        self.recorder.note(id, index, pages, dev as u32, NO_LBN);
         self.note_recent(id);
-        // lbn: physical block from the extent map when known.
+        // lbn: physical block from the extent map when known (an open
+        // file's, or the one a history registered with the file: the same
+        // block in both runs, as a block-level policy's history needs).
         let lbn = self
-            .files
-            .get(id)
-            .is_some()
-            .then(|| self.files.extents(id))
-            .flatten()
+            .extents_of(id)
             .and_then(|ex| physical_of(&ex, index * BLOCK_SIZE))
             .map_or(index, |b| b / BLOCK_SIZE);
         self.seq += 1;
@@ -622,7 +640,7 @@ impl Controller {
         // the model forever and a second pass (DiskSeen's history, §3.4)
         // finds nothing to prefetch.
         if !missed.is_empty() {
-            if let Some(ex) = self.files.extents(id) {
+            if let Some(ex) = self.extents_of(id) {
                 for q in missed {
                     if let Some(b) = physical_of(&ex, q * BLOCK_SIZE) {
                         self.feed(&Feedback::Evicted(&Eviction {
@@ -645,6 +663,14 @@ impl Controller {
             // timestamps here, as the simulator does at completion.
             self.feed(&Feedback::AccessDone(&access));
         }
+    }
+
+    /// The extent map of `id`: computed for an open file, else the one
+    /// known without opening it (registered from history).
+    fn extents_of(&mut self, id: FileId) -> Option<Arc<Vec<outrider_sys::Extent>>> {
+        self.files
+            .extents(id)
+            .or_else(|| self.files.known_extents(id))
     }
 
     /// Tell the policy `f`; its requests wait for the next actuation.

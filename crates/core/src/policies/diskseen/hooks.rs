@@ -132,6 +132,16 @@ impl Policy for DiskSeen {
             + self.qc.memory_bytes()
     }
 
+    /// The block table's timestamps (§3.4's history), see
+    /// `diskseen/history.rs`.
+    fn save_history(&self) -> Option<Vec<u8>> {
+        Some(self.encode_history())
+    }
+
+    fn load_history(&mut self, data: &[u8]) -> Result<(), String> {
+        self.decode_history(data)
+    }
+
     fn schedule_group(&self, window: WindowId) -> u32 {
         self.group_of(window)
     }

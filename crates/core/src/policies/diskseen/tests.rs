@@ -757,3 +757,33 @@ fn interleaved_regions_keep_one_trail_each_and_run_2_follows_history() {
     // instead of 16 (the last one ends where run 1's history ends).
     assert_eq!(ha, [8, 8, 16, 16, 32, 32, 64, 64, 64, 64, 28]);
 }
+
+#[test]
+fn saved_history_lets_a_new_process_follow_the_trail() {
+    // As `reversed_second_run_is_prefetched_from_history`, but run 2 is a
+    // fresh DiskSeen that loaded run 1's saved table (the next process).
+    let mut h = Harness::new(DiskSeenParams::default());
+    for b in (1000..1100).rev() {
+        assert!(h.read(1, b).is_empty());
+    }
+    let blob = h.ds.save_history().expect("diskseen learns");
+    let mut next = Harness::new(DiskSeenParams::default());
+    next.ds.load_history(&blob).unwrap();
+    next.ds.start_run(1);
+    assert_eq!(next.ds.counter(), 100);
+    let mut reqs = vec![];
+    for b in (1000..1100).rev() {
+        reqs.extend(next.read(1, b));
+    }
+    assert_eq!(&reqs[..2], &[(1088, 8), (1080, 8)]);
+    // A damaged blob is refused and leaves the policy as it was.
+    let mut fresh = DiskSeen::new(DiskSeenParams::default());
+    for bad in [&blob[..blob.len() - 1], &blob[..3], b"ODSK1\x00".as_slice()] {
+        assert!(fresh.load_history(bad).is_err());
+        assert_eq!(fresh.counter(), 0);
+    }
+    let mut flipped = blob.clone();
+    flipped[13] ^= 0xff; // first block's device
+    flipped[5 + 8 + 12] = 0xff; // its newest timestamp, far past the counter
+    assert!(fresh.load_history(&flipped).is_err());
+}
