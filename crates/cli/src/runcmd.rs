@@ -66,7 +66,7 @@ pub struct RunArgs {
     pub quiet: bool,
     /// Do not walk the history's directories and files ahead of the
     /// program (metadata prefetch through the file system; on by default
-    /// for `auto` with history).
+    /// when a policy history was loaded).
     #[arg(long)]
     pub no_metadata_walk: bool,
     /// Save the history before exiting. By default a background process
