@@ -561,6 +561,14 @@ fn drop_caches() {
     std::fs::write("/proc/sys/vm/drop_caches", "3").expect("root drops caches");
 }
 
+/// Tests that drop every cache take this first: another one dropping them
+/// in the middle of a run would evict what that run prefetched.
+static COLD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn cold_lock() -> std::sync::MutexGuard<'static, ()> {
+    COLD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// `outrider run --policy SPEC` with a history under `key` in `db`, saved
 /// before exit, of `python3 -c script`, caches dropped first; its JSON.
 fn run_policy(
@@ -606,6 +614,7 @@ fn run_diskseen_follows_its_saved_history_backwards() {
         eprintln!("skipped: needs root for tracefs and drop_caches");
         return;
     }
+    let _cold = cold_lock();
     let data = cached_data_file("diskseen-256m", 256);
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let db = dir.path().join("h.db");
@@ -637,6 +646,7 @@ fn run_epcm_prefetches_the_next_files_from_its_saved_model() {
         eprintln!("skipped: needs root for tracefs and drop_caches");
         return;
     }
+    let _cold = cold_lock();
     let tree = std::path::PathBuf::from("/var/tmp/outrider-test-epcm-files");
     if !tree.join("f239").exists() {
         std::fs::create_dir_all(&tree).unwrap();
@@ -671,6 +681,7 @@ fn run_flashy_covers_a_strided_read() {
         eprintln!("skipped: needs root for tracefs and drop_caches");
         return;
     }
+    let _cold = cold_lock();
     let data = cached_data_file("flashy-1g", 1024);
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let db = dir.path().join("h.db");
