@@ -933,23 +933,24 @@ impl Engine<'_> {
                 self.c.prefetched_unused_blocks += 1;
                 self.resolve_window(n.window_slot, false);
             }
-            if !self.wants_evict {
-                continue;
-            }
-            let (dev, lbn) = split_key(n.key);
+        }
+        if self.wants_evict {
             let view = View {
                 cache: &self.cache,
                 layout: &self.layout,
             };
             let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-            let e = Eviction {
-                dev,
-                lbn,
-                prefetched: n.window != 0,
-                used: !n.prefetched,
-                window: (n.window != 0).then_some(WindowId(n.window)),
-            };
-            policy.on_feedback(&Feedback::Evicted(&e), &mut sink);
+            for n in &evicted {
+                let (dev, lbn) = split_key(n.key);
+                let e = Eviction {
+                    dev,
+                    lbn,
+                    prefetched: n.window != 0,
+                    used: !n.prefetched,
+                    window: (n.window != 0).then_some(WindowId(n.window)),
+                };
+                policy.on_feedback(&Feedback::Evicted(&e), &mut sink);
+            }
         }
         self.evicted = evicted;
         self.evicted.clear();
