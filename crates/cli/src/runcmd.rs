@@ -7,16 +7,16 @@
 //! History (issue 7 item 5): unless `--no-history`, the store at `--history
 //! DB` (default `/var/lib/outrider/history.db` for root,
 //! `$XDG_STATE_HOME/outrider/history.db` — `~/.local/state/...` — for
-//! others) is read before the run: the application's last access list
-//! (files changed or deleted since are dropped) goes to `auto`, other
-//! policies get their own saved blob. After the run, its access list, files
-//! and the policy's blob are written in one transaction. The application
+//! others) is read before the run: the files the application's last run
+//! touched (those changed or deleted since are dropped) are registered
+//! under their saved ids, and the policy loads its own saved blob
+//! ([`outrider_core::Policy::load_history`]). After the run, the files and
+//! the policy's blob are written in one transaction. The application
 //! is the executable, arguments and working directory; `--app-key NAME`
 //! groups runs under one name instead. A store that cannot be used is a
 //! warning, never a failure; a run whose tracing failed saves nothing.
 
 use crate::usage;
-use outrider_core::policies::auto;
 use outrider_core::{build_policy, PolicyError, BLOCK_SIZE};
 use outrider_live::controller::{default_budget_bytes, Controller, ControllerOptions};
 use outrider_live::history;
@@ -30,8 +30,8 @@ use std::path::Path;
 use std::path::PathBuf;
 
 /// Default policy of `run`: `auto` — history replay when the store has
-/// this application's history, `stride` (forward, reverse and strided
-/// streams) otherwise (see `outrider_core::policies::auto`).
+/// this application's history, forward, reverse and strided streams
+/// otherwise (`outrider policies` describes it).
 pub const DEFAULT_POLICY: &str = "auto";
 
 /// `outrider run`.
@@ -66,7 +66,7 @@ pub struct RunArgs {
     pub quiet: bool,
     /// Do not walk the history's directories and files ahead of the
     /// program (metadata prefetch through the file system; on by default
-    /// for `auto` with history).
+    /// when a policy history was loaded).
     #[arg(long)]
     pub no_metadata_walk: bool,
     /// Save the history before exiting. By default a background process
@@ -120,40 +120,10 @@ pub fn default_history_path() -> PathBuf {
     base.join("outrider/history.db")
 }
 
-/// `auto` with its pacing bound tied to the memory budget: unless given,
-/// `ahead` is half the budget and `batch` at most a quarter of it.
-fn auto_spec(spec: &str, budget: u64) -> String {
-    let (name, params) = spec.split_once(':').unwrap_or((spec, ""));
-    if name != auto::NAME || params == "help" {
-        return spec.to_string();
-    }
-    let mut p: Vec<String> = params
-        .split(',')
-        .filter(|x| !x.is_empty())
-        .map(String::from)
-        .collect();
-    let has = |p: &[String], k: &str| p.iter().any(|x| x.starts_with(&format!("{k}=")));
-    let d = auto::AutoParams::default();
-    if !has(&p, "ahead") {
-        p.push(format!(
-            "ahead={}",
-            (budget / 2).min(d.ahead.0).max(BLOCK_SIZE)
-        ));
-    }
-    if !has(&p, "batch") {
-        p.push(format!(
-            "batch={}",
-            (budget / 4).min(d.batch.0).max(BLOCK_SIZE)
-        ));
-    }
-    format!("{name}:{}", p.join(","))
-}
-
 /// One run's history, to save at its end.
 struct SaveJob<'a> {
     key: &'a str,
     policy: &'a str,
-    is_auto: bool,
     cmd: &'a [OsString],
     cwd: &'a Path,
     /// The files of the history loaded (sorted by id) and its run count:
@@ -164,13 +134,11 @@ struct SaveJob<'a> {
 impl SaveJob<'_> {
     /// Write the history in one transaction; a failure is a warning.
     fn save(&self, mut st: Store, ctl: &Controller) {
-        let h = history::collect(ctl.recorded().entries(), ctl.files(), self.cmd, self.cwd);
-        let mut blobs = Vec::new();
-        if !self.is_auto {
-            if let Some(b) = ctl.policy().save_history() {
-                blobs.push((self.policy, b));
-            }
-        }
+        let h = history::collect(ctl.files(), self.cmd, self.cwd);
+        let blobs: Vec<_> = (ctl.policy().save_history())
+            .map(|b| (self.policy, b))
+            .into_iter()
+            .collect();
         let same_files = self.loaded_files.as_ref().and_then(|(old, runs)| {
             let mut new: Vec<&outrider_store::FileRecord> = h.files.iter().collect();
             new.sort_unstable_by_key(|f| f.id);
@@ -300,6 +268,18 @@ fn open_store(path: &Path) -> Option<Store> {
     }
 }
 
+/// Load the policy's saved blob of `key` (saved under the policy spec as
+/// given); a blob that does not fit is a warning and a fresh policy.
+fn load_policy_history(st: &Store, key: &str, spec: &str, ctl: &mut Controller) -> bool {
+    match st.load_into(key, spec, ctl.policy_mut().as_mut()) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("outrider: warning: {e}; starting fresh");
+            false
+        }
+    }
+}
+
 /// CPU seconds (user + system) outrider itself used so far, all its
 /// threads, not the program's.
 fn own_cpu_s() -> f64 {
@@ -336,20 +316,20 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         .flatten()
         .map(|c| c.dir);
     let budget = budget_bytes(&a.budget)?;
-    let spec = auto_spec(&a.policy, budget);
-    let policy = build_policy(&spec).map_err(|e| match e {
+    let policy = build_policy(&a.policy).map_err(|e| match e {
         PolicyError::Help(t) => usage(t),
         e => usage(format!("--policy: {e}")),
     })?;
+    outrider_live::controller::check_live(policy.as_ref())
+        .map_err(|e| usage(format!("--policy: {e}")))?;
     // flashy §IV-C: the maximum device throughput, measured once
     // (`outrider calibrate`'s store), for policies reading the device stream.
-    let wants_dev = policy.wants_device_requests();
+    let wants_dev = policy.interests().device_requests;
     let device_max_read = if wants_dev {
         crate::calibrate::for_run(&a.cmd, a.quiet)
     } else {
         Vec::new()
     };
-    let is_auto = policy.name() == auto::NAME;
     let opts = ControllerOptions {
         budget_bytes: budget,
         workers: a.workers.max(1),
@@ -390,6 +370,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let mut store = db.as_deref().and_then(open_store);
     let mut restored = history::Restored::default();
     let mut restore_s = 0.0;
+    let mut policy_loaded = false;
     // Metadata prefetch ahead of the program (see `outrider_live::metawalk`).
     let mut walk: Option<MetaWalk> = None;
     if let Some(st) = &store {
@@ -400,13 +381,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
                 let t = std::time::Instant::now();
                 restored = history::restore(&h, ctl.files_mut());
                 restore_s = t.elapsed().as_secs_f64();
-                if is_auto && !a.no_metadata_walk && !restored.entries.is_empty() {
-                    let paths: std::collections::HashMap<u32, &Path> =
-                        h.files.iter().map(|f| (f.id, Path::new(&f.path))).collect();
+                policy_loaded = load_policy_history(st, &key, &a.policy, &mut ctl);
+                // The files in the previous run's first-touch (id) order.
+                if policy_loaded && !a.no_metadata_walk && !h.files.is_empty() {
                     walk = MetaWalk::start(metawalk::walk_order(
-                        h.accesses
-                            .iter()
-                            .filter_map(|e| paths.get(&e.file).copied()),
+                        h.files.iter().map(|f| Path::new(&f.path)),
                     ));
                 }
                 let runs = h.runs;
@@ -416,27 +395,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             }
             Ok(None) => {}
             Err(e) => eprintln!("outrider: warning: {e}; starting without history"),
-        }
-        if is_auto {
-            if !restored.entries.is_empty() {
-                let blob = auto::encode_history(&restored.entries);
-                if let Err(why) = ctl.policy_mut().load_history(&blob) {
-                    eprintln!("outrider: warning: history not loaded: {why}");
-                }
-            }
-        } else if ctl.policy().save_history().is_some() {
-            match st.load_history(&key, &a.policy) {
-                Ok(Some(blob)) => {
-                    if let Err(why) = ctl.policy_mut().load_history(&blob) {
-                        eprintln!(
-                            "outrider: warning: saved history of '{}' unusable ({why}); starting fresh",
-                            a.policy
-                        );
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => eprintln!("outrider: warning: {e}; starting fresh"),
-            }
         }
     }
     let opened = opening
@@ -457,16 +415,15 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let walked = walk.map(MetaWalk::finish);
     // Save: one transaction, only when tracing worked (a partial list would
     // replace a good one).
-    let mut saved_entries = 0usize;
+    let mut saved_files = 0usize;
     let mut save_mode = "none";
     let t_save = std::time::Instant::now();
     if let (Some(st), Some(dbp)) = (store.take(), db.as_deref()) {
-        if ctl.disabled().is_none() && !ctl.recorded().is_empty() {
-            saved_entries = ctl.recorded().entries().len();
+        if ctl.disabled().is_none() && ctl.stats.accesses > 0 {
+            saved_files = ctl.files().len();
             let job = SaveJob {
                 key: &key,
                 policy: &a.policy,
-                is_auto,
                 cmd: &a.cmd,
                 cwd: &cwd,
                 loaded_files,
@@ -499,6 +456,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     }
     let save_s = t_save.elapsed().as_secs_f64();
     let s = &ctl.stats;
+    let report = s.report(ctl.policy_name(), out.elapsed_s);
     if !a.quiet {
         eprintln!(
             "outrider: {} ran {:.3} s (exit {code}), policy {}{}",
@@ -519,10 +477,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             mib(s.wasted_pages)
         );
         eprintln!(
-            "outrider: coverage {:.3}, cost {:.3}, accuracy {:.3}; skipped (cached) {:.1} MiB, dropped {:.1} MiB (budget {:.0} MiB), throttled {} requests; events {}, lost events {}",
-            s.coverage(),
-            s.cost(),
-            s.accuracy(),
+            "outrider: coverage {:.3}, cost {:.3}, accuracy {:.3}, hit ratio {:.3}, lead time {:.3} s; skipped (cached) {:.1} MiB, dropped {:.1} MiB (budget {:.0} MiB), throttled {} requests; events {}, lost events {}",
+            report.coverage,
+            report.cost,
+            report.prefetch_accuracy,
+            report.hit_ratio,
+            report.lead_time,
             mib(s.skipped_cached_pages),
             mib(s.dropped_budget_pages + s.dropped_queue_pages),
             ctl.budget_bytes() as f64 / (1u64 << 20) as f64,
@@ -532,14 +492,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         );
         if let Some(db) = &db {
             eprintln!(
-                "outrider: history {}: {} entries loaded ({} runs before; files kept {}, dropped {}; entries dropped {}), {} saved{}",
+                "outrider: history {}: {} ({} runs before; files kept {}, dropped {}), {} files saved{}",
                 db.display(),
-                restored.entries_kept,
+                if policy_loaded { "policy history loaded" } else { "no policy history" },
                 restored.runs_before,
                 restored.files_kept,
                 restored.files_dropped,
-                restored.entries_dropped,
-                saved_entries,
+                saved_files,
                 if save_mode == "background" { " (in the background)" } else { "" }
             );
         }
@@ -552,9 +511,16 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             "elapsed_s": out.elapsed_s,
             "budget_bytes": ctl.budget_bytes(),
             "stats": s,
-            "coverage": s.coverage(),
-            "cost": s.cost(),
-            "prefetch_accuracy": s.accuracy(),
+            // DESIGN.md's metrics, named as `sim --json` names them.
+            "requests": report.requests,
+            "demand_blocks": report.demand_blocks,
+            "prefetched_blocks": report.prefetched_blocks,
+            "hit_ratio": report.hit_ratio,
+            "coverage": report.coverage,
+            "cost": report.cost,
+            "prefetch_accuracy": report.prefetch_accuracy,
+            "lead_time": report.lead_time,
+            "prefetched_unused_blocks": report.prefetched_unused_blocks,
             "events": out.source.events,
             "lost_events": out.source.lost_events,
             "tasks": out.tasks,
@@ -564,7 +530,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
             "history_db": db,
             "app_key": key,
             "history": restored,
-            "history_saved_entries": saved_entries,
+            "history_policy_loaded": policy_loaded,
+            "history_saved_files": saved_files,
             "history_save": save_mode,
             "metadata_walk": walked,
             "history_load_s": load_s,

@@ -99,7 +99,13 @@ pub fn parse_duration_ns(text: &str) -> anyhow::Result<u64> {
             )))
         }
     };
-    Ok((v * mult).round() as u64)
+    let ns = (v * mult).round();
+    if !(ns < u64::MAX as f64) {
+        return Err(usage(format!(
+            "'{text}': a duration must be below 2^64 ns (584 years)"
+        )));
+    }
+    Ok(ns as u64)
 }
 
 fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {

@@ -305,8 +305,8 @@ fn run_auto_twice_replays_history() {
     let r1 = run(1, &[]);
     assert_eq!(r1["policy"], "auto");
     assert_eq!(r1["app_key"], "name:auto-test");
-    assert_eq!(r1["history"]["entries_kept"], 0, "{r1}");
-    assert!(r1["history_saved_entries"].as_u64().unwrap() >= 200, "{r1}");
+    assert_eq!(r1["history_policy_loaded"], false, "{r1}");
+    assert!(r1["history_saved_files"].as_u64().unwrap() >= 200, "{r1}");
     // Saved by a background process after outrider exited; run 2, started
     // at once, waits for it through the store's lock.
     assert_eq!(r1["history_save"], "background", "{r1}");
@@ -314,6 +314,7 @@ fn run_auto_twice_replays_history() {
     make_file(&tree.join("f13"), 5);
     let r2 = run(2, &[]);
     let h = &r2["history"];
+    assert_eq!(r2["history_policy_loaded"], true, "{r2}");
     assert_eq!(h["runs_before"], 1, "{r2}");
     assert!(h["files_dropped"].as_u64().unwrap() >= 1, "{r2}");
     assert!(h["files_kept"].as_u64().unwrap() >= 199, "{r2}");
@@ -536,4 +537,177 @@ fn run_holds_the_programs_files_read_only_close_on_exec() {
         assert_eq!(fl & libc::O_CLOEXEC, libc::O_CLOEXEC, "flags {fl:o}");
         assert_eq!(fl & libc::O_NOATIME, libc::O_NOATIME, "flags {fl:o}");
     }
+}
+
+/// A test data file of `mib` MiB of random bytes under /var/tmp, written
+/// once and kept for later test runs (`name` says what it is for).
+fn cached_data_file(name: &str, mib: u64) -> std::path::PathBuf {
+    let p = std::path::PathBuf::from(format!("/var/tmp/outrider-test-{name}"));
+    if p.metadata().is_ok_and(|m| m.len() == mib << 20) {
+        return p;
+    }
+    let tmp = p.with_extension(format!("tmp{}", std::process::id()));
+    let st = Command::new("dd")
+        .args([
+            "if=/dev/urandom",
+            &format!("of={}", tmp.display()),
+            "bs=1M",
+            &format!("count={mib}"),
+            "conv=fsync",
+            "status=none",
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success(), "dd wrote {}", tmp.display());
+    std::fs::rename(&tmp, &p).unwrap();
+    p
+}
+
+fn drop_caches() {
+    std::fs::write("/proc/sys/vm/drop_caches", "3").expect("root drops caches");
+}
+
+/// Tests that drop every cache take this first: another one dropping them
+/// in the middle of a run would evict what that run prefetched.
+static COLD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn cold_lock() -> std::sync::MutexGuard<'static, ()> {
+    COLD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `outrider run --policy SPEC` with a history under `key` in `db`, saved
+/// before exit, of `python3 -c script`, caches dropped first; its JSON.
+fn run_policy(
+    dir: &Path,
+    db: &Path,
+    spec: &str,
+    key: &str,
+    run: u32,
+    script: &str,
+) -> serde_json::Value {
+    drop_caches();
+    let json = dir.join(format!("{key}-{run}.json"));
+    let o = outrider(&[
+        "run",
+        "-q",
+        "--policy",
+        spec,
+        "--history",
+        &db.display().to_string(),
+        "--app-key",
+        key,
+        "--wait-for-save",
+        "--json",
+        &json.display().to_string(),
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    json_of(&json)
+}
+
+/// DiskSeen live: a 256 MiB file read backwards in 4 KiB reads (each
+/// hashed, as a program would use its data), twice,
+/// cold each time. Run 1 learns the block table (DiskSeen §3.1) and saves
+/// it; run 2, a new process, loads it and follows the trail backwards
+/// (§3.4): coverage ≥ 0.9 and a shorter run (the acceptance asks for the
+/// speed comparison; the margin is a whole cold backward pass).
+#[test]
+fn run_diskseen_follows_its_saved_history_backwards() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs and drop_caches");
+        return;
+    }
+    let _cold = cold_lock();
+    let data = cached_data_file("diskseen-256m", 256);
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let db = dir.path().join("h.db");
+    let script = format!(
+        "import os, hashlib\nfd = os.open('{}', os.O_RDONLY)\nfor c in range(65535, -1, -1): hashlib.sha256(os.pread(fd, 4096, c * 4096)).digest()",
+        data.display()
+    );
+    let r1 = run_policy(dir.path(), &db, "diskseen", "diskseen", 1, &script);
+    let r2 = run_policy(dir.path(), &db, "diskseen", "diskseen", 2, &script);
+    assert_eq!(r1["history_policy_loaded"], false, "{r1}");
+    assert_eq!(r2["history_policy_loaded"], true, "{r2}");
+    assert!(r2["demand_blocks"].as_u64().unwrap() >= 65536, "{r2}");
+    let c2 = r2["coverage"].as_f64().unwrap();
+    assert!(c2 >= 0.9 && c2 <= 1.0, "run 2 coverage {c2}: {r2}");
+    let (t1, t2) = (
+        r1["elapsed_s"].as_f64().unwrap(),
+        r2["elapsed_s"].as_f64().unwrap(),
+    );
+    assert!(t2 < t1, "run 2 {t2} s, run 1 {t1} s");
+}
+
+/// EPCM live: 240 small files read in the same order by two processes.
+/// Run 1 trains the model and saves it; run 2 loads it and prefetches the
+/// predicted next files before the program opens them, with a measured
+/// lead time.
+#[test]
+fn run_epcm_prefetches_the_next_files_from_its_saved_model() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs and drop_caches");
+        return;
+    }
+    let _cold = cold_lock();
+    let tree = std::path::PathBuf::from("/var/tmp/outrider-test-epcm-files");
+    if !tree.join("f239").exists() {
+        std::fs::create_dir_all(&tree).unwrap();
+        for i in 0..240 {
+            make_file(&tree.join(format!("f{i}")), 4);
+        }
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let db = dir.path().join("h.db");
+    let script = format!(
+        "import time\nfor i in range(240):\n    open(f'{}/f{{i}}', 'rb').read()\n    time.sleep(0.002)",
+        tree.display()
+    );
+    let r1 = run_policy(dir.path(), &db, "epcm", "epcm", 1, &script);
+    let r2 = run_policy(dir.path(), &db, "epcm", "epcm", 2, &script);
+    assert_eq!(r2["history_policy_loaded"], true, "{r2}");
+    assert!(r2["prefetched_blocks"].as_u64().unwrap() >= 100 * 4, "{r2}");
+    assert!(r2["coverage"].as_f64().unwrap() > 0.2, "{r2}");
+    assert!(r2["lead_time"].as_f64().unwrap() > 0.0, "{r2}");
+    assert!(
+        r2["coverage"].as_f64().unwrap() > r1["coverage"].as_f64().unwrap(),
+        "run 1 {r1}\nrun 2 {r2}"
+    );
+}
+
+/// Flashy live: a 1 GiB file read with a stride (64 KiB of every 128 KiB),
+/// cold: coverage ≥ 0.6 from its device-stream pattern detection.
+#[test]
+#[ignore = "open: live flashy covers 0.20 of this read where `outrider sim` on its recording covers 0.80-0.84; most of its requests arrive for pages the reader already has (skipped as resident)"]
+fn run_flashy_covers_a_strided_read() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs and drop_caches");
+        return;
+    }
+    let _cold = cold_lock();
+    let data = cached_data_file("flashy-1g", 1024);
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let db = dir.path().join("h.db");
+    let script = format!(
+        "import os\nfd = os.open('{}', os.O_RDONLY)\nos.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)\nfor c in range(8192): os.pread(fd, 65536, c * 131072)",
+        data.display()
+    );
+    let r = run_policy(dir.path(), &db, "flashy", "flashy", 1, &script);
+    let c = r["coverage"].as_f64().unwrap();
+    assert!(c >= 0.6, "coverage {c}: {r}");
+}
+
+/// `run --policy directed` is refused before the program runs: live
+/// tracing cannot give it the future (libprefetch's application-directed
+/// prefetching), and the message says where it works.
+#[test]
+fn run_directed_is_refused_with_a_pointer_to_the_library() {
+    let o = outrider(&["run", "--no-history", "--policy", "directed", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("liboutrider") && e.contains("outrider.h"), "{e}");
+    assert!(e.contains("outrider sim --policy directed"), "{e}");
 }

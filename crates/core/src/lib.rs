@@ -14,6 +14,45 @@
 //! (file id, page index). Every [`Access`] carries both, because the driver
 //! knows the mapping (live: FIEMAP; sim: the trace's layout model). A policy
 //! may answer in either space ([`Target`]); the driver translates.
+//!
+//! # The policy contract
+//!
+//! [`Policy`] has twelve methods; a driver (the simulator's engine, the
+//! live controller) calls them in this order:
+//!
+//! 1. [`Policy::load_history`] once, before anything else, if a history
+//!    saved by [`Policy::save_history`] of the same policy exists (the
+//!    store keeps it per application key and policy name; the blob is the
+//!    policy's own format, checked by it; on error the policy stays fresh).
+//! 2. [`Policy::on_start`] with a [`RunInfo`]: run number, buffer memory in
+//!    blocks, the devices' throughput, the unused-prefetch memory budget
+//!    when the driver bounds one, and the whole future ([`RunInfo::oracle`])
+//!    for a policy that asked. Called at every run start (the cache is
+//!    empty: drop per-run state, keep what is learned) and again mid-run
+//!    with [`RunInfo::budget_changed`] when only the budget changed.
+//! 3. [`Policy::interests`] right after: which [`Feedback`] the policy wants
+//!    ([`Interests`]; evictions and completions are the hottest paths, so a
+//!    driver skips what nobody asked for) and its tick interval. Asked
+//!    again after every `on_start`, so it may depend on loaded history.
+//! 4. Per demand access, [`Policy::on_access`] after the cache lookup (the
+//!    [`Outcome`] counts hits, prefetched hits, blocks in flight, misses).
+//! 5. [`Policy::on_feedback`] for each event asked for: the access done
+//!    (all its blocks in memory), a prefetch done, a block evicted (used or
+//!    not, with its window), a read submitted to the device (flashy's second
+//!    stream), a tick.
+//! 6. [`Policy::on_upper_request`] on the lower part of a stack
+//!    (`upper+lower`) for each request of the upper part, and
+//!    [`Policy::schedule_group`] per issued window (DiskSeen §3.7).
+//! 7. At the end of a run [`Policy::series`] (a time series of its own
+//!    state); at the end of the process [`Policy::save_history`].
+//!
+//! [`Policy::memory_bytes`] and [`Policy::box_clone`] serve reports and
+//! sweeps; [`Policy::name`] is the registered name. Requests go into the
+//! [`Sink`] passed to `on_access`, `on_feedback` and `on_upper_request`;
+//! the driver screens them (resident, in flight, prefetched and unused),
+//! bounds them and accounts them per window. [`PolicyExt`] builds the
+//! calls for one-off use (tests, examples). No driver names a policy: all
+//! a driver knows of one is this trait.
 #![deny(missing_docs)]
 
 pub mod event;
@@ -30,4 +69,7 @@ pub use event::{
 };
 pub use params::{ParamError, ParamSpec, Params};
 pub use policies::{build_policy, policy_help, PolicyError, POLICY_NAMES};
-pub use policy::{BoxedPolicy, Eviction, NoResidency, Policy, Residency, SeriesPoint, Sink};
+pub use policy::{
+    BoxedPolicy, Eviction, Feedback, Interests, NoResidency, Policy, PolicyExt, Residency, RunInfo,
+    SeriesPoint, Sink,
+};

@@ -1,24 +1,8 @@
 //! The [`Policy`] trait: the contract between a prefetching policy and the
-//! driver (simulator or live runtime) that feeds it.
-//!
-//! Hooks, in the order a driver calls them for one request:
-//! 1. [`Policy::on_access`] after the cache looked the request up (so the
-//!    policy knows hits, prefetched hits and misses);
-//! 2. [`Policy::on_access_done`] when that request has completed;
-//! 3. [`Policy::on_prefetch_done`] whenever a prefetch the policy asked for
-//!    completes;
-//! 4. [`Policy::on_evict`] when a block leaves memory (used or unused);
-//! 5. [`Policy::on_tick`] every [`Policy::tick_interval_ns`] of driver time,
-//!    for time-driven policies (flashy's polling interval).
-//!
-//! Two more observation hooks: [`Policy::on_device_request`] for every read
-//! that reaches the device (demand misses and prefetches, flashy §IV-A's
-//! second stream) and [`Policy::on_device_info`] at the start of each run
-//! (the device's maximum throughput, flashy §IV-C). A policy may expose a
-//! time series of its own state through [`Policy::series`].
-//!
-//! Answers go into a [`Sink`]; the driver screens them (nothing already
-//! resident or in flight is fetched twice) and accounts them per window.
+//! driver that feeds it (see the crate documentation for the whole
+//! contract). Answers go into a [`Sink`]; the driver screens them (nothing
+//! already resident, in flight or prefetched and unused is fetched twice)
+//! and accounts them per window.
 
 use crate::event::{
     Access, DeviceInfo, DeviceRequest, FileId, Outcome, PrefetchDone, PrefetchRequest, Target,
@@ -139,7 +123,117 @@ pub struct Eviction {
     pub window: Option<WindowId>,
 }
 
-/// A prefetching policy. See the module documentation for the hook order.
+/// What a policy wants to hear besides its accesses, declared once per run
+/// (the driver asks after every [`Policy::on_start`] and skips the hooks
+/// nobody wants: evictions and completions are its hottest paths).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interests {
+    /// [`Feedback::AccessDone`] (default false).
+    pub access_done: bool,
+    /// [`Feedback::Evicted`] (default true).
+    pub evictions: bool,
+    /// [`Feedback::PrefetchDone`] (default true).
+    pub prefetch_done: bool,
+    /// [`Feedback::DeviceRequest`] (default false).
+    pub device_requests: bool,
+    /// The trace's future in [`RunInfo::oracle`] (default false).
+    pub oracle: bool,
+    /// [`Feedback::Tick`] every this many ns of driver time (default
+    /// `None`: event-driven).
+    pub tick_interval_ns: Option<u64>,
+}
+
+impl Default for Interests {
+    fn default() -> Self {
+        Interests {
+            evictions: true,
+            prefetch_done: true,
+            ..Interests::ACCESSES_ONLY
+        }
+    }
+}
+
+impl Interests {
+    /// Accesses only: no feedback at all.
+    pub const ACCESSES_ONLY: Interests = Interests {
+        access_done: false,
+        evictions: false,
+        prefetch_done: false,
+        device_requests: false,
+        oracle: false,
+        tick_interval_ns: None,
+    };
+
+    /// What either of two stacked policies wants (ticks at the shorter
+    /// interval).
+    pub fn union(self, o: Interests) -> Interests {
+        Interests {
+            access_done: self.access_done || o.access_done,
+            evictions: self.evictions || o.evictions,
+            prefetch_done: self.prefetch_done || o.prefetch_done,
+            device_requests: self.device_requests || o.device_requests,
+            oracle: self.oracle || o.oracle,
+            tick_interval_ns: match (self.tick_interval_ns, o.tick_interval_ns) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+}
+
+/// What the driver tells a policy at the start of a run, in one call.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunInfo<'a> {
+    /// Run number, from 1 (`--runs N` in the simulator; a live run is run
+    /// 1 of its process).
+    pub run: u32,
+    /// Only the memory budget changed, mid-run: per-run state is kept
+    /// (live: the program moved into a smaller memory cgroup and what was
+    /// prefetched beyond its progress was dropped; the start-up cap
+    /// lifted).
+    pub budget_changed: bool,
+    /// The buffer memory the driver manages, in 4 KiB blocks (sim:
+    /// `--cache`; live: MemAvailable capped by the program's cgroup).
+    /// DiskSeen derives its timestamp gap threshold T from it (1/64 of
+    /// buffer memory, §3.3.1).
+    pub cache_blocks: u64,
+    /// What the driver knows about the device(s) (flashy §IV-C: maximum
+    /// throughput).
+    pub devices: &'a [DeviceInfo],
+    /// The memory prefetched-but-unused data may hold, in bytes, when the
+    /// driver bounds it. A policy that paces itself by memory bounds itself
+    /// by it and, when it shrinks mid-run, re-requests what it had asked
+    /// for beyond the program's progress.
+    pub memory_budget_bytes: Option<u64>,
+    /// Every access of the trace in trace order (all processes), for a
+    /// policy whose [`Interests::oracle`] is set (libprefetch §4.2); times
+    /// and sequence numbers are 0.
+    pub oracle: Option<&'a [Access]>,
+}
+
+/// Feedback from the driver, each kind sent only when the policy's
+/// [`Interests`] ask for it.
+#[derive(Clone, Copy, Debug)]
+pub enum Feedback<'a> {
+    /// A demand access completed: every block of it is in memory (for a
+    /// hit, right after [`Policy::on_access`]; for a miss, when its last
+    /// device read finished). DiskSeen §3.1 records access times here.
+    AccessDone(&'a Access),
+    /// A prefetch this policy requested finished reading (under a stack
+    /// both parts see every completion; ignore windows you did not open).
+    PrefetchDone(&'a PrefetchDone),
+    /// A block left memory (used or unused).
+    Evicted(&'a Eviction),
+    /// A read reached the device (a demand miss or a prefetch), reported
+    /// when it is submitted (flashy §IV-A's second stream).
+    DeviceRequest(&'a DeviceRequest),
+    /// Driver time passed [`Interests::tick_interval_ns`] (ns since the run
+    /// started).
+    Tick(u64),
+}
+
+/// A prefetching policy: twelve methods. See the crate documentation for
+/// the contract and the order of calls.
 ///
 /// Policies are `Send` and clonable (through [`Policy::box_clone`]) so that
 /// sweeps and comparisons can run copies side by side.
@@ -147,19 +241,23 @@ pub trait Policy: Send {
     /// Registered name, as on the command line (`readahead`, `obl`, ...).
     fn name(&self) -> &str;
 
-    /// A demand access, after the cache lookup.
+    /// What the policy wants to hear; asked after every
+    /// [`Policy::on_start`]. Default: [`Interests::default`].
+    fn interests(&self) -> Interests {
+        Interests::default()
+    }
+
+    /// A run starts (`info.budget_changed` false: the cache is empty,
+    /// learned history is kept, per-run state such as windows and streams
+    /// is dropped) or the memory budget changed mid-run (true).
+    fn on_start(&mut self, _info: &RunInfo<'_>) {}
+
+    /// A demand access, after the cache looked it up (so the policy knows
+    /// hits, prefetched hits and misses).
     fn on_access(&mut self, access: &Access, outcome: &Outcome, sink: &mut Sink<'_>);
 
-    /// A demand access completed: every block of it is in memory (for a
-    /// hit, right after [`Policy::on_access`]; for a miss, when its last
-    /// device read finished). DiskSeen §3.1 records access times here.
-    fn on_access_done(&mut self, _access: &Access, _sink: &mut Sink<'_>) {}
-
-    /// Does this policy use [`Policy::on_access_done`]? Drivers skip the
-    /// call otherwise (it is on the per-request hot path). Default: no.
-    fn wants_access_done(&self) -> bool {
-        false
-    }
+    /// Feedback the policy declared an interest in. Default: ignored.
+    fn on_feedback(&mut self, _feedback: &Feedback<'_>, _sink: &mut Sink<'_>) {}
 
     /// A request from the policy stacked above this one (`upper+this`, see
     /// [`crate::policies::stack`]): the lower policy decides what of it to
@@ -169,90 +267,6 @@ pub trait Policy: Send {
         sink.prefetch(request.target, request.blocks, request.window);
     }
 
-    /// A prefetch this policy requested finished reading. (Under a stack
-    /// both policies see every completion; ignore windows you did not open.)
-    fn on_prefetch_done(&mut self, _done: &PrefetchDone, _sink: &mut Sink<'_>) {}
-
-    /// A block left memory.
-    fn on_evict(&mut self, _eviction: &Eviction) {}
-
-    /// Does this policy use [`Policy::on_evict`]? A driver may skip the
-    /// call for policies that answer false (it is made for every eviction,
-    /// the simulator's hottest path). Default: true.
-    fn wants_evictions(&self) -> bool {
-        true
-    }
-
-    /// Does this policy use [`Policy::on_prefetch_done`]? A driver may skip
-    /// the call for policies that answer false. Default: true.
-    fn wants_prefetch_done(&self) -> bool {
-        true
-    }
-
-    /// A read reached the device (a demand miss or a prefetch), reported
-    /// when it is submitted. Observation only: a policy answers at its next
-    /// access or tick. Default: ignored.
-    fn on_device_request(&mut self, _req: &DeviceRequest) {}
-
-    /// Does this policy use [`Policy::on_device_request`]? Drivers skip
-    /// building the device stream otherwise. Default: no.
-    fn wants_device_requests(&self) -> bool {
-        false
-    }
-
-    /// What the driver knows about the device(s), told after
-    /// [`Policy::on_run_start`] of every run. Default: ignored.
-    fn on_device_info(&mut self, _info: &DeviceInfo) {}
-
-    /// The buffer memory the driver manages, in 4 KiB blocks (sim:
-    /// `--cache`), told after [`Policy::on_run_start`] of every run.
-    /// DiskSeen derives its timestamp gap threshold T from it (1/64 of
-    /// buffer memory, §3.3.1). Default: ignored.
-    fn on_cache_info(&mut self, _cache_blocks: u64) {}
-
-    /// The memory the live driver lets prefetched-but-unused data hold, in
-    /// bytes: told at the start and again whenever it changes (it shrinks
-    /// when the program moves into a smaller memory cgroup, and what was
-    /// prefetched before the move was dropped again so it can be fetched
-    /// anew under the program's cgroup). A policy that paces itself by
-    /// memory bounds itself by it and re-requests what it had asked for
-    /// beyond the program's progress. Not told by the simulator. Default:
-    /// ignored.
-    fn on_memory_budget(&mut self, _bytes: u64) {}
-
-    /// Points of a time series the policy recorded since the current run
-    /// started (flashy: application and prefetch throughput and the scale
-    /// factor, its Fig. 5). Drivers collect it at the end of each run.
-    /// Default: none.
-    fn series(&self) -> Vec<SeriesPoint> {
-        Vec::new()
-    }
-
-    /// Time tick, every [`Policy::tick_interval_ns`].
-    fn on_tick(&mut self, _now_ns: u64, _sink: &mut Sink<'_>) {}
-
-    /// Interval between [`Policy::on_tick`] calls, or `None` for
-    /// event-driven policies (the default).
-    fn tick_interval_ns(&self) -> Option<u64> {
-        None
-    }
-
-    /// A new run starts with an empty cache (`--runs N`); learned history is
-    /// kept, per-run state (windows, streams) should be dropped.
-    fn on_run_start(&mut self, _run: u32) {}
-
-    /// Does this policy need the future (an oracle access list, libprefetch
-    /// §4.2)? If so the simulator calls [`Policy::on_oracle`] at the start
-    /// of every run. Default: no.
-    fn wants_oracle(&self) -> bool {
-        false
-    }
-
-    /// Every access of the trace, in trace order (all processes), and the
-    /// cache capacity in blocks; called after [`Policy::on_run_start`] when
-    /// [`Policy::wants_oracle`] says so. Default: ignored.
-    fn on_oracle(&mut self, _future: &[Access], _cache_blocks: u64) {}
-
     /// The scheduling group of the requests issued for `window` (DiskSeen
     /// §3.7: one group per trail, so a coordinated disk array can serve
     /// one trail at a time); 0 = no group (the default).
@@ -261,9 +275,9 @@ pub trait Policy: Send {
     }
 
     /// Learned history worth keeping across processes (EPCM §6/§7: the
-    /// model persists), as an opaque blob the driver stores (the CLI's
-    /// `--history DB`, `outrider-store`); `None` (the default) when the
-    /// policy keeps nothing.
+    /// model persists), as an opaque blob the driver stores per
+    /// application and policy name (`outrider-store`); `None` (the
+    /// default) when the policy learns nothing.
     fn save_history(&self) -> Option<Vec<u8>> {
         None
     }
@@ -272,6 +286,14 @@ pub trait Policy: Send {
     /// the same policy. On error the policy must be left as it was (fresh).
     fn load_history(&mut self, _data: &[u8]) -> Result<(), String> {
         Err(format!("policy '{}' keeps no history", self.name()))
+    }
+
+    /// Points of a time series the policy recorded since the current run
+    /// started (flashy: application and prefetch throughput and the scale
+    /// factor, its Fig. 5). Drivers collect it at the end of each run.
+    /// Default: none.
+    fn series(&self) -> Vec<SeriesPoint> {
+        Vec::new()
     }
 
     /// Bytes of policy state, for memory reports.
@@ -313,3 +335,84 @@ impl Clone for BoxedPolicy {
         self.box_clone()
     }
 }
+
+/// Shorthands for feeding a policy one event outside a driver (unit tests,
+/// examples): each builds the [`RunInfo`] or [`Feedback`] and calls the
+/// [`Policy`] method. Requests a policy makes from [`PolicyExt::feed_evict`]
+/// and [`PolicyExt::feed_device_request`] are dropped.
+pub trait PolicyExt: Policy {
+    /// [`Policy::on_start`] of run `run`, nothing else known.
+    fn start_run(&mut self, run: u32) {
+        self.on_start(&RunInfo {
+            run,
+            ..RunInfo::default()
+        });
+    }
+    /// [`Policy::on_start`] of run 1 with `cache_blocks` of buffer memory.
+    fn start_with_cache(&mut self, cache_blocks: u64) {
+        self.on_start(&RunInfo {
+            run: 1,
+            cache_blocks,
+            ..RunInfo::default()
+        });
+    }
+    /// [`Policy::on_start`] of run 1 on one described device.
+    fn start_with_device(&mut self, device: &DeviceInfo) {
+        self.on_start(&RunInfo {
+            run: 1,
+            devices: std::slice::from_ref(device),
+            ..RunInfo::default()
+        });
+    }
+    /// [`Policy::on_start`] of run 1 with the oracle `future`.
+    fn start_with_oracle(&mut self, future: &[Access], cache_blocks: u64) {
+        self.on_start(&RunInfo {
+            run: 1,
+            cache_blocks,
+            oracle: Some(future),
+            ..RunInfo::default()
+        });
+    }
+    /// A mid-run budget change to `bytes`.
+    fn feed_budget(&mut self, bytes: u64) {
+        self.on_start(&RunInfo {
+            budget_changed: true,
+            memory_budget_bytes: Some(bytes),
+            ..RunInfo::default()
+        });
+    }
+    /// [`Feedback::Evicted`].
+    fn feed_evict(&mut self, e: &Eviction) {
+        let (mut out, mut next) = (Vec::new(), u64::MAX / 2);
+        self.on_feedback(
+            &Feedback::Evicted(e),
+            &mut Sink::new(&mut out, &mut next, &NoResidency),
+        );
+    }
+    /// [`Feedback::DeviceRequest`].
+    fn feed_device_request(&mut self, r: &DeviceRequest) {
+        let (mut out, mut next) = (Vec::new(), u64::MAX / 2);
+        self.on_feedback(
+            &Feedback::DeviceRequest(r),
+            &mut Sink::new(&mut out, &mut next, &NoResidency),
+        );
+    }
+    /// [`Feedback::Tick`].
+    fn feed_tick(&mut self, now_ns: u64, sink: &mut Sink<'_>) {
+        self.on_feedback(&Feedback::Tick(now_ns), sink);
+    }
+    /// [`Feedback::AccessDone`].
+    fn feed_access_done(&mut self, a: &Access, sink: &mut Sink<'_>) {
+        self.on_feedback(&Feedback::AccessDone(a), sink);
+    }
+    /// [`Feedback::PrefetchDone`].
+    fn feed_prefetch_done(&mut self, d: &PrefetchDone, sink: &mut Sink<'_>) {
+        self.on_feedback(&Feedback::PrefetchDone(d), sink);
+    }
+    /// [`Interests::tick_interval_ns`].
+    fn tick_interval_ns(&self) -> Option<u64> {
+        self.interests().tick_interval_ns
+    }
+}
+
+impl<P: Policy + ?Sized> PolicyExt for P {}

@@ -1,33 +1,32 @@
-//! History store live (issue 7 item 5): what one `outrider run` of an
-//! application saw, saved for the next run of the same application, and
-//! restored so the `auto` policy can replay it.
+//! History store live: the files one `outrider run` of an application
+//! touched, saved for the next run of the same application beside the
+//! policy's own history blob, and restored so the blob's file ids name the
+//! same files again.
 //!
 //! * **Key** ([`app_key`]): the executable (resolved through `PATH` and
 //!   canonicalised), the arguments and the working directory —
 //!   `run:EXE\x1fARG\x1f...\x1f@CWD`. Runs that should share a history (a
 //!   test suite run with varying arguments, a build in different
 //!   checkouts) pass a name instead (`--app-key NAME` → `name:NAME`).
-//! * **What is saved** ([`collect`]): the run's access list (page ranges,
-//!   first-access order, bounded by the controller's recorder) and, per
-//!   file it names, (dev, ino, `name_to_handle_at` handle, path, size,
-//!   mtime), plus the policy's own [`outrider_core::Policy::save_history`]
-//!   blob — all in one transaction at the end of the run
-//!   ([`outrider_store::Store::save_run`]).
+//! * **What is saved** ([`collect`]): per file the run touched (dev, ino,
+//!   `name_to_handle_at` handle, path, size, mtime), plus the policy's own
+//!   [`outrider_core::Policy::save_history`] blob — in one transaction at
+//!   the end of the run ([`outrider_store::Store::save_run`]). What a
+//!   policy learned is its own business (`auto` records its access list
+//!   itself); this module knows files only.
 //! * **What is restored** ([`restore`]): each file is reopened — by handle
 //!   (`open_by_handle_at`, which fails with `ESTALE` for a deleted file
 //!   even if its inode number was reused) where permitted, else by path —
-//!   and kept only if (dev, ino, size, mtime) are unchanged; the entries of
-//!   dropped files are dropped. The kept files are registered in the
-//!   controller's [`FileTable`] under their saved ids (so ids, and thus the
-//!   policy blobs that name them, stay the same from run to run) and their
-//!   entries get physical positions from FIEMAP, for `auto`'s ordering.
+//!   and kept only if (dev, ino, size, mtime) are unchanged. The kept files
+//!   are registered in the controller's [`FileTable`] under their saved ids
+//!   (so ids, and thus the policy blobs that name them, stay the same from
+//!   run to run) with their FIEMAP extents; a request for a dropped file's
+//!   id is not translated.
 
 use crate::files::{FileInfo, FileTable};
-use outrider_core::policies::auto::{Entry, NO_LBN};
-use outrider_core::{FileId, BLOCK_SIZE};
-use outrider_store::{AccessRecord, AppHistory, FileRecord};
+use outrider_core::FileId;
+use outrider_store::{AppHistory, FileRecord};
 use outrider_sys::{handle, open_regular, Follow};
-use rustc_hash::{FxHashMap, FxHashSet};
 use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
@@ -72,14 +71,6 @@ pub fn resolve_exe(exe: &OsString) -> PathBuf {
 /// What [`restore`] made of a saved history.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Restored {
-    /// The access list for the policy, ids as registered, with physical
-    /// positions.
-    #[serde(skip)]
-    pub entries: Vec<Entry>,
-    /// Entries kept.
-    pub entries_kept: u64,
-    /// Entries dropped (their file changed or is gone).
-    pub entries_dropped: u64,
     /// Files kept.
     pub files_kept: u64,
     /// Files dropped: changed (size, mtime or inode) or deleted.
@@ -134,12 +125,6 @@ fn verify(
     Ok((file, by_handle))
 }
 
-/// Physical byte address of file byte `off` through an extent list.
-fn physical_of(ex: &[outrider_sys::Extent], off: u64) -> Option<u64> {
-    let i = ex.partition_point(|x| x.logical + x.length <= off);
-    ex.get(i).and_then(|x| x.physical_of(off))
-}
-
 /// Threads verifying a history's files at the start of a run.
 const RESTORE_THREADS: usize = 8;
 /// Histories of at most this many files are verified before the program
@@ -148,13 +133,12 @@ const RESTORE_THREADS: usize = 8;
 /// when it is opened to be prefetched. Verifying 10^5 small files took
 /// half a second of the program's cold start; deferred, those opens run on
 /// the I/O workers ahead of the program. Their entries have no physical
-/// position; a batch then goes in file-id order — the previous run's
-/// first-access order.
+/// position until a worker opened them.
 pub const EAGER_FILES: usize = 4096;
 
-/// Validate `h`'s files, register the unchanged ones in `table` under their
-/// saved ids, and build the access list of their entries. Call before the
-/// run starts (the table must not have allocated ids yet).
+/// Validate `h`'s files and register the unchanged ones in `table` under
+/// their saved ids. Call before the run starts (the table must not have
+/// allocated ids yet).
 pub fn restore(h: &AppHistory, table: &mut FileTable) -> Restored {
     restore_with(h, table, EAGER_FILES)
 }
@@ -226,7 +210,6 @@ pub fn restore_with(h: &AppHistory, table: &mut FileTable, eager_files: usize) -
     r.deferred = deferred.len() as u64;
     verified.append(&mut deferred);
     verified.sort_by_key(|v| v.0.id);
-    let mut kept: FxHashMap<u32, (u32, Vec<outrider_sys::Extent>)> = FxHashMap::default();
     for (f, ex, by_handle) in verified {
         let info = FileInfo {
             dev: f.dev,
@@ -241,9 +224,8 @@ pub fn restore_with(h: &AppHistory, table: &mut FileTable, eager_files: usize) -
             continue;
         }
         if !ex.is_empty() {
-            table.seed_extents(FileId(u64::from(f.id)), ex.clone());
+            table.seed_extents(FileId(u64::from(f.id)), ex);
         }
-        kept.insert(f.id, (f.dev as u32, ex));
         r.files_kept += 1;
         if by_handle {
             r.by_handle += 1;
@@ -251,77 +233,45 @@ pub fn restore_with(h: &AppHistory, table: &mut FileTable, eager_files: usize) -
             r.by_path += 1;
         }
     }
-    for a in &h.accesses {
-        let Some((dev, ex)) = kept.get(&a.file) else {
-            r.entries_dropped += 1;
-            continue;
-        };
-        let lbn = physical_of(ex, a.page * BLOCK_SIZE).map_or(NO_LBN, |b| b / BLOCK_SIZE);
-        r.entries.push(Entry {
-            file: FileId(u64::from(a.file)),
-            page: a.page,
-            pages: a.pages.max(1),
-            dev: *dev,
-            lbn,
-        });
-    }
-    r.entries_kept = r.entries.len() as u64;
     r
 }
 
-/// The history of this run: the recorded `list` and the files it names
-/// (size and mtime as opened; see the body).
-/// Entries of files never opened (unknown identity) are left out.
-pub fn collect(list: &[Entry], table: &FileTable, argv: &[OsString], cwd: &Path) -> AppHistory {
+/// The history of this run: every file of `table` whose identity is known
+/// (size and mtime as opened; see the body), in id order.
+pub fn collect(table: &FileTable, argv: &[OsString], cwd: &Path) -> AppHistory {
     let mut files = Vec::new();
-    let mut known: FxHashSet<u64> = FxHashSet::default();
-    let mut unknown: FxHashSet<u64> = FxHashSet::default();
-    let mut accesses = Vec::with_capacity(list.len());
-    for e in list {
-        let id = e.file.0;
-        if unknown.contains(&id) || id > u64::from(u32::MAX) {
+    for id in (1..=table.len() as u64).map(FileId) {
+        let Some(info) = table.info(id) else {
             continue;
+        };
+        if id.0 > u64::from(u32::MAX) {
+            break;
         }
-        if !known.contains(&id) {
-            let Some(info) = table.info(e.file) else {
-                unknown.insert(id);
-                continue;
-            };
-            // Size and mtime as the file was opened during the run (a file
-            // changed since is dropped by the next run's check). Looked up
-            // again only for a file without a handle, found by path alone:
-            // if the path is gone (a deleted temporary file) there is
-            // nothing to replay next time. (A stat per file here was half
-            // of a 10^5-file save.)
-            let (mut size, mut mtime) = (info.size, info.mtime_ns);
-            if info.handle.is_none() {
-                match std::fs::metadata(&info.path) {
-                    Ok(md) if md.dev() == info.dev && md.ino() == info.ino => {
-                        size = md.size();
-                        mtime = mtime_ns(&md);
-                    }
-                    Err(_) => {
-                        unknown.insert(id);
-                        continue;
-                    }
-                    _ => {}
+        // Size and mtime as the file was opened during the run (a file
+        // changed since is dropped by the next run's check). Looked up
+        // again only for a file without a handle, found by path alone: if
+        // the path is gone (a deleted temporary file) there is nothing to
+        // replay next time. (A stat per file here was half of a 10^5-file
+        // save.)
+        let (mut size, mut mtime) = (info.size, info.mtime_ns);
+        if info.handle.is_none() {
+            match std::fs::metadata(&info.path) {
+                Ok(md) if md.dev() == info.dev && md.ino() == info.ino => {
+                    size = md.size();
+                    mtime = mtime_ns(&md);
                 }
+                Err(_) => continue,
+                Ok(_) => {}
             }
-            files.push(FileRecord {
-                id: id as u32,
-                dev: info.dev,
-                ino: info.ino,
-                handle: info.handle.clone(),
-                path: info.path.to_string_lossy().into_owned(),
-                size,
-                mtime_ns: mtime,
-            });
-            known.insert(id);
         }
-        accesses.push(AccessRecord {
-            file: id as u32,
-            page: e.page,
-            pages: e.pages,
+        files.push(FileRecord {
+            id: id.0 as u32,
+            dev: info.dev,
+            ino: info.ino,
+            handle: info.handle.clone(),
+            path: info.path.to_string_lossy().into_owned(),
+            size,
+            mtime_ns: mtime,
         });
     }
     let (exe, args) = match argv.split_first() {
@@ -340,7 +290,7 @@ pub fn collect(list: &[Entry], table: &FileTable, argv: &[OsString], cwd: &Path)
         cwd: cwd.to_string_lossy().into_owned(),
         runs: 0,
         files,
-        accesses,
+        accesses: Vec::new(),
     }
 }
 
@@ -370,26 +320,17 @@ mod tests {
 
     /// Three files read in one run; before the next, one is rewritten
     /// (size changes), one is deleted, one is untouched: only the
-    /// untouched one's entries come back, under its saved id, and the
-    /// table reopens it (by handle as root, else by path).
+    /// untouched one comes back, under its saved id, and the table reopens
+    /// it (by handle as root, else by path).
     #[test]
     fn changed_and_deleted_files_are_dropped() {
         let (dir, t, ids) = three_files();
-        let list: Vec<Entry> = ids
-            .iter()
-            .flat_map(|&f| {
-                [0u64, 2].map(|page| Entry {
-                    file: f,
-                    page,
-                    pages: 1,
-                    dev: 0,
-                    lbn: NO_LBN,
-                })
-            })
-            .collect();
-        let h = collect(&list, &t, &["prog".into()], dir.path());
+        let h = collect(&t, &["prog".into()], dir.path());
         assert_eq!(h.files.len(), 3);
-        assert_eq!(h.accesses.len(), 6);
+        assert_eq!(
+            h.files.iter().map(|f| u64::from(f.id)).collect::<Vec<_>>(),
+            ids.iter().map(|f| f.0).collect::<Vec<_>>()
+        );
         drop(t);
         // b changes size, c is deleted; a is unchanged.
         fs::write(dir.path().join("b"), vec![1u8; 4096]).unwrap();
@@ -397,14 +338,7 @@ mod tests {
         let mut t2 = table();
         let r = restore(&h, &mut t2);
         assert_eq!((r.files_kept, r.files_dropped), (1, 2));
-        assert_eq!((r.entries_kept, r.entries_dropped), (2, 4));
-        assert_eq!(
-            r.entries
-                .iter()
-                .map(|e| (e.file, e.page))
-                .collect::<Vec<_>>(),
-            vec![(ids[0], 0), (ids[0], 2)]
-        );
+        assert!(t2.is_known(ids[0]) && !t2.is_known(ids[1]) && !t2.is_known(ids[2]));
         // Unchanged files are reopened by handle when permitted.
         // SAFETY: no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
@@ -425,21 +359,11 @@ mod tests {
     /// A large history (here: any, `eager_files` 0) registers its files
     /// with a handle unverified; the check happens when a worker opens a
     /// file: the unchanged one opens, the resized and the deleted ones do
-    /// not. Their entries have no physical position.
+    /// not. Their extents are not known before that.
     #[test]
     fn a_large_history_defers_the_check_to_the_open() {
         let (dir, t, ids) = three_files();
-        let list: Vec<Entry> = ids
-            .iter()
-            .map(|&f| Entry {
-                file: f,
-                page: 1,
-                pages: 1,
-                dev: 0,
-                lbn: NO_LBN,
-            })
-            .collect();
-        let h = collect(&list, &t, &["prog".into()], dir.path());
+        let h = collect(&t, &["prog".into()], dir.path());
         drop(t);
         fs::write(dir.path().join("b"), vec![1u8; 4096]).unwrap();
         fs::remove_file(dir.path().join("c")).unwrap();
@@ -447,8 +371,7 @@ mod tests {
         let r = restore_with(&h, &mut t2, 0);
         assert!(h.files.iter().all(|f| f.handle.is_some()));
         assert_eq!((r.files_kept, r.files_dropped, r.deferred), (3, 0, 3));
-        assert_eq!(r.entries_kept, 3);
-        assert!(r.entries.iter().all(|e| e.lbn == NO_LBN));
+        assert!(ids.iter().all(|&id| t2.known_extents(id).is_none()));
         // SAFETY: no preconditions.
         if unsafe { libc::geteuid() } == 0 {
             let opens: Vec<bool> = ids
@@ -468,14 +391,8 @@ mod tests {
         let id = t
             .insert_file(fs::File::open(&p).unwrap(), p.clone())
             .unwrap();
-        let list = [Entry {
-            file: id,
-            page: 0,
-            pages: 1,
-            dev: 0,
-            lbn: NO_LBN,
-        }];
-        let mut h = collect(&list, &t, &["prog".into()], dir.path());
+        let mut h = collect(&t, &["prog".into()], dir.path());
+        assert_eq!(h.files[0].id as u64, id.0);
         // Same size and mtime, other inode: renamed over.
         let q = dir.path().join("a.new");
         fs::write(&q, vec![7u8; 4096]).unwrap();
@@ -486,10 +403,7 @@ mod tests {
         h.files[0].mtime_ns = mtime_ns(&md);
         h.files[0].handle = None; // by path only
         let r = restore(&h, &mut table());
-        assert_eq!(
-            (r.files_kept, r.files_dropped, r.entries_dropped),
-            (0, 1, 1)
-        );
+        assert_eq!((r.files_kept, r.files_dropped), (0, 1));
         drop(keep);
     }
 

@@ -17,13 +17,17 @@
 //! * **tick** — for time-driven policies, every `tick_interval_ns`.
 //!
 //! Every read submitted to the device (demand miss or prefetch) is also
-//! reported to the policy ([`outrider_core::Policy::on_device_request`],
-//! flashy's second event stream), before the access that caused it is
-//! (demand) or right after the prefetches are issued. At the start of each
-//! run the policy is told the device model's maximum throughput
-//! ([`outrider_core::Policy::on_device_info`]) and the cache size
-//! ([`outrider_core::Policy::on_cache_info`]); at its end the policy's
-//! time series is collected into [`SimResult::series`].
+//! reported to the policy ([`Feedback::DeviceRequest`], flashy's second
+//! event stream), before the access that caused it is (demand) or right
+//! after the prefetches are issued. At the start of each run the policy is
+//! told the device model's maximum throughput and the cache size
+//! ([`outrider_core::Policy::on_start`]); at its end the policy's time
+//! series is collected into [`SimResult::series`].
+//!
+//! Times saturate at 2^64 − 1 ns; a run whose clock got there is refused
+//! by [`simulate`]. A tick that asks for nothing while the device is idle
+//! skips the ticks up to the next request, so simulated idle time costs no
+//! CPU time.
 //!
 //! Think time: with [`Timing::Think`] (default) a process issues its next
 //! request the trace's inter-request gap after its previous request
@@ -37,8 +41,9 @@ use crate::layout::{block_key, split_key, Layout};
 use crate::windows::WindowTable;
 use outrider_core::metrics::{Counters, Report};
 use outrider_core::{
-    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, FileId, Op, Origin, Outcome,
-    PrefetchDone, PrefetchRequest, Residency, SeriesPoint, Sink, Target, WindowId,
+    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, Feedback, FileId, Op, Origin,
+    Outcome, PrefetchDone, PrefetchRequest, Residency, RunInfo, SeriesPoint, Sink, Target,
+    WindowId,
 };
 use outrider_trace::{Record, Trace};
 use rustc_hash::FxHashMap;
@@ -140,7 +145,7 @@ struct Proc {
     len: usize,
     outstanding: u32,
     wait_start_ns: u64,
-    /// The request in progress, for [`outrider_core::Policy::on_access_done`].
+    /// The request in progress, for [`Feedback::AccessDone`].
     access: Access,
 }
 
@@ -192,14 +197,17 @@ struct Engine<'t> {
     /// exactly when the queue would have delivered them.
     instant: bool,
     instant_done: VecDeque<PrefetchDone>,
-    /// The policy asked for [`outrider_core::Policy::on_device_request`]
-    /// and [`outrider_core::Policy::on_access_done`] (set at each run).
+    /// The policy's [`outrider_core::Interests`] ask for device requests
+    /// and access completions (set at each run).
     wants_device: bool,
     wants_done: bool,
-    /// The policy uses `on_evict` / `on_prefetch_done` (else not called).
+    /// The policy wants evictions / prefetch completions (else not told).
     wants_evict: bool,
     wants_prefetch_done: bool,
     seq: u64,
+    /// Demand blocks that waited on a prefetch in flight (this run): with
+    /// hits and misses they add up to the demand.
+    inflight_served: u64,
     t0_ns: u64,
     live: usize,
     end_ns: u64,
@@ -216,14 +224,15 @@ pub fn simulate(
 ) -> Result<SimResult, String> {
     let device = build_device(&cfg.device)?;
     check_records(trace)?;
-    Ok(simulate_on(
-        trace,
-        policy,
-        policy_spec,
-        cfg,
-        device,
-        progress,
-    ))
+    let result = simulate_on(trace, policy, policy_spec, cfg, device, progress);
+    if result.counters.iter().any(|c| c.elapsed_ns == u64::MAX) {
+        return Err(format!(
+            "{}: the simulated clock reached 2^64 ns (584 years): request times or think \
+             times too large",
+            trace.meta.source
+        ));
+    }
+    Ok(result)
 }
 
 /// Largest block address the models accept: 2^40 blocks (4 PiB), the
@@ -283,6 +292,7 @@ pub fn simulate_on(
         wants_evict: true,
         wants_prefetch_done: true,
         seq: 0,
+        inflight_served: 0,
         live: 0,
         end_ns: 0,
         t0_ns: records.first().map_or(0, |r| r.time_ns),
@@ -290,7 +300,7 @@ pub fn simulate_on(
     let mut result = SimResult::default();
     let mut done_total = 0u64;
     // Oracle policies (libprefetch `directed`) get the trace's future.
-    let oracle: Vec<Access> = if policy.wants_oracle() {
+    let oracle: Vec<Access> = if policy.interests().oracle {
         records.iter().map(oracle_access).collect()
     } else {
         Vec::new()
@@ -299,15 +309,18 @@ pub fn simulate_on(
         let started = Instant::now();
         let cpu_started = thread_cpu_secs();
         e.reset();
-        policy.on_run_start(run);
-        policy.on_device_info(&DeviceInfo {
+        let device = DeviceInfo {
             dev: None,
             max_read_bytes_per_s: e.device.max_throughput_bytes_per_s(),
+        };
+        policy.on_start(&RunInfo {
+            run,
+            budget_changed: false,
+            cache_blocks: cfg.cache_blocks,
+            devices: std::slice::from_ref(&device),
+            memory_budget_bytes: None,
+            oracle: (!oracle.is_empty()).then_some(oracle.as_slice()),
         });
-        policy.on_cache_info(cfg.cache_blocks);
-        if policy.wants_oracle() {
-            policy.on_oracle(&oracle, cfg.cache_blocks);
-        }
         e.run(policy.as_mut(), &mut |n| progress(done_total + n));
         done_total += e.c.requests;
         let secs = started.elapsed().as_secs_f64();
@@ -384,6 +397,7 @@ impl Engine<'_> {
         self.ready.clear();
         self.instant_done.clear();
         self.c = Counters::default();
+        self.inflight_served = 0;
         self.procs.clear();
         if self.lists.is_empty() {
             self.procs.push(Proc {
@@ -439,52 +453,58 @@ impl Engine<'_> {
         let cur = self.record_of(p, pos).time_ns;
         let prev = self.record_of(p, pos - 1).time_ns;
         match (self.cfg.timing, self.cfg.think_ns) {
-            (_, Some(t)) => done_ns + t,
-            (Timing::Think, None) => done_ns + cur.saturating_sub(prev),
+            (_, Some(t)) => done_ns.saturating_add(t),
+            (Timing::Think, None) => done_ns.saturating_add(cur.saturating_sub(prev)),
             (Timing::Replay, None) => done_ns.max(cur.saturating_sub(self.t0_ns)),
         }
     }
 
     fn run(&mut self, policy: &mut dyn outrider_core::Policy, progress: &mut dyn FnMut(u64)) {
-        let tick_iv = policy.tick_interval_ns().filter(|&t| t > 0);
-        self.wants_device = policy.wants_device_requests();
-        self.wants_done = policy.wants_access_done();
-        self.wants_evict = policy.wants_evictions();
-        self.wants_prefetch_done = policy.wants_prefetch_done();
-        let mut next_tick = tick_iv.unwrap_or(u64::MAX);
+        let interests = policy.interests();
+        let tick_iv = interests.tick_interval_ns.filter(|&t| t > 0);
+        self.wants_device = interests.device_requests;
+        self.wants_done = interests.access_done;
+        self.wants_evict = interests.evictions;
+        self.wants_prefetch_done = interests.prefetch_done;
+        // `None`: no tick due (event-driven, or the clock would pass 2^64).
+        let mut next_tick = tick_iv;
         self.live = self.procs.iter().filter(|p| p.len > 0).count();
         self.end_ns = 0;
         while self.live > 0 {
             // An instantaneous device never holds a request (see `instant`).
             let t_dev = if self.instant {
-                u64::MAX
+                None
             } else {
-                self.device.next_completion_ns().unwrap_or(u64::MAX)
+                self.device.next_completion_ns()
             };
-            let t_proc = self.ready.peek().map_or(u64::MAX, |r| r.0 .0);
-            assert!(
-                t_dev != u64::MAX || t_proc != u64::MAX,
-                "a live process is neither ready nor waiting on the device"
-            );
-            if t_dev <= t_proc && t_dev <= next_tick {
+            let t_proc = self.ready.peek().map(|r| r.0 .0);
+            // Ties: completions, then ticks, then requests (module docs).
+            let before =
+                |a: Option<u64>, b: Option<u64>| a.is_some_and(|a| b.is_none_or(|b| a <= b));
+            if t_dev.is_some() && before(t_dev, t_proc) && before(t_dev, next_tick) {
                 let (now, req) = self
                     .device
                     .complete_next()
                     .expect("device promised a completion");
-                debug_assert_eq!(now, t_dev);
+                debug_assert_eq!(Some(now), t_dev);
                 self.complete(policy, req.id as u32, now);
-            } else if next_tick <= t_proc {
-                let now = next_tick;
-                next_tick += tick_iv.expect("ticking");
+            } else if next_tick.is_some() && before(next_tick, t_proc) {
+                let now = next_tick.expect("due");
+                let iv = tick_iv.expect("ticking");
                 let view = View {
                     cache: &self.cache,
                     layout: &self.layout,
                 };
                 let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-                policy.on_tick(now, &mut sink);
+                policy.on_feedback(&Feedback::Tick(now), &mut sink);
+                let idle = self.out.is_empty();
                 self.issue_prefetches(policy, now);
+                next_tick = self.next_tick_after(now, iv, idle, t_proc);
             } else {
-                let Reverse((now, p)) = self.ready.pop().expect("peeked");
+                let Reverse((now, p)) = self
+                    .ready
+                    .pop()
+                    .expect("a live process is ready or waits on the device");
                 let p = p as usize;
                 self.request(policy, p, now);
                 if self.c.requests & ((1 << 20) - 1) == 0 {
@@ -501,6 +521,28 @@ impl Engine<'_> {
         self.c.elapsed_ns = self.end_ns;
         self.c.device_busy_ns = self.device.busy_ns();
         self.finish_run();
+    }
+
+    /// The tick after the one at `now`. A tick that asked for nothing while
+    /// the device is idle leaves nothing to change before the next
+    /// request at `t_proc`: the ticks between are skipped, to the last one
+    /// at or before it (a simulated idle gap costs no CPU time; flashy
+    /// measures each interval by its own length, so the one long interval
+    /// reads as the idle ones would).
+    fn next_tick_after(
+        &mut self,
+        now: u64,
+        iv: u64,
+        idle: bool,
+        t_proc: Option<u64>,
+    ) -> Option<u64> {
+        let next = now.checked_add(iv)?;
+        let device_idle = self.instant_done.is_empty()
+            && (self.instant || self.device.next_completion_ns().is_none());
+        match t_proc {
+            Some(t) if idle && device_idle && t > next => Some(next + (t - next) / iv * iv),
+            _ => Some(next),
+        }
     }
 
     /// Move process `p` past the request it just completed at `now`;
@@ -594,6 +636,7 @@ impl Engine<'_> {
         self.settle_evictions(policy);
         self.report_device(policy);
         self.c.miss_blocks += u64::from(o.miss_blocks);
+        self.inflight_served += u64::from(o.inflight_blocks);
         let view = View {
             cache: &self.cache,
             layout: &self.layout,
@@ -619,7 +662,7 @@ impl Engine<'_> {
             layout: &self.layout,
         };
         let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-        policy.on_access_done(access, &mut sink);
+        policy.on_feedback(&Feedback::AccessDone(access), &mut sink);
         self.issue_prefetches(policy, now);
     }
 
@@ -717,8 +760,13 @@ impl Engine<'_> {
     /// Tell the policy about the device reads submitted since last time.
     #[inline]
     fn report_device(&mut self, policy: &mut dyn outrider_core::Policy) {
+        let view = View {
+            cache: &self.cache,
+            layout: &self.layout,
+        };
         for r in &self.dev_log {
-            policy.on_device_request(r);
+            let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
+            policy.on_feedback(&Feedback::DeviceRequest(r), &mut sink);
         }
         self.dev_log.clear();
     }
@@ -865,7 +913,7 @@ impl Engine<'_> {
                 layout: &self.layout,
             };
             let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-            policy.on_prefetch_done(&done, &mut sink);
+            policy.on_feedback(&Feedback::PrefetchDone(&done), &mut sink);
             self.issue_prefetches(policy, done.done_ns);
         }
     }
@@ -885,17 +933,24 @@ impl Engine<'_> {
                 self.c.prefetched_unused_blocks += 1;
                 self.resolve_window(n.window_slot, false);
             }
-            if !self.wants_evict {
-                continue;
+        }
+        if self.wants_evict {
+            let view = View {
+                cache: &self.cache,
+                layout: &self.layout,
+            };
+            let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
+            for n in &evicted {
+                let (dev, lbn) = split_key(n.key);
+                let e = Eviction {
+                    dev,
+                    lbn,
+                    prefetched: n.window != 0,
+                    used: !n.prefetched,
+                    window: (n.window != 0).then_some(WindowId(n.window)),
+                };
+                policy.on_feedback(&Feedback::Evicted(&e), &mut sink);
             }
-            let (dev, lbn) = split_key(n.key);
-            policy.on_evict(&Eviction {
-                dev,
-                lbn,
-                prefetched: n.window != 0,
-                used: !n.prefetched,
-                window: (n.window != 0).then_some(WindowId(n.window)),
-            });
         }
         self.evicted = evicted;
         self.evicted.clear();
@@ -942,7 +997,7 @@ impl Engine<'_> {
                 layout: &self.layout,
             };
             let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-            policy.on_prefetch_done(&done, &mut sink);
+            policy.on_feedback(&Feedback::PrefetchDone(&done), &mut sink);
             self.issue_prefetches(policy, now);
         }
     }
@@ -964,7 +1019,14 @@ impl Engine<'_> {
             "every prefetched block was resolved"
         );
         self.windows.clear();
-        debug_assert_eq!(
+        // DESIGN.md's counts add up: every demand block is a hit, a miss or
+        // waits on a prefetch in flight; every prefetched block is used or
+        // not, once.
+        assert_eq!(
+            self.c.hit_blocks + self.c.miss_blocks + self.inflight_served,
+            self.c.demand_blocks
+        );
+        assert_eq!(
             self.c.prefetched_used_blocks + self.c.prefetched_unused_blocks,
             self.c.prefetched_blocks
         );

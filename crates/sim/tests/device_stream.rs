@@ -4,8 +4,8 @@
 //! start; the policy's time series is collected per run.
 
 use outrider_core::{
-    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Origin, Outcome, Policy, SeriesPoint, Sink,
-    Target, WindowId,
+    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Feedback, Interests, Origin, Outcome, Policy,
+    RunInfo, SeriesPoint, Sink, Target, WindowId,
 };
 use outrider_sim::device::build_device;
 use outrider_sim::{simulate_on, SimConfig};
@@ -34,15 +34,19 @@ impl Policy for Recorder {
         };
         sink.prefetch(t, 2, w);
     }
-    fn wants_device_requests(&self) -> bool {
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            device_requests: true,
+            ..Interests::default()
+        }
     }
-
-    fn on_device_request(&mut self, r: &DeviceRequest) {
-        self.0.lock().unwrap().device.push(*r);
+    fn on_feedback(&mut self, f: &Feedback<'_>, _sink: &mut Sink<'_>) {
+        if let Feedback::DeviceRequest(r) = f {
+            self.0.lock().unwrap().device.push(**r);
+        }
     }
-    fn on_device_info(&mut self, info: &DeviceInfo) {
-        self.0.lock().unwrap().info.push(*info);
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        self.0.lock().unwrap().info.extend_from_slice(info.devices);
     }
     fn series(&self) -> Vec<SeriesPoint> {
         vec![SeriesPoint {

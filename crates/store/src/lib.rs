@@ -2,17 +2,18 @@
 //! mode) that keeps what outrider learns across runs and restarts. The EPCM
 //! paper names this as missing (§6 "the paging of predictive data to and
 //! from disk", §7 "this experimental implementation does not store any of
-//! the predictive data to disk"); here the three file-prediction models are
-//! saved and loaded, and the live runtime adds its own history tables to the
-//! same file.
+//! the predictive data to disk"); here every policy that learns saves its
+//! history through [`outrider_core::Policy::save_history`] as an opaque blob
+//! per application key and policy name, and the live runtime adds the files
+//! it saw (their identity, to reopen them) to the same file.
 //!
 //! The one design decision a reader must know: **a bad store never stops
 //! outrider.** Opening a file that is not SQLite, a foreign SQLite database,
 //! a newer schema, or decoding a corrupted model all return a
 //! [`StoreError`] whose message says what was found; callers
 //! ([`load_or_warn`]) turn it into one warning and carry on with a fresh
-//! model. Core does no I/O, so models cross this boundary as plain-data
-//! [`ModelSnapshot`]s.
+//! model. Core does no I/O, so histories cross this boundary as the
+//! policies' opaque blobs.
 //!
 //! # Schema (version [`SCHEMA_VERSION`])
 //!
@@ -23,9 +24,9 @@
 //! CREATE TABLE models (
 //!     app_key TEXT NOT NULL,   -- whose history: an application, a workload, "global"
 //!     name    TEXT NOT NULL,   -- model name (policy spec, e.g. "epcm")
-//!     kind    TEXT NOT NULL,   -- last-successor | trie | policy (save_history blob)
-//!     format  INTEGER NOT NULL,-- blob format (codec::FORMAT)
-//!     data    BLOB NOT NULL,   -- codec-encoded ModelSnapshot
+//!     kind    TEXT NOT NULL,   -- policy; files written before: last-successor | trie
+//!     format  INTEGER NOT NULL,-- BLOB_FORMAT
+//!     data    BLOB NOT NULL,   -- what Policy::save_history returned
 //!     saved_unix INTEGER NOT NULL,
 //!     PRIMARY KEY (app_key, name));
 //! -- version 2: what `outrider run` saw, per application (issue 7 item 5)
@@ -62,15 +63,16 @@
 //! the connection for their own tables.
 #![deny(missing_docs)]
 
-pub use outrider_core::policies::filepred::codec;
-
 pub mod private;
 pub use private::{open_lock, private_dir};
 
-use outrider_core::policies::filepred::model::ModelSnapshot;
-use outrider_core::policies::filepred::FilePred;
+use outrider_core::Policy;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
+
+/// The `format` column of a saved policy blob (the blob's own format is
+/// the policy's business: each checks its own header on load).
+pub const BLOB_FORMAT: u8 = 1;
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = 2;
@@ -488,7 +490,7 @@ impl Store {
             tx.execute(
                 "INSERT OR REPLACE INTO models (app_key, name, kind, format, data, saved_unix)
                  VALUES (?1, ?2, 'policy', ?3, ?4, ?5)",
-                params![app_key, name, codec::FORMAT, blob, now],
+                params![app_key, name, BLOB_FORMAT, blob, now],
             )
             .map_err(sql)?;
         }
@@ -556,28 +558,19 @@ impl Store {
         }))
     }
 
-    /// Save (replace) the model `name` of history `app_key`.
-    pub fn save_model(
+    /// Save (replace) the history of `policy` as `name` of `app_key`;
+    /// `Ok(false)` when the policy learns nothing.
+    pub fn save_policy(
         &mut self,
         app_key: &str,
         name: &str,
-        snap: &ModelSnapshot,
-    ) -> Result<(), StoreError> {
-        let kind = match snap {
-            ModelSnapshot::LastSuccessor { .. } => "last-successor",
-            ModelSnapshot::Trie(_) => "trie",
+        policy: &dyn Policy,
+    ) -> Result<bool, StoreError> {
+        let Some(blob) = policy.save_history() else {
+            return Ok(false);
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
-        self.conn
-            .execute(
-                "INSERT OR REPLACE INTO models (app_key, name, kind, format, data, saved_unix)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![app_key, name, kind, codec::FORMAT, codec::encode(snap), now],
-            )
-            .map_err(|e| self.sql(e))?;
-        Ok(())
+        self.save_history(app_key, name, &blob)?;
+        Ok(true)
     }
 
     /// Save (replace) an opaque history blob `name` of `app_key` (what
@@ -595,7 +588,7 @@ impl Store {
             .execute(
                 "INSERT OR REPLACE INTO models (app_key, name, kind, format, data, saved_unix)
                  VALUES (?1, ?2, 'policy', ?3, ?4, ?5)",
-                params![app_key, name, codec::FORMAT, data, now],
+                params![app_key, name, BLOB_FORMAT, data, now],
             )
             .map_err(|e| self.sql(e))?;
         Ok(())
@@ -613,52 +606,27 @@ impl Store {
             .map_err(|e| self.sql(e))
     }
 
-    /// Load the model `name` of history `app_key`; `Ok(None)` if none was
-    /// saved.
-    pub fn load_model(
-        &self,
-        app_key: &str,
-        name: &str,
-    ) -> Result<Option<ModelSnapshot>, StoreError> {
-        let blob: Option<Vec<u8>> = self
-            .conn
-            .query_row(
-                "SELECT data FROM models WHERE app_key = ?1 AND name = ?2",
-                params![app_key, name],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.sql(e))?;
-        match blob {
-            None => Ok(None),
-            Some(b) => codec::decode(&b)
-                .map(Some)
-                .map_err(|why| StoreError::Corrupt {
-                    path: self.path.clone(),
-                    app_key: app_key.into(),
-                    name: name.into(),
-                    why,
-                }),
-        }
-    }
-
-    /// Load the model `name` of `app_key` into `model`. On any failure the
-    /// model is left fresh (as it was) and the error says why.
+    /// Load the history `name` of `app_key` into `policy`
+    /// ([`outrider_core::Policy::load_history`]); `Ok(false)` when none was
+    /// saved. On any failure the policy is left fresh (as it was) and the
+    /// error says why.
     pub fn load_into(
         &self,
         app_key: &str,
         name: &str,
-        model: &mut FilePred,
+        policy: &mut dyn Policy,
     ) -> Result<bool, StoreError> {
-        let Some(snap) = self.load_model(app_key, name)? else {
+        let Some(blob) = self.load_history(app_key, name)? else {
             return Ok(false);
         };
-        model.restore(&snap).map_err(|why| StoreError::Corrupt {
-            path: self.path.clone(),
-            app_key: app_key.into(),
-            name: name.into(),
-            why,
-        })?;
+        policy
+            .load_history(&blob)
+            .map_err(|why| StoreError::Corrupt {
+                path: self.path.clone(),
+                app_key: app_key.into(),
+                name: name.into(),
+                why,
+            })?;
         Ok(true)
     }
 }
@@ -669,15 +637,15 @@ fn unix_now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// Open the store at `path` and load `name` of `app_key` into `model`,
-/// never failing: returns the store (if usable), whether a model was
-/// loaded, and a warning to print when something was wrong (the model is
+/// Open the store at `path` and load `name` of `app_key` into `policy`,
+/// never failing: returns the store (if usable), whether a history was
+/// loaded, and a warning to print when something was wrong (the policy is
 /// then fresh).
 pub fn load_or_warn(
     path: &Path,
     app_key: &str,
     name: &str,
-    model: &mut FilePred,
+    policy: &mut dyn Policy,
 ) -> (Option<Store>, bool, Option<String>) {
     match Store::open(path) {
         Err(e) => (
@@ -685,7 +653,7 @@ pub fn load_or_warn(
             false,
             Some(format!("warning: {e}; starting with a fresh model")),
         ),
-        Ok(store) => match store.load_into(app_key, name, model) {
+        Ok(store) => match store.load_into(app_key, name, policy) {
             Ok(loaded) => (Some(store), loaded, None),
             Err(e) => (
                 Some(store),

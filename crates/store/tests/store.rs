@@ -3,8 +3,9 @@
 //! never a panic.
 
 use outrider_core::params::Params;
+use outrider_core::policies::filepred::codec;
 use outrider_core::policies::filepred::{EpcmParams, FilePred, LastSuccessorParams, PcmParams};
-use outrider_store::{codec, load_or_warn, Store, StoreError};
+use outrider_store::{load_or_warn, Store, StoreError};
 use proptest::prelude::*;
 
 fn model(spec: &str) -> FilePred {
@@ -55,7 +56,7 @@ fn saved_models_predict_exactly_as_before() {
         }
         {
             let mut s = Store::open(&db).unwrap();
-            s.save_model("build", spec, &a.snapshot()).unwrap();
+            assert!(s.save_policy("build", spec, &a).unwrap());
         }
         let s = Store::open(&db).unwrap();
         let mut b = model(spec);
@@ -65,7 +66,7 @@ fn saved_models_predict_exactly_as_before() {
             assert_eq!(a.file_event(f).to_vec(), b.file_event(f).to_vec(), "{spec}");
             assert_eq!(a.model().top(), b.model().top(), "{spec}");
         }
-        assert!(s.load_model("other-app", spec).unwrap().is_none());
+        assert!(s.load_history("other-app", spec).unwrap().is_none());
     }
     // WAL mode and the schema version are recorded.
     let s = Store::open(&db).unwrap();
@@ -131,7 +132,7 @@ fn a_corrupted_or_mismatched_model_is_an_error_not_a_mix() {
     for &f in &sequence()[..100] {
         a.file_event(f);
     }
-    s.save_model("k", "epcm", &a.snapshot()).unwrap();
+    assert!(s.save_policy("k", "epcm", &a).unwrap());
     // Another shape refuses the saved model and stays fresh.
     let mut other = model("epcm:partition=16,order=12");
     let fresh = other.snapshot();
@@ -142,7 +143,7 @@ fn a_corrupted_or_mismatched_model_is_an_error_not_a_mix() {
     s.connection()
         .execute("UPDATE models SET data = substr(data, 1, 40)", [])
         .unwrap();
-    let e = s.load_model("k", "epcm").unwrap_err();
+    let e = s.load_into("k", "epcm", &mut model("epcm")).unwrap_err();
     assert!(
         matches!(e, StoreError::Corrupt { .. })
             && (e.to_string().contains("truncated") || e.to_string().contains("exceeds the blob")),

@@ -64,7 +64,7 @@
 
 use crate::event::{Access, Op, Origin, Outcome, Target};
 use crate::mechanism::{chunk, clook, infill};
-use crate::policy::{BoxedPolicy, Policy, Sink};
+use crate::policy::{BoxedPolicy, Feedback, Interests, Policy, RunInfo, Sink};
 use crate::size::ByteSize;
 use crate::{FileId, BLOCK_SIZE};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -583,43 +583,47 @@ impl Policy for Auto {
         }
     }
 
-    fn on_tick(&mut self, _now_ns: u64, sink: &mut Sink<'_>) {
-        // Also when the program is idle: the first batch before its first
-        // read, and more once a larger budget allows (the pacing bound
-        // holds either way).
-        if self.replaying {
+    /// Ticks also when the program is idle: the first batch before its
+    /// first read, and more once a larger budget allows (the pacing bound
+    /// holds either way).
+    fn on_feedback(&mut self, f: &Feedback<'_>, sink: &mut Sink<'_>) {
+        if let (Feedback::Tick(_), true) = (f, self.replaying) {
             self.pump(sink);
         }
     }
 
-    fn tick_interval_ns(&self) -> Option<u64> {
-        (!self.hist.is_empty()).then_some(TICK_NS)
-    }
-
-    /// A budget smaller than before (the program moved into a smaller
-    /// cgroup, and the driver dropped what was prefetched beyond the
-    /// program's progress): bound the replay by it and replay again from
-    /// the program's position, starting with a small batch. The requests
-    /// go out at the next read or tick.
-    fn on_memory_budget(&mut self, bytes: u64) {
-        let pages = (bytes / BLOCK_SIZE).max(1);
-        let shrank = self.budget_pages.is_some_and(|b| pages < b);
-        self.budget_pages = Some(pages);
-        if shrank && self.issued > self.pos {
-            self.issued = self.pos;
-            self.batch_pages = (self.p.init_batch.0 / BLOCK_SIZE).max(1);
-            self.stats.rewinds += 1;
+    fn interests(&self) -> Interests {
+        Interests {
+            tick_interval_ns: (!self.hist.is_empty()).then_some(TICK_NS),
+            ..Interests::ACCESSES_ONLY
         }
     }
 
-    fn on_run_start(&mut self, run: u32) {
-        // `--runs N`: what the previous run recorded is the next one's history.
-        if run > 0 && !self.record.is_empty() {
-            let list = self.record.take();
-            self.set_history(list);
+    /// A new run: what the previous run recorded is the next one's history
+    /// (`--runs N`). A budget smaller than before (the program moved into
+    /// a smaller cgroup, and the driver dropped what was prefetched beyond
+    /// the program's progress): bound the replay by it and replay again
+    /// from the program's position, starting with a small batch. The
+    /// requests go out at the next read or tick.
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        if !info.budget_changed {
+            if info.run > 0 && !self.record.is_empty() {
+                let list = self.record.take();
+                self.set_history(list);
+            }
+            self.stride.on_start(info);
+            self.reset_run();
         }
-        self.stride.on_run_start(run);
-        self.reset_run();
+        if let Some(bytes) = info.memory_budget_bytes {
+            let pages = (bytes / BLOCK_SIZE).max(1);
+            let shrank = self.budget_pages.is_some_and(|b| pages < b);
+            self.budget_pages = Some(pages);
+            if shrank && self.issued > self.pos {
+                self.issued = self.pos;
+                self.batch_pages = (self.p.init_batch.0 / BLOCK_SIZE).max(1);
+                self.stats.rewinds += 1;
+            }
+        }
     }
 
     fn save_history(&self) -> Option<Vec<u8>> {

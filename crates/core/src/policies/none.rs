@@ -2,7 +2,7 @@
 //! against (with the simulator's cache alone).
 
 use crate::event::{Access, Outcome};
-use crate::policy::{BoxedPolicy, Policy, Sink};
+use crate::policy::{BoxedPolicy, Interests, Policy, Sink};
 
 /// Registered name.
 pub const NAME: &str = "none";
@@ -30,12 +30,8 @@ impl Policy for NoPrefetch {
         NAME
     }
 
-    fn wants_evictions(&self) -> bool {
-        false
-    }
-
-    fn wants_prefetch_done(&self) -> bool {
-        false
+    fn interests(&self) -> Interests {
+        Interests::ACCESSES_ONLY
     }
     fn on_access(&mut self, _a: &Access, _o: &Outcome, _s: &mut Sink<'_>) {}
     fn box_clone(&self) -> BoxedPolicy {

@@ -12,7 +12,7 @@
 //! as libCacheSim does for a logical I/O split into blocks.
 
 use crate::event::{Access, Outcome, Target};
-use crate::policy::{BoxedPolicy, Policy, Sink};
+use crate::policy::{BoxedPolicy, Interests, Policy, RunInfo, Sink};
 
 /// Registered name.
 pub const NAME: &str = "obl";
@@ -76,12 +76,8 @@ impl Policy for Obl {
         NAME
     }
 
-    fn wants_evictions(&self) -> bool {
-        false
-    }
-
-    fn wants_prefetch_done(&self) -> bool {
-        false
+    fn interests(&self) -> Interests {
+        Interests::ACCESSES_ONLY
     }
 
     fn on_access(&mut self, a: &Access, _o: &Outcome, sink: &mut Sink<'_>) {
@@ -110,7 +106,10 @@ impl Policy for Obl {
         }
     }
 
-    fn on_run_start(&mut self, _run: u32) {
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        if info.budget_changed {
+            return;
+        }
         self.run = 0;
     }
 

@@ -17,8 +17,8 @@
 //! each part only once its own interval has passed since its last tick, so a
 //! time-driven policy keeps its period and an event-driven one never ticks.
 
-use crate::event::{Access, DeviceInfo, DeviceRequest, Outcome, PrefetchDone, PrefetchRequest};
-use crate::policy::{BoxedPolicy, Eviction, Policy, SeriesPoint, Sink};
+use crate::event::{Access, Outcome, PrefetchRequest};
+use crate::policy::{BoxedPolicy, Feedback, Interests, Policy, RunInfo, SeriesPoint, Sink};
 
 /// `upper+lower`. See the module documentation.
 pub struct Stack {
@@ -77,85 +77,139 @@ impl Stack {
     }
 }
 
+impl Stack {
+    /// Run `f` on the upper policy with its requests gathered for the
+    /// lower policy's screen.
+    fn upper_then_screen(
+        &mut self,
+        sink: &mut Sink<'_>,
+        f: impl FnOnce(&mut dyn Policy, &mut Sink<'_>),
+    ) {
+        let mut pending = std::mem::take(&mut self.pending);
+        f(self.upper.as_mut(), &mut sink.redirect(&mut pending));
+        self.pending = pending;
+    }
+
+    /// The upper and lower parts' history blobs, each behind its length
+    /// (u64 little-endian) after [`STACK_MAGIC`]; an empty blob for a part
+    /// that learns nothing.
+    fn encode_parts(upper: Option<Vec<u8>>, lower: Option<Vec<u8>>) -> Vec<u8> {
+        let mut out = STACK_MAGIC.to_vec();
+        for part in [upper.unwrap_or_default(), lower.unwrap_or_default()] {
+            out.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            out.extend_from_slice(&part);
+        }
+        out
+    }
+
+    fn decode_parts(data: &[u8]) -> Result<[&[u8]; 2], String> {
+        let mut rest = data
+            .strip_prefix(STACK_MAGIC)
+            .ok_or("not a stack's history (bad magic)")?;
+        let mut parts: [&[u8]; 2] = [&[], &[]];
+        for part in &mut parts {
+            let (len, tail) = rest
+                .split_first_chunk::<8>()
+                .ok_or("stack history truncated")?;
+            let len = usize::try_from(u64::from_le_bytes(*len)).map_err(|e| e.to_string())?;
+            if tail.len() < len {
+                return Err("stack history truncated".into());
+            }
+            (*part, rest) = tail.split_at(len);
+        }
+        Ok(parts)
+    }
+}
+
+/// First bytes of a stack's history blob.
+const STACK_MAGIC: &[u8] = b"OSTK1";
+
 impl Policy for Stack {
     fn name(&self) -> &str {
         &self.name
     }
 
+    fn interests(&self) -> Interests {
+        self.upper.interests().union(self.lower.interests())
+    }
+
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        if !info.budget_changed {
+            self.next_tick_ns = [0; 2];
+        }
+        let oracle = |p: &dyn Policy| RunInfo {
+            oracle: info.oracle.filter(|_| p.interests().oracle),
+            ..*info
+        };
+        let upper = oracle(self.upper.as_ref());
+        self.upper.on_start(&upper);
+        let lower = oracle(self.lower.as_ref());
+        self.lower.on_start(&lower);
+    }
+
     fn on_access(&mut self, access: &Access, outcome: &Outcome, sink: &mut Sink<'_>) {
-        let mut pending = std::mem::take(&mut self.pending);
-        self.upper
-            .on_access(access, outcome, &mut sink.redirect(&mut pending));
-        self.pending = pending;
+        self.upper_then_screen(sink, |p, s| p.on_access(access, outcome, s));
         self.lower.on_access(access, outcome, sink);
         self.screen_pending(sink);
     }
 
-    fn on_access_done(&mut self, access: &Access, sink: &mut Sink<'_>) {
-        let mut pending = std::mem::take(&mut self.pending);
-        self.upper
-            .on_access_done(access, &mut sink.redirect(&mut pending));
-        self.pending = pending;
-        self.lower.on_access_done(access, sink);
+    /// Both parts hear every feedback; a tick reaches each part only once
+    /// its own interval has passed.
+    fn on_feedback(&mut self, f: &Feedback<'_>, sink: &mut Sink<'_>) {
+        let Feedback::Tick(now_ns) = *f else {
+            self.upper_then_screen(sink, |p, s| p.on_feedback(f, s));
+            self.lower.on_feedback(f, sink);
+            self.screen_pending(sink);
+            return;
+        };
+        if let Some(interval) = self.upper.interests().tick_interval_ns {
+            if now_ns >= self.next_tick_ns[0] {
+                self.next_tick_ns[0] = now_ns.saturating_add(interval);
+                self.upper_then_screen(sink, |p, s| p.on_feedback(f, s));
+            }
+        }
+        if let Some(interval) = self.lower.interests().tick_interval_ns {
+            if now_ns >= self.next_tick_ns[1] {
+                self.next_tick_ns[1] = now_ns.saturating_add(interval);
+                self.lower.on_feedback(f, sink);
+            }
+        }
         self.screen_pending(sink);
     }
 
     fn on_upper_request(&mut self, request: &PrefetchRequest, sink: &mut Sink<'_>) {
-        let mut pending = std::mem::take(&mut self.pending);
-        self.upper
-            .on_upper_request(request, &mut sink.redirect(&mut pending));
-        self.pending = pending;
+        self.upper_then_screen(sink, |p, s| p.on_upper_request(request, s));
         self.screen_pending(sink);
     }
 
-    fn on_prefetch_done(&mut self, done: &PrefetchDone, sink: &mut Sink<'_>) {
-        let mut pending = std::mem::take(&mut self.pending);
-        self.upper
-            .on_prefetch_done(done, &mut sink.redirect(&mut pending));
-        self.pending = pending;
-        self.lower.on_prefetch_done(done, sink);
-        self.screen_pending(sink);
+    fn schedule_group(&self, window: crate::event::WindowId) -> u32 {
+        match self.lower.schedule_group(window) {
+            0 => self.upper.schedule_group(window),
+            g => g,
+        }
     }
 
-    fn on_evict(&mut self, eviction: &Eviction) {
-        self.upper.on_evict(eviction);
-        self.lower.on_evict(eviction);
+    /// Both parts' history (DiskSeen below a file-level policy learns its
+    /// block table too).
+    fn save_history(&self) -> Option<Vec<u8>> {
+        let (upper, lower) = (self.upper.save_history(), self.lower.save_history());
+        if upper.is_none() && lower.is_none() {
+            return None;
+        }
+        Some(Self::encode_parts(upper, lower))
     }
 
-    fn wants_device_requests(&self) -> bool {
-        self.upper.wants_device_requests() || self.lower.wants_device_requests()
-    }
-
-    fn wants_evictions(&self) -> bool {
-        self.upper.wants_evictions() || self.lower.wants_evictions()
-    }
-
-    fn wants_prefetch_done(&self) -> bool {
-        self.upper.wants_prefetch_done() || self.lower.wants_prefetch_done()
-    }
-
-    fn wants_access_done(&self) -> bool {
-        self.upper.wants_access_done() || self.lower.wants_access_done()
-    }
-
-    fn on_device_request(&mut self, request: &DeviceRequest) {
-        self.upper.on_device_request(request);
-        self.lower.on_device_request(request);
-    }
-
-    fn on_device_info(&mut self, info: &DeviceInfo) {
-        self.upper.on_device_info(info);
-        self.lower.on_device_info(info);
-    }
-
-    fn on_cache_info(&mut self, cache_blocks: u64) {
-        self.upper.on_cache_info(cache_blocks);
-        self.lower.on_cache_info(cache_blocks);
-    }
-
-    fn on_memory_budget(&mut self, bytes: u64) {
-        self.upper.on_memory_budget(bytes);
-        self.lower.on_memory_budget(bytes);
+    fn load_history(&mut self, data: &[u8]) -> Result<(), String> {
+        let [upper, lower] = Self::decode_parts(data)?;
+        let mut fresh = self.clone();
+        if !upper.is_empty() {
+            fresh.upper.load_history(upper)?;
+        }
+        if !lower.is_empty() {
+            fresh.lower.load_history(lower)?;
+        }
+        *self = fresh;
+        Ok(())
     }
 
     /// Both parts' series, the upper's first.
@@ -165,69 +219,8 @@ impl Policy for Stack {
         s
     }
 
-    fn wants_oracle(&self) -> bool {
-        self.upper.wants_oracle() || self.lower.wants_oracle()
-    }
-
-    fn on_oracle(&mut self, future: &[Access], cache_blocks: u64) {
-        if self.upper.wants_oracle() {
-            self.upper.on_oracle(future, cache_blocks);
-        }
-        if self.lower.wants_oracle() {
-            self.lower.on_oracle(future, cache_blocks);
-        }
-    }
-
-    fn on_tick(&mut self, now_ns: u64, sink: &mut Sink<'_>) {
-        if let Some(interval) = self.upper.tick_interval_ns() {
-            if now_ns >= self.next_tick_ns[0] {
-                self.next_tick_ns[0] = now_ns + interval;
-                let mut pending = std::mem::take(&mut self.pending);
-                self.upper.on_tick(now_ns, &mut sink.redirect(&mut pending));
-                self.pending = pending;
-            }
-        }
-        if let Some(interval) = self.lower.tick_interval_ns() {
-            if now_ns >= self.next_tick_ns[1] {
-                self.next_tick_ns[1] = now_ns + interval;
-                self.lower.on_tick(now_ns, sink);
-            }
-        }
-        self.screen_pending(sink);
-    }
-
-    fn tick_interval_ns(&self) -> Option<u64> {
-        match (self.upper.tick_interval_ns(), self.lower.tick_interval_ns()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    fn on_run_start(&mut self, run: u32) {
-        self.next_tick_ns = [0; 2];
-        self.upper.on_run_start(run);
-        self.lower.on_run_start(run);
-    }
-
-    /// The upper (file-level) policy's history: the lower, block-level
-    /// part learns nothing worth keeping across processes today.
-    fn save_history(&self) -> Option<Vec<u8>> {
-        self.upper.save_history()
-    }
-
-    fn load_history(&mut self, data: &[u8]) -> Result<(), String> {
-        self.upper.load_history(data)
-    }
-
     fn memory_bytes(&self) -> usize {
         self.upper.memory_bytes() + self.lower.memory_bytes()
-    }
-
-    fn schedule_group(&self, window: crate::event::WindowId) -> u32 {
-        match self.lower.schedule_group(window) {
-            0 => self.upper.schedule_group(window),
-            g => g,
-        }
     }
 
     fn box_clone(&self) -> BoxedPolicy {
@@ -240,7 +233,7 @@ mod tests {
     use super::*;
     use crate::event::{FileId, Target, WindowId};
     use crate::policies::build_policy;
-    use crate::policy::NoResidency;
+    use crate::policy::{NoResidency, PolicyExt};
     use std::sync::{Arc, Mutex};
 
     fn read(seq: u64, page: u64, blocks: u32) -> Access {
@@ -298,11 +291,16 @@ mod tests {
             let w = sink.new_window();
             sink.prefetch(request.target, 1, w);
         }
-        fn on_tick(&mut self, now_ns: u64, _: &mut Sink<'_>) {
-            self.ticks.lock().unwrap().push(now_ns);
+        fn on_feedback(&mut self, f: &Feedback<'_>, _: &mut Sink<'_>) {
+            if let Feedback::Tick(now_ns) = f {
+                self.ticks.lock().unwrap().push(*now_ns);
+            }
         }
-        fn tick_interval_ns(&self) -> Option<u64> {
-            Some(25)
+        fn interests(&self) -> Interests {
+            Interests {
+                tick_interval_ns: Some(25),
+                ..Interests::default()
+            }
         }
         fn box_clone(&self) -> BoxedPolicy {
             Box::new(self.clone())
@@ -349,13 +347,13 @@ mod tests {
         let (mut out, mut next) = (Vec::new(), 0);
         for now in [0, 10, 25, 30, 49, 50, 80] {
             let mut sink = Sink::new(&mut out, &mut next, &NoResidency);
-            stack.on_tick(now, &mut sink);
+            stack.feed_tick(now, &mut sink);
         }
         assert_eq!(*ticks.lock().unwrap(), vec![0, 25, 50, 80]);
         // A new run restarts the clock.
-        stack.on_run_start(1);
+        stack.start_run(1);
         let mut sink = Sink::new(&mut out, &mut next, &NoResidency);
-        stack.on_tick(3, &mut sink);
+        stack.feed_tick(3, &mut sink);
         assert_eq!(ticks.lock().unwrap().last(), Some(&3));
         assert!(out.is_empty());
     }

@@ -35,7 +35,7 @@
 
 use crate::event::{Access, Op, Origin, Outcome, Target};
 use crate::mechanism::{chunk, infill, stream};
-use crate::policy::{BoxedPolicy, Policy, Sink};
+use crate::policy::{BoxedPolicy, Interests, Policy, RunInfo, Sink};
 use crate::size::ByteSize;
 use crate::FileId;
 use rustc_hash::FxHashMap;
@@ -109,12 +109,8 @@ impl Policy for Stride {
         NAME
     }
 
-    fn wants_evictions(&self) -> bool {
-        false
-    }
-
-    fn wants_prefetch_done(&self) -> bool {
-        false
+    fn interests(&self) -> Interests {
+        Interests::ACCESSES_ONLY
     }
 
     fn on_access(&mut self, a: &Access, _o: &Outcome, sink: &mut Sink<'_>) {
@@ -227,7 +223,10 @@ impl Policy for Stride {
         }
     }
 
-    fn on_run_start(&mut self, _run: u32) {
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        if info.budget_changed {
+            return;
+        }
         self.streams.clear();
     }
 

@@ -49,19 +49,14 @@ impl Controller {
             return;
         }
         for (window, dev, lbn, blocks, issue_ns) in done {
-            let residency = Unused(&self.unused, &self.files);
-            let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
-            self.policy.on_prefetch_done(
-                &PrefetchDone {
-                    window,
-                    dev,
-                    lbn,
-                    blocks,
-                    issue_ns,
-                    done_ns: now_rel_ns,
-                },
-                &mut sink,
-            );
+            self.feed(&Feedback::PrefetchDone(&PrefetchDone {
+                window,
+                dev,
+                lbn,
+                blocks,
+                issue_ns,
+                done_ns: now_rel_ns,
+            }));
         }
         self.actuate(now_rel_ns);
     }
@@ -70,10 +65,13 @@ impl Controller {
     pub(super) fn translate(&mut self, r: &PrefetchRequest) -> Option<(FileId, u64, u64)> {
         match r.target {
             Target::File { file, page } => Some((file, page, u64::from(r.blocks))),
-            Target::Block { lbn, .. } => {
+            Target::Block { dev, lbn } => {
                 let phys = lbn * BLOCK_SIZE;
                 for id in self.recent.clone() {
-                    let Some(ex) = self.files.extents(id) else {
+                    if self.files.key_of(id).is_some_and(|k| k.0 as u32 != dev) {
+                        continue;
+                    }
+                    let Some(ex) = self.extents_of(id) else {
                         continue;
                     };
                     for x in ex.iter() {
@@ -201,6 +199,9 @@ impl Controller {
                 self.stats.dropped_budget_pages += len_pages;
                 continue;
             }
+            // Unused prefetched pages stay within the budget (DESIGN.md
+            // principle 3); checked for every range admitted.
+            assert!(self.unused.len() as u64 + len_pages <= budget_pages);
             let cap = if self.opts.chunk_bytes > 0 {
                 self.opts.chunk_bytes
             } else {
@@ -251,8 +252,8 @@ impl Controller {
             let Target::Block { dev, lbn } = r.target else {
                 continue;
             };
-            if self.wants_dev {
-                self.policy.on_device_request(&DeviceRequest {
+            if self.interests.device_requests {
+                self.feed(&Feedback::DeviceRequest(&DeviceRequest {
                     time_ns: now_rel_ns,
                     pid: 0,
                     dev,
@@ -260,7 +261,7 @@ impl Controller {
                     blocks: (*pages).min(u64::from(u32::MAX)) as u32,
                     origin: Origin::OurPrefetch,
                     window: Some(r.window),
-                });
+                }));
             }
             if *pages == 0 {
                 self.done_now

@@ -103,15 +103,14 @@ impl Controller {
     /// [`SETTLE_BUDGET_BYTES`] until [`CGROUP_SETTLE_NS`] has passed.
     pub(super) fn begin_settling(&mut self) {
         self.settling = self.opts.budget_bytes > SETTLE_BUDGET_BYTES;
-        self.policy
-            .on_memory_budget(self.opts.budget_bytes.min(SETTLE_BUDGET_BYTES));
+        self.tell_budget(self.opts.budget_bytes.min(SETTLE_BUDGET_BYTES), false);
     }
 
     /// Once [`CGROUP_SETTLE_NS`] has passed: the whole budget.
     pub(super) fn end_settling(&mut self, now_rel_ns: u64) {
         if self.settling && now_rel_ns >= CGROUP_SETTLE_NS {
             self.settling = false;
-            self.policy.on_memory_budget(self.opts.budget_bytes);
+            self.tell_budget(self.opts.budget_bytes, true);
         }
     }
 
@@ -128,7 +127,7 @@ impl Controller {
         let _ = self.pool.wait();
         self.drop_ranges(&ranges);
         self.settling = false;
-        self.policy.on_memory_budget(self.opts.budget_bytes);
+        self.tell_budget(self.opts.budget_bytes, true);
     }
 
     /// The program may move itself to another cgroup (cgexec, systemd-run
@@ -151,7 +150,7 @@ impl Controller {
                     self.begin_recharge(now_rel_ns);
                 } else {
                     self.settling = false;
-                    self.policy.on_memory_budget(self.opts.budget_bytes);
+                    self.tell_budget(self.opts.budget_bytes, true);
                 }
             }
         }

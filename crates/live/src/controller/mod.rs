@@ -34,11 +34,10 @@
 //!
 //! # History
 //!
-//! Whatever the policy, the controller records the program's access list
-//! (each page once, first-access order; [`outrider_core::policies::auto::AccessList`])
-//! for the history store; files registered from history
-//! ([`FileTable::seed`]) are reopened by handle or path when a request
-//! names them.
+//! What a policy learns it saves itself ([`outrider_core::Policy::save_history`]);
+//! the files the program touched are saved beside it (`crate::history`),
+//! and files registered from history ([`FileTable::seed`]) are reopened by
+//! handle or path when a request names them.
 //!
 //! # Do no harm (DESIGN.md principle 3)
 //!
@@ -52,10 +51,10 @@
 use crate::files::{FileTable, FileTableOptions};
 use crate::session::Handler;
 use crate::tracefs::{EventKind, LiveEvent};
-use outrider_core::policies::auto::{AccessList, NO_LBN};
+use outrider_core::metrics::{Counters, Report};
 use outrider_core::{
-    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, FileId, Origin, Outcome,
-    PrefetchDone, PrefetchRequest, Residency, Sink, Target, WindowId, BLOCK_SIZE,
+    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, Feedback, FileId, Interests, Origin,
+    Outcome, PrefetchDone, PrefetchRequest, Residency, RunInfo, Sink, Target, WindowId, BLOCK_SIZE,
 };
 use outrider_sys::{Fetch, Pool};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -120,6 +119,24 @@ impl Default for ControllerOptions {
     }
 }
 
+/// Can `policy` run live? A policy that needs the future of the access
+/// list (an oracle, [`outrider_core::Interests::oracle`]: libprefetch's
+/// application-directed prefetching, §4.2) cannot: a traced program does
+/// not tell it. The error says where such a policy works instead.
+pub fn check_live(policy: &dyn outrider_core::Policy) -> Result<(), String> {
+    if policy.interests().oracle {
+        return Err(format!(
+            "policy '{}' needs the program's future accesses (an oracle), which a traced \
+             program does not give: have the application announce them through liboutrider \
+             (C API: include/outrider.h; Python: python/outrider_directed.py), or replay a \
+             recorded trace with `outrider sim --policy {}`",
+            policy.name(),
+            policy.name()
+        ));
+    }
+    Ok(())
+}
+
 /// The buffer memory a program can use: MemAvailable, at most the room the
 /// memory cgroup of `pid` leaves to the page cache (the same sources as
 /// [`default_budget_bytes`], without its fraction).
@@ -166,6 +183,13 @@ pub struct LiveStats {
     /// Prefetched pages evicted before use or unused past the TTL, plus
     /// those still unused at exit.
     pub wasted_pages: u64,
+    /// Demand pages served by a prefetch: prefetched pages a read or a
+    /// fault then used (fault-around over resident pages is not demand, so
+    /// the pages it maps count in `used_pages` only).
+    pub served_pages: u64,
+    /// Sum over `served_pages` of the time from the prefetch's queueing to
+    /// the read that used it (ns).
+    pub lead_time_sum_ns: u64,
     /// Requested pages skipped: already resident (cachestat) or already
     /// prefetched.
     pub skipped_cached_pages: u64,
@@ -206,25 +230,29 @@ pub struct LiveStats {
 }
 
 impl LiveStats {
-    /// Demand pages served by a prefetch / demand pages (DESIGN.md).
-    pub fn coverage(&self) -> f64 {
-        ratio(self.used_pages, self.demand_pages)
-    }
-    /// Pages read by prefetching / pages the application requested.
-    pub fn cost(&self) -> f64 {
-        ratio(self.prefetched_pages, self.demand_pages)
-    }
-    /// Used / prefetched.
-    pub fn accuracy(&self) -> f64 {
-        ratio(self.used_pages, self.prefetched_pages)
-    }
-}
-
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64
+    /// The metrics of DESIGN.md from these counts, defined once
+    /// ([`outrider_core::metrics`]): a page is a block. The device's wait
+    /// time and windows are not measured live (0).
+    pub fn report(&self, policy: &str, elapsed_s: f64) -> Report {
+        let c = Counters {
+            requests: self.accesses,
+            demand_blocks: self.demand_pages,
+            hit_blocks: self.demand_pages - self.miss_pages,
+            prefetch_served_blocks: self.served_pages,
+            miss_blocks: self.miss_pages,
+            prefetched_blocks: self.prefetched_pages,
+            prefetched_used_blocks: self.used_pages,
+            prefetched_unused_blocks: self.wasted_pages,
+            lead_time_sum_ns: u128::from(self.lead_time_sum_ns),
+            elapsed_ns: (elapsed_s * 1e9) as u64,
+            ..Counters::default()
+        };
+        // The counts add up (DESIGN.md): hits + misses = demand (a page in
+        // flight is a miss live: the read waits for it), and no demand page
+        // is served twice.
+        assert!(c.hit_blocks + c.miss_blocks == c.demand_blocks);
+        assert!(c.prefetch_served_blocks <= c.demand_blocks);
+        c.report(policy, 1, elapsed_s)
     }
 }
 
@@ -256,10 +284,6 @@ const MAX_PENDING_ADDS: usize = 4096;
 const JOB_PAGES: u64 = 256;
 /// Most chunks one I/O job carries.
 const JOB_CHUNKS: usize = 64;
-/// Access-list entries recorded for the history at most.
-pub const RECORD_ENTRIES: usize = 1 << 20;
-/// Distinct pages remembered while recording at most (4 GiB of data).
-pub const RECORD_PAGES: usize = 1 << 20;
 
 /// What the policy may ask while deciding: pages outrider prefetched and
 /// not yet used count as cached; `block_of` answers from the extent maps
@@ -287,7 +311,8 @@ pub struct Controller {
     files: FileTable,
     pool: Pool,
     jobs_in_flight: Arc<AtomicUsize>,
-    /// Pages prefetched and not yet used → issue time (ns since start).
+    /// Pages prefetched and not yet used → issue time (ns since start;
+    /// [`SUBMITTED`] flags a worker's call made).
     unused: FxHashMap<(FileId, u64), u64>,
     /// Per task: (file, page, pages) added to the cache since its last read.
     adds: FxHashMap<u32, Vec<(FileId, u64, u32)>>,
@@ -315,13 +340,16 @@ pub struct Controller {
     /// Block requests that submitted nothing (skipped, dropped): done at
     /// once, told at the next poll.
     done_now: Vec<PendingDone>,
-    /// Does the policy read the device stream?
-    wants_dev: bool,
+    /// What the policy wants to hear (asked again at the start).
+    interests: Interests,
+    /// What the policy was told at the start: the devices' throughput and
+    /// the buffer memory in blocks (told again with every budget change).
+    devices: Vec<DeviceInfo>,
+    cache_blocks: u64,
     /// Chunks waiting for room in the I/O queue (bounded), each with the
     /// done tracker of the block request it belongs to.
     backlog: std::collections::VecDeque<(FileId, u64, u64, Option<Tracker>)>,
     ra_caps: FxHashMap<u64, u64>,
-    recorder: AccessList,
     /// Since a cgroup join: the ranges prefetched before it, (file, first
     /// page, pages), to drop a second time at the given time.
     recharge: Option<(Vec<PageRange>, u64)>,
@@ -389,7 +417,7 @@ impl Controller {
     /// A controller running `policy`.
     pub fn new(policy: BoxedPolicy, opts: ControllerOptions) -> Self {
         let pool = Pool::new(opts.workers, opts.queue_bound);
-        let wants_dev = policy.wants_device_requests();
+        let interests = policy.interests();
         Controller {
             policy,
             files: FileTable::new(FileTableOptions::default()),
@@ -420,10 +448,11 @@ impl Controller {
             seen_files: FxHashSet::default(),
             done: Arc::new(Mutex::new(Vec::new())),
             done_now: Vec::new(),
-            wants_dev,
+            interests,
+            devices: Vec::new(),
+            cache_blocks: 0,
             backlog: std::collections::VecDeque::new(),
             ra_caps: FxHashMap::default(),
-            recorder: AccessList::new(RECORD_ENTRIES, RECORD_PAGES),
             opts,
             stats: LiveStats::default(),
         }
@@ -464,11 +493,6 @@ impl Controller {
     /// The file table.
     pub fn files(&self) -> &FileTable {
         &self.files
-    }
-
-    /// The access list recorded so far (first-access order).
-    pub fn recorded(&self) -> &AccessList {
-        &self.recorder
     }
 
     /// The memory budget in force (it shrinks when the program moves to a
@@ -564,28 +588,28 @@ impl Controller {
             }
         }
         let mut used = 0u64;
+        let now = self.rel(e.ts_ns);
         if !self.unused.is_empty() {
             for q in index..end {
-                if self.unused.remove(&(id, q)).is_some() {
+                if let Some(t) = self.unused.remove(&(id, q)) {
                     used += 1;
+                    self.stats.lead_time_sum_ns += now.saturating_sub(t & !SUBMITTED);
                 }
             }
         }
         self.stats.used_pages += used;
+        self.stats.served_pages += used;
         self.qc_used += used;
         self.stats.accesses += 1;
         self.stats.demand_pages += pages;
         let miss = miss.min(pages);
         self.stats.miss_pages += miss;
-        self.recorder.note(id, index, pages, dev as u32, NO_LBN);
         self.note_recent(id);
-        // lbn: physical block from the extent map when known.
+        // lbn: physical block from the extent map when known (an open
+        // file's, or the one a history registered with the file: the same
+        // block in both runs, as a block-level policy's history needs).
         let lbn = self
-            .files
-            .get(id)
-            .is_some()
-            .then(|| self.files.extents(id))
-            .flatten()
+            .extents_of(id)
             .and_then(|ex| physical_of(&ex, index * BLOCK_SIZE))
             .map_or(index, |b| b / BLOCK_SIZE);
         self.seq += 1;
@@ -616,16 +640,16 @@ impl Controller {
         // the model forever and a second pass (DiskSeen's history, §3.4)
         // finds nothing to prefetch.
         if !missed.is_empty() {
-            if let Some(ex) = self.files.extents(id) {
+            if let Some(ex) = self.extents_of(id) {
                 for q in missed {
                     if let Some(b) = physical_of(&ex, q * BLOCK_SIZE) {
-                        self.policy.on_evict(&Eviction {
+                        self.feed(&Feedback::Evicted(&Eviction {
                             dev: dev as u32,
                             lbn: b / BLOCK_SIZE,
                             prefetched: false,
                             used: false,
                             window: None,
-                        });
+                        }));
                     }
                 }
             }
@@ -633,12 +657,41 @@ impl Controller {
         let residency = Unused(&self.unused, &self.files);
         let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
         self.policy.on_access(&access, &outcome, &mut sink);
-        if self.policy.wants_access_done() {
+        if self.interests.access_done {
             // mm_filemap_get_pages fires once the read holds its pages, so
             // the access is complete in memory: DiskSeen §3.1 records its
             // timestamps here, as the simulator does at completion.
-            self.policy.on_access_done(&access, &mut sink);
+            self.feed(&Feedback::AccessDone(&access));
         }
+    }
+
+    /// The extent map of `id`: computed for an open file, else the one
+    /// known without opening it (registered from history).
+    fn extents_of(&mut self, id: FileId) -> Option<Arc<Vec<outrider_sys::Extent>>> {
+        self.files
+            .extents(id)
+            .or_else(|| self.files.known_extents(id))
+    }
+
+    /// Tell the policy `f`; its requests wait for the next actuation.
+    fn feed(&mut self, f: &Feedback<'_>) {
+        let residency = Unused(&self.unused, &self.files);
+        let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
+        self.policy.on_feedback(f, &mut sink);
+    }
+
+    /// Tell the policy its memory budget: at the start (`changed` false)
+    /// with everything else it is told then, later when it changed.
+    fn tell_budget(&mut self, bytes: u64, changed: bool) {
+        self.policy.on_start(&RunInfo {
+            run: 1,
+            budget_changed: changed,
+            cache_blocks: self.cache_blocks,
+            devices: &self.devices,
+            memory_budget_bytes: Some(bytes),
+            oracle: None,
+        });
+        self.interests = self.policy.interests();
     }
 
     fn on_event(&mut self, e: &LiveEvent) {
@@ -683,7 +736,9 @@ impl Controller {
                 sector,
                 nr_sector,
                 write: false,
-            } if self.wants_dev && nr_sector > 0 => self.device_read(e, dev, sector, nr_sector),
+            } if self.interests.device_requests && nr_sector > 0 => {
+                self.device_read(e, dev, sector, nr_sector)
+            }
             _ => {}
         }
     }
@@ -707,7 +762,7 @@ impl Controller {
         let blocks = (end - first).min(u64::from(u32::MAX)) as u32;
         self.stats.device_reads += 1;
         self.stats.device_read_blocks += u64::from(blocks);
-        self.policy.on_device_request(&DeviceRequest {
+        self.feed(&Feedback::DeviceRequest(&DeviceRequest {
             time_ns: self.rel(e.ts_ns),
             pid: e.pid,
             dev: dev as u32,
@@ -715,7 +770,7 @@ impl Controller {
             blocks,
             origin: Origin::Demand,
             window: None,
-        });
+        }));
     }
 
     fn quality_control(&mut self, now_rel_ns: u64) {
@@ -767,21 +822,21 @@ impl Handler for Controller {
         self.root_pid = root_pid;
         self.t0_ns = t0_ns;
         // flashy §IV-C: the measured maximum throughput of each device.
-        for &(dev, bps) in &self.opts.device_max_read {
-            self.policy.on_device_info(&DeviceInfo {
+        self.devices = (self.opts.device_max_read.iter())
+            .map(|&(dev, bps)| DeviceInfo {
                 dev: Some(dev as u32),
                 max_read_bytes_per_s: Some(bps),
-            });
-        }
-        self.follow_cgroup(root_pid);
-        self.begin_settling();
-        // The buffer memory, once, as the simulator tells its cache size
+            })
+            .collect();
+        // The buffer memory, as the simulator tells its cache size
         // (DiskSeen's T is 1/64 of it, §3.3.1).
         let cache_bytes = match self.opts.cache_bytes {
             0 => default_cache_bytes(Some(root_pid)),
             b => b,
         };
-        self.policy.on_cache_info(cache_bytes / BLOCK_SIZE);
+        self.cache_blocks = cache_bytes / BLOCK_SIZE;
+        self.follow_cgroup(root_pid);
+        self.begin_settling();
     }
 
     fn on_events(&mut self, events: &[LiveEvent], in_tree: &[bool]) {
@@ -803,12 +858,10 @@ impl Handler for Controller {
         self.apply_submitted();
         self.deliver_done(now);
         self.drain_backlog();
-        if let Some(iv) = self.policy.tick_interval_ns() {
-            if now >= self.last_tick_ns + iv {
+        if let Some(iv) = self.interests.tick_interval_ns {
+            if now >= self.last_tick_ns.saturating_add(iv) {
                 self.last_tick_ns = now;
-                let residency = Unused(&self.unused, &self.files);
-                let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
-                self.policy.on_tick(now, &mut sink);
+                self.feed(&Feedback::Tick(now));
                 self.actuate(now);
             }
         }

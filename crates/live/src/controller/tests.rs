@@ -23,31 +23,32 @@ impl Policy for Rec {
         "rec"
     }
     fn on_access(&mut self, _a: &Access, _o: &Outcome, _s: &mut Sink<'_>) {}
-    fn wants_device_requests(&self) -> bool {
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            device_requests: true,
+            tick_interval_ns: Some(500_000_000),
+            ..Interests::default()
+        }
     }
-    fn on_device_request(&mut self, r: &DeviceRequest) {
-        self.0.lock().unwrap().dev.push(*r);
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        let mut seen = self.0.lock().unwrap();
+        if !info.budget_changed {
+            seen.info.extend_from_slice(info.devices);
+            seen.cache_blocks.push(info.cache_blocks);
+        }
+        seen.budgets.extend(info.memory_budget_bytes);
     }
-    fn on_device_info(&mut self, i: &DeviceInfo) {
-        self.0.lock().unwrap().info.push(*i);
-    }
-    fn on_cache_info(&mut self, cache_blocks: u64) {
-        self.0.lock().unwrap().cache_blocks.push(cache_blocks);
-    }
-    fn on_memory_budget(&mut self, bytes: u64) {
-        self.0.lock().unwrap().budgets.push(bytes);
-    }
-    fn tick_interval_ns(&self) -> Option<u64> {
-        Some(500_000_000)
-    }
-    fn on_tick(&mut self, now_ns: u64, sink: &mut Sink<'_>) {
-        self.0.lock().unwrap().ticks.push(now_ns);
-        let w = sink.new_window();
-        sink.prefetch(Target::Block { dev: 7, lbn: 1000 }, 16, w);
-    }
-    fn on_prefetch_done(&mut self, d: &PrefetchDone, _s: &mut Sink<'_>) {
-        self.0.lock().unwrap().done.push(*d);
+    fn on_feedback(&mut self, f: &Feedback<'_>, sink: &mut Sink<'_>) {
+        match *f {
+            Feedback::DeviceRequest(r) => self.0.lock().unwrap().dev.push(*r),
+            Feedback::PrefetchDone(d) => self.0.lock().unwrap().done.push(*d),
+            Feedback::Tick(now_ns) => {
+                self.0.lock().unwrap().ticks.push(now_ns);
+                let w = sink.new_window();
+                sink.prefetch(Target::Block { dev: 7, lbn: 1000 }, 16, w);
+            }
+            Feedback::AccessDone(_) | Feedback::Evicted(_) => {}
+        }
     }
     fn box_clone(&self) -> BoxedPolicy {
         Box::new(self.clone())

@@ -1,6 +1,7 @@
 use super::*;
 use crate::event::PrefetchRequest;
 use crate::policy::NoResidency;
+use crate::policy::PolicyExt;
 use crate::Params;
 
 fn params(text: &str) -> AutoParams {
@@ -37,7 +38,7 @@ fn tick(a: &mut Auto) -> Vec<(u64, u64, u32)> {
     let mut reqs: Vec<PrefetchRequest> = Vec::new();
     let mut w = 0;
     let mut sink = Sink::new(&mut reqs, &mut w, &NoResidency);
-    a.on_tick(0, &mut sink);
+    a.feed_tick(0, &mut sink);
     pages_of(&reqs)
 }
 
@@ -241,7 +242,7 @@ fn the_run_records_its_access_list_for_the_next() {
     let mut b = Auto::new(params("stride=false"));
     b.load_history(&blob).unwrap();
     assert_eq!(b.history(), &want[..]);
-    a.on_run_start(1);
+    a.start_run(1);
     assert_eq!(a.history(), &want[..]);
     assert!(b.load_history(b"nonsense").is_err());
     assert!(decode_history(&blob[..blob.len() - 1])
@@ -281,20 +282,20 @@ fn a_shrinking_budget_bounds_the_replay_and_rewinds_it() {
         v.iter().flat_map(|r| r.1..r.1 + u64::from(r.2)).collect()
     };
     assert_eq!(pages(tick(&mut a)), (0..8).collect::<Vec<_>>());
-    a.on_memory_budget(64 * BLOCK_SIZE);
+    a.feed_budget(64 * BLOCK_SIZE);
     assert_eq!(tick(&mut a), vec![]);
     for p in 0..3 {
         assert!(read(&mut a, 1, p, 1).is_empty());
     }
     assert_eq!(pages(read(&mut a, 1, 3, 1)), vec![8, 9, 10, 11]);
-    a.on_memory_budget(8 * BLOCK_SIZE);
+    a.feed_budget(8 * BLOCK_SIZE);
     assert_eq!(a.stats.rewinds, 1);
     let got = tick(&mut a);
     assert_eq!(got.len(), 2, "two batches of 2: {got:?}");
     assert_eq!(pages(got), vec![4, 5, 6, 7]);
     assert_eq!(a.outstanding_pages(), 4);
     // A larger budget again is a bound, not a rewind.
-    a.on_memory_budget(64 * BLOCK_SIZE);
+    a.feed_budget(64 * BLOCK_SIZE);
     assert_eq!(a.stats.rewinds, 1);
 }
 
@@ -306,11 +307,11 @@ fn a_growing_budget_replays_further_at_the_next_tick() {
         "init_batch=16KiB,batch=16KiB,ahead=64KiB,stride=false,seq_limit=0",
     ));
     a.set_history((0..32).map(|i| entry(1, i, 1, i)).collect());
-    a.on_memory_budget(8 * BLOCK_SIZE);
+    a.feed_budget(8 * BLOCK_SIZE);
     let first = tick(&mut a);
     assert_eq!(a.outstanding_pages(), 4, "half of 8 pages: {first:?}");
     assert_eq!(tick(&mut a), vec![], "held by the bound");
-    a.on_memory_budget(1 << 30);
+    a.feed_budget(1 << 30);
     let more = tick(&mut a);
     assert!(!more.is_empty());
     let out = a.outstanding_pages();

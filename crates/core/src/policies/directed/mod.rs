@@ -35,7 +35,7 @@ pub mod list;
 pub mod plan;
 
 use crate::event::{Access, Op, Outcome, Target};
-use crate::policy::{BoxedPolicy, Eviction, Policy, Sink};
+use crate::policy::{BoxedPolicy, Feedback, Interests, Policy, RunInfo, Sink};
 use crate::size::ByteSize;
 use crate::{Pid, WindowId};
 use plan::{plan_round, Aimd, Page};
@@ -109,6 +109,21 @@ pub struct Directed {
 }
 
 impl Directed {
+    /// The oracle: every process's future reads, page by page.
+    fn set_oracle(&mut self, future: &[Access], cache_blocks: u64) {
+        self.cache_blocks = cache_blocks;
+        self.procs.clear();
+        for a in future.iter().filter(|a| a.op == Op::Read) {
+            let pr = self.procs.entry(a.pid).or_default();
+            pr.list.extend((0..u64::from(a.blocks)).map(|i| Page {
+                file: a.file.0,
+                page: a.page + i,
+                dev: a.dev,
+                phys: a.lbn + i,
+            }));
+        }
+    }
+
     /// Build from parameters.
     pub fn new(p: DirectedParams) -> Self {
         Directed {
@@ -177,21 +192,28 @@ impl Policy for Directed {
         NAME
     }
 
-    fn wants_oracle(&self) -> bool {
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            oracle: true,
+            prefetch_done: false,
+            ..Interests::default()
+        }
     }
 
-    fn on_oracle(&mut self, future: &[Access], cache_blocks: u64) {
-        self.cache_blocks = cache_blocks;
-        self.procs.clear();
-        for a in future.iter().filter(|a| a.op == Op::Read) {
-            let pr = self.procs.entry(a.pid).or_default();
-            pr.list.extend((0..u64::from(a.blocks)).map(|i| Page {
-                file: a.file.0,
-                page: a.page + i,
-                dev: a.dev,
-                phys: a.lbn + i,
-            }));
+    /// Each run replays the oracle list from its start.
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        if info.budget_changed {
+            return;
+        }
+        for pr in self.procs.values_mut() {
+            pr.pos = 0;
+            pr.round_end = 0;
+            pr.round_set.clear();
+            pr.premature = false;
+            pr.rounds = 0;
+        }
+        if let Some(future) = info.oracle {
+            self.set_oracle(future, info.cache_blocks);
         }
     }
 
@@ -235,23 +257,16 @@ impl Policy for Directed {
         }
     }
 
-    fn on_evict(&mut self, e: &Eviction) {
+    fn on_feedback(&mut self, f: &Feedback<'_>, _sink: &mut Sink<'_>) {
+        let Feedback::Evicted(e) = f else {
+            return;
+        };
         if e.prefetched && !e.used {
             for pr in self.procs.values_mut() {
                 if pr.round_set.contains(&(e.dev, e.lbn)) {
                     pr.premature = true;
                 }
             }
-        }
-    }
-
-    fn on_run_start(&mut self, _run: u32) {
-        for pr in self.procs.values_mut() {
-            pr.pos = 0;
-            pr.round_end = 0;
-            pr.round_set.clear();
-            pr.premature = false;
-            pr.rounds = 0;
         }
     }
 

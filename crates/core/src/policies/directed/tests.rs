@@ -3,6 +3,7 @@ use super::plan::*;
 use super::*;
 use crate::mechanism::clook::expected_seek_pages;
 use crate::policy::NoResidency;
+use crate::policy::PolicyExt;
 use crate::{FileId, Params, PrefetchRequest};
 
 fn e(page: u64) -> ListEntry {
@@ -245,7 +246,7 @@ fn sim_policy_issues_rounds_in_clook_order() {
         .iter()
         .map(|&b| read(1, b))
         .collect();
-    p.on_oracle(&future, 1000);
+    p.start_with_oracle(&future, 1000);
     let mut out: Vec<PrefetchRequest> = vec![];
     let mut w = 0;
     let issued = |out: &Vec<PrefetchRequest>| -> Vec<u64> {

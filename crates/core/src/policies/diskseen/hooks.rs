@@ -5,7 +5,7 @@
 use super::table::{BUSY, CACHED, PREFETCHED, RESIDENT};
 use super::{DiskSeen, NAME, OWNERS_PER_CHUNK};
 use crate::event::{Access, Op, Origin, Outcome, PrefetchDone, PrefetchRequest, Target, WindowId};
-use crate::policy::{BoxedPolicy, Eviction, Policy, Sink};
+use crate::policy::{BoxedPolicy, Eviction, Feedback, Interests, Policy, RunInfo, Sink};
 use std::mem::size_of;
 
 fn is_demand_read(a: &Access) -> bool {
@@ -38,16 +38,23 @@ impl Policy for DiskSeen {
         }
     }
 
-    fn wants_access_done(&self) -> bool {
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            access_done: true,
+            ..Interests::default()
+        }
     }
 
-    fn on_access_done(&mut self, a: &Access, sink: &mut Sink<'_>) {
-        if !is_demand_read(a) {
-            return;
-        }
-        for lbn in a.lbn..a.end_lbn() {
-            self.block_done(a, lbn, sink);
+    fn on_feedback(&mut self, f: &Feedback<'_>, sink: &mut Sink<'_>) {
+        match f {
+            Feedback::AccessDone(a) if is_demand_read(a) => {
+                for lbn in a.lbn..a.end_lbn() {
+                    self.block_done(a, lbn, sink);
+                }
+            }
+            Feedback::PrefetchDone(d) => self.prefetch_done(d),
+            Feedback::Evicted(e) => self.evicted(e),
+            _ => {}
         }
     }
 
@@ -98,13 +105,60 @@ impl Policy for DiskSeen {
         self.emit_runs(cur_dev, &wanted, r.window, sink);
     }
 
-    fn on_prefetch_done(&mut self, d: &PrefetchDone, _sink: &mut Sink<'_>) {
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        if info.cache_blocks > 0 {
+            self.set_memory_blocks(info.cache_blocks);
+        }
+        if info.budget_changed {
+            return;
+        }
+        self.streams.clear();
+        self.vacant = 0;
+        self.owner.clear();
+        self.forget_owner_lookup();
+        self.trails.clear();
+        self.windows.clear();
+        self.window_order.clear();
+        self.table.clear_status_everywhere(RESIDENT | BUSY | CACHED);
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes()
+            + self.owner.capacity() * (8 + 4 * OWNERS_PER_CHUNK)
+            + self.windows.capacity() * 32
+            + self.window_order.capacity() * 8
+            + self.streams.capacity() * size_of::<Option<super::stream::Stream>>()
+            + self.trails.memory_bytes()
+            + self.qc.memory_bytes()
+    }
+
+    /// The block table's timestamps (§3.4's history), see
+    /// `diskseen/history.rs`.
+    fn save_history(&self) -> Option<Vec<u8>> {
+        Some(self.encode_history())
+    }
+
+    fn load_history(&mut self, data: &[u8]) -> Result<(), String> {
+        self.decode_history(data)
+    }
+
+    fn schedule_group(&self, window: WindowId) -> u32 {
+        self.group_of(window)
+    }
+
+    fn box_clone(&self) -> BoxedPolicy {
+        Box::new(self.clone())
+    }
+}
+
+impl DiskSeen {
+    fn prefetch_done(&mut self, d: &PrefetchDone) {
         for lbn in d.lbn..d.lbn + u64::from(d.blocks) {
             self.table.set_status(d.dev, lbn, BUSY, false);
         }
     }
 
-    fn on_evict(&mut self, e: &Eviction) {
+    fn evicted(&mut self, e: &Eviction) {
         // PREFETCHED survives an unused eviction: the §3.2 mark.
         self.table
             .set_status(e.dev, e.lbn, RESIDENT | BUSY | CACHED, false);
@@ -119,38 +173,5 @@ impl Policy for DiskSeen {
                 }
             }
         }
-    }
-
-    fn on_run_start(&mut self, _run: u32) {
-        self.streams.clear();
-        self.vacant = 0;
-        self.owner.clear();
-        self.forget_owner_lookup();
-        self.trails.clear();
-        self.windows.clear();
-        self.window_order.clear();
-        self.table.clear_status_everywhere(RESIDENT | BUSY | CACHED);
-    }
-
-    fn on_cache_info(&mut self, cache_blocks: u64) {
-        self.set_memory_blocks(cache_blocks);
-    }
-
-    fn memory_bytes(&self) -> usize {
-        self.table.memory_bytes()
-            + self.owner.capacity() * (8 + 4 * OWNERS_PER_CHUNK)
-            + self.windows.capacity() * 32
-            + self.window_order.capacity() * 8
-            + self.streams.capacity() * size_of::<Option<super::stream::Stream>>()
-            + self.trails.memory_bytes()
-            + self.qc.memory_bytes()
-    }
-
-    fn schedule_group(&self, window: WindowId) -> u32 {
-        self.group_of(window)
-    }
-
-    fn box_clone(&self) -> BoxedPolicy {
-        Box::new(self.clone())
     }
 }

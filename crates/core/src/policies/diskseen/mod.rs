@@ -80,6 +80,7 @@
 //! - Bounds the paper leaves implicit: at most `streams` streams (the
 //!   least recently moved is dropped) and `trails` current trails.
 
+mod history;
 mod hooks;
 mod issue;
 pub mod quality;

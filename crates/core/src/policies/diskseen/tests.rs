@@ -5,6 +5,7 @@ use super::trail::{extend, Reach, Trails};
 use super::*;
 use crate::event::{Access, FileId, Outcome, Pid, PrefetchRequest, Target, WindowId};
 use crate::policies::build_policy;
+use crate::policy::PolicyExt;
 use crate::policy::Residency;
 use crate::policy::{Eviction, Policy};
 use crate::size::ByteSize;
@@ -74,7 +75,7 @@ impl Harness {
         self.mem.0.borrow_mut().insert(lbn);
         {
             let mut sink = Sink::new(&mut out, &mut self.next_window, &self.mem);
-            self.ds.on_access_done(&a, &mut sink);
+            self.ds.feed_access_done(&a, &mut sink);
         }
         for r in &out {
             let Target::Block { lbn, .. } = r.target else {
@@ -104,7 +105,7 @@ impl Harness {
                 _ => false,
             })
             .map(|r| r.window);
-        self.ds.on_evict(&Eviction {
+        self.ds.feed_evict(&Eviction {
             dev: 0,
             lbn,
             prefetched: window.is_some(),
@@ -117,7 +118,7 @@ impl Harness {
     fn new_run(&mut self) {
         self.mem.0.borrow_mut().clear();
         self.log.clear();
-        self.ds.on_run_start(2);
+        self.ds.start_run(2);
     }
 }
 
@@ -138,13 +139,13 @@ fn timestamps_are_recorded_when_the_access_completes() {
     h.ds.on_access(&a, &Outcome::default(), &mut sink);
     assert_eq!(h.ds.table().newest(0, 50), 0, "not stamped at issue");
     assert_eq!(h.ds.table().status(0, 50), RESIDENT | BUSY);
-    h.ds.on_access_done(&a, &mut sink);
+    h.ds.feed_access_done(&a, &mut sink);
     assert_eq!(h.ds.table().timestamps(0, 50), [1, 0, 0, 0]);
     assert_eq!(h.ds.table().timestamps(0, 51), [2, 0, 0, 0]);
     assert_eq!(h.ds.table().status(0, 51), RESIDENT | CACHED);
     h.read(1, 50);
     assert_eq!(h.ds.counter(), 2, "a caching-area hit is not stamped");
-    h.ds.on_evict(&Eviction {
+    h.ds.feed_evict(&Eviction {
         dev: 0,
         lbn: 50,
         prefetched: false,
@@ -473,7 +474,7 @@ fn drive_file(
         mem.0.borrow_mut().insert(a.lbn);
         {
             let mut sink = Sink::new(&mut out, next, mem);
-            p.on_access_done(&a, &mut sink);
+            p.feed_access_done(&a, &mut sink);
         }
         for r in &out {
             let (lbn0, n) = match r.target {
@@ -598,7 +599,7 @@ fn readahead_plus_diskseen_drops_blocks_readahead_wasted_before() {
         .collect();
     assert!(!wasted.is_empty(), "readahead read ahead of page 3");
     for &(b, w) in &wasted {
-        stack.on_evict(&Eviction {
+        stack.feed_evict(&Eviction {
             dev: 0,
             lbn: b,
             prefetched: true,
@@ -606,7 +607,7 @@ fn readahead_plus_diskseen_drops_blocks_readahead_wasted_before() {
             window: Some(w),
         });
     }
-    stack.on_run_start(2);
+    stack.start_run(2);
     let mem = Mem::default();
     let second = drive_file(stack.as_mut(), &mem, &mut next, &pages);
     assert!(wasted.iter().any(|&(b, _)| b >= 1004));
@@ -666,22 +667,22 @@ fn t_is_one_64th_of_buffer_memory_unless_set() {
     // 4 KiB blocks. Without a report from the driver, the paper's 2048.
     let mut ds = DiskSeen::new(DiskSeenParams::default());
     assert_eq!(ds.gap_threshold(), 2048);
-    ds.on_cache_info((512 << 20) / 4096);
+    ds.start_with_cache((512 << 20) / 4096);
     assert_eq!(ds.gap_threshold(), 2048);
-    ds.on_cache_info(64 * 100);
+    ds.start_with_cache(64 * 100);
     assert_eq!(ds.gap_threshold(), 100);
     // An explicit t wins over the memory size.
     let mut fixed = DiskSeen::new(DiskSeenParams {
         t: 300,
         ..DiskSeenParams::default()
     });
-    fixed.on_cache_info(64 * 100);
+    fixed.start_with_cache(64 * 100);
     assert_eq!(fixed.gap_threshold(), 300);
     // The derived T governs sequence detection: with 16 × 64 blocks of
     // memory T = 16, and a gap of 16 breaks the sequence (as `t=16` does in
     // `a_gap_of_t_or_more_breaks_a_sequence`).
     let mut h = Harness::new(DiskSeenParams::default());
-    h.ds.on_cache_info(16 * 64);
+    h.ds.start_with_cache(16 * 64);
     for b in 100..107 {
         h.read(1, b);
     }
@@ -691,7 +692,7 @@ fn t_is_one_64th_of_buffer_memory_unless_set() {
     assert!(h.read(1, 107).is_empty(), "gap 16 = T is too large");
     // Through the stack operator too.
     let mut stack = build_policy("readahead+diskseen").unwrap();
-    stack.on_cache_info(16 * 64);
+    stack.start_with_cache(16 * 64);
 }
 
 #[test]
@@ -756,4 +757,34 @@ fn interleaved_regions_keep_one_trail_each_and_run_2_follows_history() {
     // Activation after 4 matched blocks; 396 prefetched in 11 windows
     // instead of 16 (the last one ends where run 1's history ends).
     assert_eq!(ha, [8, 8, 16, 16, 32, 32, 64, 64, 64, 64, 28]);
+}
+
+#[test]
+fn saved_history_lets_a_new_process_follow_the_trail() {
+    // As `reversed_second_run_is_prefetched_from_history`, but run 2 is a
+    // fresh DiskSeen that loaded run 1's saved table (the next process).
+    let mut h = Harness::new(DiskSeenParams::default());
+    for b in (1000..1100).rev() {
+        assert!(h.read(1, b).is_empty());
+    }
+    let blob = h.ds.save_history().expect("diskseen learns");
+    let mut next = Harness::new(DiskSeenParams::default());
+    next.ds.load_history(&blob).unwrap();
+    next.ds.start_run(1);
+    assert_eq!(next.ds.counter(), 100);
+    let mut reqs = vec![];
+    for b in (1000..1100).rev() {
+        reqs.extend(next.read(1, b));
+    }
+    assert_eq!(&reqs[..2], &[(1088, 8), (1080, 8)]);
+    // A damaged blob is refused and leaves the policy as it was.
+    let mut fresh = DiskSeen::new(DiskSeenParams::default());
+    for bad in [&blob[..blob.len() - 1], &blob[..3], b"ODSK1\x00".as_slice()] {
+        assert!(fresh.load_history(bad).is_err());
+        assert_eq!(fresh.counter(), 0);
+    }
+    let mut flipped = blob.clone();
+    flipped[13] ^= 0xff; // first block's device
+    flipped[5 + 8 + 12] = 0xff; // its newest timestamp, far past the counter
+    assert!(fresh.load_history(&flipped).is_err());
 }

@@ -45,7 +45,7 @@ pub mod trie;
 mod tests;
 
 use crate::event::{Access, FileId, Op, Outcome, Target};
-use crate::policy::{BoxedPolicy, Policy, Sink};
+use crate::policy::{BoxedPolicy, Interests, Policy, RunInfo, Sink};
 use crate::size::ByteSize;
 use crate::BLOCK_SIZE;
 use model::{LastSuccessor, Model, ModelSnapshot, TrieRule};
@@ -371,10 +371,16 @@ impl Policy for FilePred {
         }
     }
 
-    fn on_run_start(&mut self, _run: u32) {
+    fn interests(&self) -> Interests {
+        Interests::ACCESSES_ONLY
+    }
+
+    fn on_start(&mut self, info: &RunInfo<'_>) {
         // Learned history (model, pages read) is kept; which file each
         // process read last is per run.
-        self.last_file.clear();
+        if !info.budget_changed {
+            self.last_file.clear();
+        }
     }
 
     fn save_history(&self) -> Option<Vec<u8>> {

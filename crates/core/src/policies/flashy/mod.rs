@@ -99,11 +99,10 @@ pub mod quota;
 mod tests;
 
 use crate::event::{
-    Access, DeviceInfo, DeviceRequest, Op, Origin, Outcome, PrefetchDone, Target, WindowId,
-    BLOCK_SIZE,
+    Access, DeviceRequest, Op, Origin, Outcome, PrefetchDone, Target, WindowId, BLOCK_SIZE,
 };
 use crate::mechanism::{chunk, infill};
-use crate::policy::{BoxedPolicy, Policy, SeriesPoint, Sink};
+use crate::policy::{BoxedPolicy, Feedback, Interests, Policy, RunInfo, SeriesPoint, Sink};
 use feedback::{Adjust, IntervalStats, Monitor};
 pub use params::{parse_params, FlashyParams};
 use pattern::{Pattern, Tracker};
@@ -538,11 +537,66 @@ impl Policy for Flashy {
         }
     }
 
-    fn wants_device_requests(&self) -> bool {
-        true
+    fn interests(&self) -> Interests {
+        Interests {
+            device_requests: true,
+            evictions: false,
+            tick_interval_ns: Some(self.p.interval_ms.saturating_mul(1_000_000)),
+            ..Interests::default()
+        }
     }
 
-    fn on_device_request(&mut self, r: &DeviceRequest) {
+    fn on_feedback(&mut self, f: &Feedback<'_>, sink: &mut Sink<'_>) {
+        match *f {
+            Feedback::DeviceRequest(r) => self.device_request(r),
+            Feedback::PrefetchDone(d) => self.prefetch_done(d, sink),
+            Feedback::Tick(now_ns) => self.tick(now_ns, sink),
+            Feedback::AccessDone(_) | Feedback::Evicted(_) => {}
+        }
+    }
+
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        for d in info.devices {
+            self.dev_max.retain(|(x, _)| *x != d.dev);
+            if let Some(b) = d.max_read_bytes_per_s.filter(|&b| b > 0) {
+                self.dev_max.push((d.dev, b));
+            }
+        }
+        if info.budget_changed {
+            return;
+        }
+        // Streams and interval counters are per run; the scale factor is
+        // learned history and carries over.
+        self.machines.clear();
+        self.win_owner.clear();
+        self.series.clear();
+        self.series_every = 1;
+        self.ticks = 0;
+        self.last_tick_ns = 0;
+        self.prefetch_disk = 0;
+        self.miss_disk = 0;
+        self.prefetched_prev = false;
+        self.pending.clear();
+        self.in_flight.clear();
+    }
+
+    fn series(&self) -> Vec<SeriesPoint> {
+        self.series.clone()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.machines.len() * (std::mem::size_of::<(Key, Machine)>() + 16)
+            + self.series.len() * (std::mem::size_of::<SeriesPoint>() + 5 * 24)
+    }
+
+    fn box_clone(&self) -> BoxedPolicy {
+        Box::new(self.clone())
+    }
+}
+
+impl Flashy {
+    /// A read reached the device: the second stream (§IV-A).
+    fn device_request(&mut self, r: &DeviceRequest) {
         match r.origin {
             Origin::OurPrefetch => {
                 // Ours if the window is one of this tick's plan; a stacked
@@ -579,7 +633,7 @@ impl Policy for Flashy {
         }
     }
 
-    fn on_prefetch_done(&mut self, done: &PrefetchDone, sink: &mut Sink<'_>) {
+    fn prefetch_done(&mut self, done: &PrefetchDone, sink: &mut Sink<'_>) {
         if let Some(i) = self.in_flight.iter().position(|w| w.0 == done.window.0) {
             self.in_flight[i].1 -= 1;
             if self.in_flight[i].1 == 0 {
@@ -587,49 +641,5 @@ impl Policy for Flashy {
             }
             self.pump(sink);
         }
-    }
-
-    fn on_device_info(&mut self, info: &DeviceInfo) {
-        self.dev_max.retain(|(d, _)| *d != info.dev);
-        if let Some(b) = info.max_read_bytes_per_s.filter(|&b| b > 0) {
-            self.dev_max.push((info.dev, b));
-        }
-    }
-
-    fn on_tick(&mut self, now_ns: u64, sink: &mut Sink<'_>) {
-        self.tick(now_ns, sink);
-    }
-
-    fn tick_interval_ns(&self) -> Option<u64> {
-        Some(self.p.interval_ms.saturating_mul(1_000_000))
-    }
-
-    fn on_run_start(&mut self, _run: u32) {
-        // Streams and interval counters are per run; the scale factor is
-        // learned history and carries over.
-        self.machines.clear();
-        self.win_owner.clear();
-        self.series.clear();
-        self.series_every = 1;
-        self.ticks = 0;
-        self.last_tick_ns = 0;
-        self.prefetch_disk = 0;
-        self.miss_disk = 0;
-        self.prefetched_prev = false;
-        self.pending.clear();
-        self.in_flight.clear();
-    }
-
-    fn series(&self) -> Vec<SeriesPoint> {
-        self.series.clone()
-    }
-
-    fn memory_bytes(&self) -> usize {
-        self.machines.len() * (std::mem::size_of::<(Key, Machine)>() + 16)
-            + self.series.len() * (std::mem::size_of::<SeriesPoint>() + 5 * 24)
-    }
-
-    fn box_clone(&self) -> BoxedPolicy {
-        Box::new(self.clone())
     }
 }

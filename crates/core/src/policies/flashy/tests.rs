@@ -6,6 +6,8 @@ use super::pattern::{ranges, Pattern, Tracker};
 use super::*;
 use crate::event::{PrefetchDone, PrefetchRequest, WindowId};
 use crate::policy::NoResidency;
+use crate::policy::PolicyExt;
+use crate::DeviceInfo;
 
 const MS: u64 = 1_000_000;
 
@@ -172,7 +174,7 @@ impl Harness {
     fn tick(&mut self, t_ms: u64) -> Vec<(u64, u32, u64)> {
         self.out.clear();
         let mut sink = Sink::new(&mut self.out, &mut self.next_window, &NoResidency);
-        self.f.on_tick(t_ms * MS, &mut sink);
+        self.f.feed_tick(t_ms * MS, &mut sink);
         self.out
             .iter()
             .map(|r| match r.target {
@@ -182,7 +184,7 @@ impl Harness {
             .collect()
     }
     fn disk(&mut self, origin: Origin, pid: u32, lbn: u64, blocks: u32, window: Option<u64>) {
-        self.f.on_device_request(&DeviceRequest {
+        self.f.feed_device_request(&DeviceRequest {
             pid,
             lbn,
             blocks,
@@ -237,7 +239,7 @@ fn quota_honours_the_device_throughput_cap() {
     // consecutive but the first (rate 3200/s, fraction 1599/1600).
     // Uncapped: 1599 blocks; cap: (1000 - 2) blocks/s x 0.5 s = 499 blocks.
     let mut h = Harness::new("");
-    h.f.on_device_info(&DeviceInfo {
+    h.f.start_with_device(&DeviceInfo {
         dev: None,
         max_read_bytes_per_s: Some(1000 * BLOCK_SIZE),
     });
@@ -256,7 +258,7 @@ fn the_cap_subtracts_unpredictable_reads_and_is_shared_per_device() {
     // rate 2 + 400 = 402 blocks/s; stream 1 wants 399 x 2 = 798 blocks/s;
     // shared cap: 1000 - 402 = 598 blocks/s -> 299 blocks in 0.5 s.
     let mut h = Harness::new("");
-    h.f.on_device_info(&DeviceInfo {
+    h.f.start_with_device(&DeviceInfo {
         dev: None,
         max_read_bytes_per_s: Some(1000 * BLOCK_SIZE),
     });
@@ -268,7 +270,7 @@ fn the_cap_subtracts_unpredictable_reads_and_is_shared_per_device() {
     // The paper's per-stream cap ignores stream 2: 1000 - 2 = 998/s, so the
     // uncapped 399 blocks pass.
     let mut h = Harness::new("share_cap=off");
-    h.f.on_device_info(&DeviceInfo {
+    h.f.start_with_device(&DeviceInfo {
         dev: None,
         max_read_bytes_per_s: Some(1000 * BLOCK_SIZE),
     });
@@ -419,7 +421,7 @@ fn pacing_keeps_at_most_depth_chunks_at_the_device() {
         done_ns: 1,
     };
     let mut sink = Sink::new(&mut h.out, &mut h.next_window, &NoResidency);
-    h.f.on_prefetch_done(&done, &mut sink);
+    h.f.feed_prefetch_done(&done, &mut sink);
     let next: Vec<u64> = h
         .out
         .iter()
@@ -593,7 +595,7 @@ fn series_records_one_point_per_tick() {
     assert!((get("app_mb_s") - 0.8192).abs() < 1e-9);
     assert!((get("prefetch_mb_s") - 0.8192).abs() < 1e-9);
     assert_eq!(get("scale"), 1.0);
-    h.f.on_run_start(2);
+    h.f.start_run(2);
     assert!(h.f.series().is_empty());
 }
 

@@ -86,7 +86,7 @@ pub mod walk;
 mod tests;
 
 use crate::event::{Access, FileId, Op, Origin, Outcome, Target};
-use crate::policy::{BoxedPolicy, Policy, Sink};
+use crate::policy::{BoxedPolicy, Interests, Policy, RunInfo, Sink};
 use kernel::{FileRaState, Limits, Ra, PAGE_SHIFT};
 use rustc_hash::FxHashMap;
 use walk::{Covered, Marks};
@@ -309,12 +309,8 @@ impl Policy for Readahead {
         NAME
     }
 
-    fn wants_evictions(&self) -> bool {
-        false
-    }
-
-    fn wants_prefetch_done(&self) -> bool {
-        false
+    fn interests(&self) -> Interests {
+        Interests::ACCESSES_ONLY
     }
 
     fn on_access(&mut self, a: &Access, o: &Outcome, sink: &mut Sink<'_>) {
@@ -323,7 +319,10 @@ impl Policy for Readahead {
         }
     }
 
-    fn on_run_start(&mut self, _run: u32) {
+    fn on_start(&mut self, info: &RunInfo<'_>) {
+        if info.budget_changed {
+            return;
+        }
         // The page cache was emptied: no window, tag or previous read
         // survives. (Keep the map's allocation.)
         self.files.clear();

@@ -5,6 +5,7 @@
 use super::*;
 use crate::event::PrefetchRequest;
 use crate::params::Params;
+use crate::policy::PolicyExt;
 use crate::policy::Residency;
 use proptest::prelude::*;
 use std::collections::HashSet;
@@ -395,7 +396,7 @@ fn run_start_forgets_every_file() {
     let mut d = Driver::default();
     d.read(1, 0, 1);
     assert!(d.ra.memory_bytes() > 0);
-    d.ra.on_run_start(1);
+    d.ra.start_run(1);
     assert!(d.ra.file_ra_state(FileId(1), 0).is_none());
     // With an empty cache the same read starts over.
     d.cache.0.clear();
