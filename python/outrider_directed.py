@@ -1,8 +1,8 @@
-"""outrider_directed — Python access to liboutrider.so (application-directed
+"""outrider_directed — Python access to liboutrider_directed.so (application-directed
 prefetching after libprefetch, VanDeBogart, Frost & Kohler, USENIX ATC 2009).
 
 A ctypes wrapper over the C ABI in include/outrider.h; no compiled module.
-The library is found through $OUTRIDER_LIB (a path to liboutrider.so), else
+The library is found through $OUTRIDER_LIB (a path to liboutrider_directed.so), else
 the dynamic loader's search path (LD_LIBRARY_PATH, ldconfig).
 
     import os, outrider_directed as od
@@ -37,7 +37,7 @@ LIST_LOW, STRAYED = 1, 2
 
 
 class OutriderError(OSError):
-    """A liboutrider call failed (errno set by the library)."""
+    """A liboutrider_directed call failed (errno set by the library)."""
 
 
 class _Entry(ctypes.Structure):
@@ -64,11 +64,11 @@ _lib = None
 
 
 def load(path=None):
-    """Load liboutrider.so (once) and declare its functions."""
+    """Load liboutrider_directed.so (once) and declare its functions."""
     global _lib
     if _lib is not None and path is None:
         return _lib
-    path = path or os.environ.get("OUTRIDER_LIB") or ctypes.util.find_library("outrider") or "liboutrider.so"
+    path = path or os.environ.get("OUTRIDER_LIB") or ctypes.util.find_library("outrider_directed") or "liboutrider_directed.so"
     lib = ctypes.CDLL(path, use_errno=True)
     c, vp, sz = ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t
     sig = {

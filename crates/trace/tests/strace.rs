@@ -131,3 +131,20 @@ proptest! {
         }
     }
 }
+
+/// Seconds of up to 12 digits once overflowed `s × 10^9` (found by
+/// `outrider-fuzz` with overflow checks on): an error now, not a wrap.
+#[test]
+fn strace_times_past_2_pow_64_ns_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        &dir,
+        "big.strace",
+        "1 999999999999.5 openat(AT_FDCWD, \"a\", O_RDONLY) = 3\n",
+    );
+    let e = match read_trace(&p, &ReadOptions::default().format(Format::Strace)) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a time past 2^64 ns must be an error"),
+    };
+    assert!(e.contains("record 1") && e.contains("below 2^64 ns"), "{e}");
+}

@@ -330,7 +330,10 @@ pub const MAX_RECORDS: usize = 1 << 25;
 /// so that no size, count or offset can overflow the layout arithmetic or
 /// ask for more memory than a machine has: offsets within 1 PiB (the device
 /// models hold 4 PiB), sizes up to 64 GiB (the papers' largest is 16 GiB),
-/// counts up to [`MAX_RECORDS`] requests and 2^20 of anything else.
+/// counts up to [`MAX_RECORDS`] requests, 256 versions of `patch-build`
+/// (EPCM §4.5 used 13; each version rebuilds the tree) and 2^16 of
+/// anything else (files, directories, units: the papers' largest tree has
+/// 17 000 files).
 const BOUNDS: &[(&[&str], u64)] = &[
     (&["start", "distance", "spacing", "gap"], 1 << 50),
     (
@@ -352,13 +355,11 @@ const BOUNDS: &[(&[&str], u64)] = &[
             "headers",
             "sys",
             "phases",
-            "versions",
-            "from",
-            "to",
             "procs",
         ],
-        1 << 20,
+        1 << 16,
     ),
+    (&["versions", "from", "to"], 256),
 ];
 
 /// Check `params` (`k=v,...`) of workload `name` against [`BOUNDS`]. Values
