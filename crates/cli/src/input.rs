@@ -45,6 +45,18 @@ pub fn parse_format(text: &str) -> anyhow::Result<Option<Format>> {
         .map_err(|e| usage(e.to_string()))
 }
 
+/// The help text when the input asked for it (`--workload NAME:help`).
+pub fn help(args: &InputArgs) -> Option<String> {
+    let spec = args.workload.as_deref()?;
+    if spec.split_once(':').map(|(_, p)| p.trim()) != Some("help") {
+        return None;
+    }
+    match outrider_trace::workloads::generate(spec) {
+        Err(outrider_trace::workloads::WorkloadError::Help(text)) => Some(text),
+        _ => None,
+    }
+}
+
 /// Load the inputs named by the arguments (a suite expands to several).
 pub fn load(args: &InputArgs) -> anyhow::Result<Vec<Named>> {
     let mut out = Vec::new();

@@ -160,6 +160,10 @@ fn run_all(policies: &[String], o: &SimOpts, html: Option<&PathBuf>) -> anyhow::
             return Ok(());
         }
     }
+    if let Some(help) = crate::input::help(&o.input) {
+        print!("{help}");
+        return Ok(());
+    }
     let inputs = load(&o.input)?;
     let show_progress = std::io::stderr().is_terminal() && !o.json;
     let mut sections = Vec::new();

@@ -33,17 +33,17 @@ fn assert_usage(args: &[&str], needles: &[&str]) {
 }
 
 /// Run `args` with stdout a pipe whose reader has gone away (as `| head`
-/// does once it has its lines; closed before the first write here, since
-/// a short output would otherwise fit the pipe's buffer).
+/// does once it has its lines), closed before the program starts so that
+/// a short output cannot slip into the pipe's buffer first.
 fn with_closed_pipe(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_outrider"))
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_outrider"))
         .args(args)
-        .stdout(Stdio::piped())
+        .stdout(writer)
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    child.wait_with_output().unwrap()
+        .output()
+        .unwrap()
 }
 
 /// `outrider workloads | head -3` and `outrider compare ... | head -1` once
@@ -83,6 +83,9 @@ fn policy_help_needs_no_input_and_a_missing_input_names_both_options() {
     let o = outrider(&["sim", "--policy", "obl:help"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("parameters"), "{}", stdout(&o));
+    let o = outrider(&["sim", "--policy", "obl", "--workload", "seq:help"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("size=64MiB"), "{}", stdout(&o));
     assert_usage(&["sim", "--policy", "obl"], &["--trace", "--workload"]);
     assert_usage(
         &["compare", "--policies", "none"],
