@@ -379,7 +379,11 @@ fn check_bounds(name: &str, params: &str) -> Result<(), WorkloadError> {
                 .find(|(keys, _)| keys.contains(&k))
                 .map(|b| b.1)
         };
-        let (Some(limit), Ok(value)) = (limit, outrider_core::size::parse_size(v)) else {
+        // The workloads' own parsers take `+5` as 5 (u64::from_str): so do
+        // the bounds, or `units=+4294967295` slips past them.
+        let value =
+            outrider_core::size::parse_size(v).or_else(|_| v.trim().parse::<u64>().map_err(|_| ()));
+        let (Some(limit), Ok(value)) = (limit, value) else {
             continue;
         };
         if value > limit {
