@@ -8,7 +8,7 @@
 # via `cargo run --example sim_figures -p outrider-directed`.
 #
 # Live (needs root and a cgroup-v1 memory controller at
-# /sys/fs/cgroup/memory): bench/directed/scan.c against liboutrider.so, every
+# /sys/fs/cgroup/memory): bench/directed/scan.c against liboutrider_directed.so, every
 # run from a cold cache (sync; echo 3 > /proc/sys/vm/drop_caches) inside a
 # memory cgroup limited to 256 MiB, stock and directed runs alternating:
 #   - probe: what the infill=auto device probe measures on the 1 GiB file
@@ -43,8 +43,8 @@ mkdir -p "$work" bench/results
 cargo build --release --quiet -p outrider-directed
 cargo build --release --quiet -p outrider-directed --example probe
 # A private copy of the library, so rebuilding during the runs changes nothing.
-cp target/release/liboutrider.so target/release/examples/probe "$work/"
-cc -O2 -Wall -Werror -Iinclude bench/directed/scan.c -L"$work" -loutrider -o "$work/scan"
+cp target/release/liboutrider_directed.so target/release/examples/probe "$work/"
+cc -O2 -Wall -Werror -Iinclude bench/directed/scan.c -L"$work" -loutrider_directed -o "$work/scan"
 export LD_LIBRARY_PATH=$work
 
 {

@@ -9,7 +9,7 @@
 # Writes bench/results/sweep-scaling.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet -p outrider
+cargo build --release --quiet -p outrider-cli
 bin=target/release/outrider
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,5 +1,5 @@
 /*
- * outrider.h — application-directed prefetching (liboutrider.so), after
+ * outrider.h — application-directed prefetching (liboutrider_directed.so), after
  * libprefetch (VanDeBogart, Frost & Kohler, USENIX ATC 2009), Fig. 6.
  *
  * A program that knows what it will read registers a client with a

@@ -1,6 +1,6 @@
 """outrider_directed — the application-directed client without installing
 the package: this file loads python/outrider/directed.py standalone (no
-compiled module needed; $OUTRIDER_LIB names liboutrider.so). With the
+compiled module needed; $OUTRIDER_LIB names liboutrider_directed.so). With the
 package installed, `import outrider.directed` is the same module.
 """
 

@@ -1,4 +1,4 @@
-"""Test of the ctypes wrapper against liboutrider.so (run by
+"""Test of the ctypes wrapper against liboutrider_directed.so (run by
 crates/directed/tests/python.rs when python3 is present; OUTRIDER_LIB names
 the freshly built library). Exits non-zero on the first failed check."""
 

@@ -1,10 +1,10 @@
 /*
- * scan.c — live benchmark program for liboutrider (bench/directed.sh).
+ * scan.c — live benchmark program for liboutrider_directed (bench/directed.sh).
  *
  *   scan MODE PATTERN FILE [SEED]
  *
  * MODE     stock     plain pread(2), no hints
- *          directed  through liboutrider (settings: OUTRIDER_DIRECTED)
+ *          directed  through liboutrider_directed (settings: OUTRIDER_DIRECTED)
  * PATTERN  random    every 4 KiB page of FILE once, in a seeded random order
  *          seq       every page in file order
  *          index     a secondary-index scan in the shape of libprefetch's

@@ -18,7 +18,7 @@ REPS=${REPS:-3}
 FILES=${FILES:-4000}
 RANDOM_READS=${RANDOM_READS:-65536}
 DATA_DIR=${DATA_DIR:-/var/tmp/outrider-bench-auto}
-cargo build --release --quiet -p outrider
+cargo build --release --quiet -p outrider-cli
 bin=$PWD/target/release/outrider
 mkdir -p "$DATA_DIR"
 cc -O2 -o "$DATA_DIR/reader" bench/live/reader.c
@@ -84,9 +84,9 @@ for w in tree random; do
     cold
     s=$(timed "${c[@]}")
     cold
-    r1=$(timed "$bin" run -q --history "$db" --app-key "$w" --json "$work/$w-1.json" -- "${c[@]}")
+    r1=$(timed "$bin" run -q --history "$db" --app-key "$w" --json-file "$work/$w-1.json" -- "${c[@]}")
     cold
-    r2=$(timed "$bin" run -q --history "$db" --app-key "$w" --json "$work/$w-2.json" -- "${c[@]}")
+    r2=$(timed "$bin" run -q --history "$db" --app-key "$w" --json-file "$work/$w-2.json" -- "${c[@]}")
     echo "$w $rep $s $r1 $r2" >> "$results"
     echo "$w rep $rep: stock $s s, auto run 1 $r1 s, auto run 2 $r2 s" >&2
   done
@@ -137,7 +137,7 @@ jget() { python3 -c "import json,sys; v=json.load(open(sys.argv[1])); print(eval
     echo "- $w: $(awk -v w=$w '$1==w && $2!="hot" {printf "%s%.3f/%.3f/%.3f", (n++ ? ", " : ""), $3, $4, $5}' "$results")"
   done
   echo
-  echo "Run 2 details (last repetition's \`--json\`): "
+  echo "Run 2 details (last repetition's \`--json-file\`): "
   for w in tree random; do
     j=$work/$w-2.json
     echo "- $w: demand $(jget "$j" "v['stats']['demand_pages']") pages, missed $(jget "$j" "v['stats']['miss_pages']"), prefetched $(jget "$j" "v['stats']['prefetched_pages']"), used $(jget "$j" "v['stats']['used_pages']"), wasted $(jget "$j" "v['stats']['wasted_pages']"), skipped (cached) $(jget "$j" "v['stats']['skipped_cached_pages']"), peak backlog $(jget "$j" "v['stats']['peak_backlog_chunks']") chunks, dropped (queue) $(jget "$j" "v['stats']['dropped_queue_pages']"), reopened by handle $(jget "$j" "v['reopened_by_handle']")"

@@ -69,7 +69,7 @@ for w in reverse stride seq random; do
     echo "$w $rep stock $s" >> "$results"
     for p in $POLICIES; do
       cold
-      o=$(timed "$bin" run -q --policy "$p" --json "$work/$w.$p.$rep.json" -- "$DATA_DIR/reader" "${a[@]}")
+      o=$(timed "$bin" run -q --policy "$p" --json-file "$work/$w.$p.$rep.json" -- "$DATA_DIR/reader" "${a[@]}")
       echo "$w $rep $p $o" >> "$results"
       echo "$w rep $rep: $p $o s (stock $s s)" >&2
     done
@@ -124,7 +124,7 @@ for w in ["reverse", "stride", "seq", "random"]:
         cells.append(f"{o:.3f} | {s/o:.2f}x")
     print(f"| {w} | {s:.3f} | " + " | ".join(cells) + f" | {med(w, 'hot'):.3f} |")
 print()
-print("What each policy did (medians over the repetitions, from `outrider run --json`): coverage =")
+print("What each policy did (medians over the repetitions, from `outrider run --json-file`): coverage =")
 print("demand pages served by an outrider prefetch / demand pages; cost = pages prefetched / demand")
 print("pages; device reads = `block_rq_issue` reads of the traced program given to the policy (only")
 print("for policies that read the device stream: flashy); untranslated = block requests no recently")

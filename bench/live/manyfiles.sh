@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 FILES=${FILES:-1000000}
 DIR=${DIR:-/var/tmp/outrider-bench-files}
-cargo build --release --quiet -p outrider
+cargo build --release --quiet -p outrider-cli
 bin=$PWD/target/release/outrider
 if [ ! -f "$DIR/.complete-$FILES" ]; then
   rm -rf "$DIR"; mkdir -p "$DIR"

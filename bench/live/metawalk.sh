@@ -19,7 +19,7 @@ DIFF_DIRS=${DIFF_DIRS:-arch fs net kernel include sound Documentation}
 PY_MODULES=${PY_MODULES:-numpy pandas scipy.stats scipy.optimize scipy.signal sympy}
 WORKLOADS=${WORKLOADS:-grep diff python}
 OUT=${OUT:-bench/results/live-metawalk.md}
-cargo build --release --quiet -p outrider
+cargo build --release --quiet -p outrider-cli
 bin=$PWD/target/release/outrider
 tree=$DATA_DIR/linux
 dtag=$(echo "$DIFF_DIRS" | tr ' ' '_')
@@ -61,7 +61,7 @@ for w in $WORKLOADS; do
   timed "$bin" run -q --history "$db" -- "${CMD[@]}" > /dev/null
   for rep in $(seq "$REPS"); do
     st=$(timed "${CMD[@]}")
-    on=$(timed "$bin" run -q --history "$db" --json "$work/$w.on.json" -- "${CMD[@]}")
+    on=$(timed "$bin" run -q --history "$db" --json-file "$work/$w.on.json" -- "${CMD[@]}")
     off=$(timed "$bin" run -q --no-metadata-walk --history "$db" -- "${CMD[@]}")
     echo "$w rep $rep: stock $st s, run 2 with walk $on s, without $off s" >&2
     echo "$w $st $on $off" >> "$results"

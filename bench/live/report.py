@@ -4,7 +4,7 @@
 
 RESULTS has one line per run: `workload arm rep seconds [resident MiB]`
 with arm stock | run1 | run2 | none | hot; WORKDIR holds each outrider
-run's `--json` summary as WORKLOAD.rRUN.REP.json."""
+run's `--json-file` summary as WORKLOAD.rRUN.REP.json."""
 import datetime
 import glob
 import json
@@ -126,7 +126,7 @@ for w in order:
         reps_txt += f" (none: {', '.join(f'{x:.3f}' for x in n)}; median {statistics.median(n):.3f})"
     print(f"- {w}: {reps_txt}")
 print()
-print("## What outrider did (last repetition's `--json`)")
+print("## What outrider did (last repetition's `--json-file`)")
 print()
 print("| workload | run | policy | demand MiB | missed MiB | prefetched MiB | used MiB | wasted MiB | cost | throttled | cgroup joins | warnings |")
 print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -143,7 +143,7 @@ for w in order:
               f"{st['used_pages'] * pg:.1f} | {st['wasted_pages'] * pg:.1f} | {j['cost']:.3f} | {st['throttled_requests']} | {j.get('cgroup_joins', 0)} | {warn} |")
 print()
 print("coverage = demand pages served by an outrider prefetch / demand pages; cost = pages prefetched / demand pages; "
-      "accuracy = prefetched pages used / prefetched (DESIGN.md metrics, from `outrider run --json`).")
+      "accuracy = prefetched pages used / prefetched (DESIGN.md metrics, from `outrider run --json-file`).")
 if "sqlite" in order:
     print()
     print("## SQLite under the memory cgroup (issue 7 item 8)")

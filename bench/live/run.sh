@@ -49,7 +49,7 @@ OUT=${OUT:-bench/results/live.md}
 
 # OUTRIDER=path: use that binary instead of building target/release/outrider.
 if [ -z "${OUTRIDER:-}" ]; then
-  cargo build --release --quiet -p outrider
+  cargo build --release --quiet -p outrider-cli
 fi
 bin=${OUTRIDER:-$PWD/target/release/outrider}
 mkdir -p "$DATA_DIR"
@@ -89,7 +89,7 @@ ours() {
     [ "$run" = 1 ] && rm -f "$work/$w.db" "$work/$w.db-wal" "$work/$w.db-shm"
     hist=(--history "$work/$w.db")
   fi
-  timed "$bin" run -q "${policy_args[@]}" "${hist[@]}" --json "$work/$w.r$run.$rep.json" -- "${CMD[@]}"
+  timed "$bin" run -q "${policy_args[@]}" "${hist[@]}" --json-file "$work/$w.r$run.$rep.json" -- "${CMD[@]}"
 }
 
 # Pages of the SQLite database resident after a run (cachestat): with the

@@ -14,7 +14,7 @@
 #       --cache MEM --json` (MEM = MemAvailable, the live page cache;
 #      auto with --runs 2: its run 2 replays run 1's history)
 #   3. run it live, cold before each run: `outrider run --policy P
-#      --history DB --json FILE -- CMD` (auto: twice with one fresh
+#      --history DB --json-file FILE -- CMD` (auto: twice with one fresh
 #      history database, run 2 compared; the others once)
 #
 # and tabulates live vs simulated coverage, waste (cost and
@@ -50,7 +50,7 @@ COVERAGE_TOL=0.05
 ELAPSED_TOL=0.25
 
 if [ -z "${OUTRIDER:-}" ]; then
-  cargo build --release --quiet -p outrider
+  cargo build --release --quiet -p outrider-cli
 fi
 bin=${OUTRIDER:-$PWD/target/release/outrider}
 mkdir -p "$DATA_DIR"
@@ -84,7 +84,7 @@ for w in $WORKLOADS; do
     for r in $(seq 1 "$n"); do
       cold
       "$bin" run -q --policy "$p" --history "$work/$w.$p.db" --wait-for-save \
-        --json "$work/$w.$p.live.json" -- "${CMD[@]}" > /dev/null || [ $? -le 1 ]
+        --json-file "$work/$w.$p.live.json" -- "${CMD[@]}" > /dev/null || [ $? -le 1 ]
     done
     echo "sim-vs-live: $w $p done ($(($(date +%s) - started)) s)" >&2
   done

@@ -2,7 +2,7 @@
 VanDeBogart, Frost & Kohler, USENIX ATC 2009) from Python.
 
 A ctypes wrapper over the C ABI in include/outrider.h. The library is found
-through $OUTRIDER_LIB (a path to liboutrider.so), else the installed
+through $OUTRIDER_LIB (a path to liboutrider_directed.so), else the installed
 `outrider` package's own native module (which links the C ABI in), else
 the dynamic loader's search path (LD_LIBRARY_PATH, ldconfig). The same file
 is loaded standalone as `outrider_directed` (python/outrider_directed.py)
@@ -40,7 +40,7 @@ LIST_LOW, STRAYED = 1, 2
 
 
 class OutriderError(OSError):
-    """A liboutrider call failed (errno set by the library)."""
+    """A liboutrider_directed call failed (errno set by the library)."""
 
 
 class _Entry(ctypes.Structure):
@@ -67,18 +67,18 @@ _lib = None
 
 
 def _default_path():
-    """$OUTRIDER_LIB, else the package's native module, else liboutrider.so."""
+    """$OUTRIDER_LIB, else the package's native module, else liboutrider_directed.so."""
     if os.environ.get("OUTRIDER_LIB"):
         return os.environ["OUTRIDER_LIB"]
     try:
         from . import _outrider  # the C ABI is linked into it
         return _outrider.__file__
     except ImportError:  # loaded standalone, or the package is not built
-        return ctypes.util.find_library("outrider") or "liboutrider.so"
+        return ctypes.util.find_library("outrider_directed") or "liboutrider_directed.so"
 
 
 def load(path=None):
-    """Load liboutrider.so (once) and declare its functions."""
+    """Load liboutrider_directed.so (once) and declare its functions."""
     global _lib
     if _lib is not None and path is None:
         return _lib

@@ -7,6 +7,7 @@
 mod cachecmd;
 mod calibrate;
 mod devmodel;
+mod docs;
 mod history;
 mod input;
 mod outfile;
@@ -42,9 +43,10 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     name = "outrider",
     version,
     about = "Prefetching for Linux storage: simulate, compare and run the DiskSeen, EPCM, libprefetch and flashy policies",
-    after_help = "Start with:  outrider compare --workload paper-suite"
+    after_help = "Start with:  outrider compare --workload paper-suite\n\
+                  Exit codes: 0 success, 2 bad input (the message names the file, record and what was expected), 1 anything else."
 )]
-struct Cli {
+pub struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -52,8 +54,10 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Simulate one policy over a trace or a built-in workload.
+    #[command(after_help = docs::SIM_EXAMPLES)]
     Sim(simcmd::SimArgs),
     /// Simulate several policies over the same input, side by side.
+    #[command(after_help = docs::COMPARE_EXAMPLES)]
     Compare(simcmd::CompareArgs),
     /// Run a grid of simulations (inputs x policies x parameters x cache
     /// sizes x devices x runs) on all cores or on Ray; one row per cell
@@ -65,26 +69,53 @@ enum Cmd {
         cmd: tracecmd::TraceCmd,
     },
     /// Run a program, prefetching for it live; exit code passed through.
+    #[command(after_help = docs::RUN_EXAMPLES)]
     Run(runcmd::RunArgs),
     /// Run a program and write what it read as a native trace.
+    #[command(after_help = docs::RECORD_EXAMPLES)]
     Record(recordcmd::RecordArgs),
     /// Page-cache residency of files (cachestat), like vmtouch.
+    #[command(after_help = docs::CACHE_EXAMPLES)]
     Stat(cachecmd::CacheArgs),
     /// Bring files into the page cache (chunked WILLNEED).
+    #[command(after_help = docs::CACHE_EXAMPLES)]
     Warm(cachecmd::CacheArgs),
     /// Drop files' clean pages from the page cache (DONTNEED).
+    #[command(after_help = docs::CACHE_EXAMPLES)]
     Evict(cachecmd::CacheArgs),
     /// List the policies and their parameters.
+    #[command(after_help = "Example:  outrider policies; outrider sim --policy diskseen:help")]
     Policies,
-    /// List the built-in workloads and their parameters.
+    /// List the built-in workloads, their parameters, and the suites.
+    #[command(
+        after_help = "Example:  outrider workloads; outrider sim --policy obl --workload seq:help"
+    )]
     Workloads,
     /// Measure a device: its maximum read throughput (flashy's cap) and a
     /// fitted device model (`sim --device calibrated`); store both.
+    #[command(after_help = docs::CALIBRATE_EXAMPLES)]
     Calibrate(calibrate::CalibrateArgs),
+    /// Write man pages (outrider.1 and one per subcommand) into DIR.
+    #[command(after_help = "Example:  outrider man target/man && man target/man/outrider-sim.1")]
+    Man {
+        /// Directory to write the pages into (created if missing).
+        dir: std::path::PathBuf,
+    },
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Example:  outrider completions bash > ~/.local/share/bash-completion/completions/outrider"
+    )]
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.cmd, Cmd::Run(_) | Cmd::Record(_)) {
+        die_quietly_on_closed_pipe();
+    }
     let result = match cli.cmd {
         Cmd::Run(a) => return runcmd::run(a).map_or_else(error_exit, ExitCode::from),
         Cmd::Record(a) => return recordcmd::run(a).map_or_else(error_exit, ExitCode::from),
@@ -96,27 +127,25 @@ fn main() -> ExitCode {
         Cmd::Warm(a) => cachecmd::run(outrider_live::cachetool::Action::Warm, a),
         Cmd::Evict(a) => cachecmd::run(outrider_live::cachetool::Action::Evict, a),
         Cmd::Calibrate(a) => calibrate::run(a),
-        Cmd::Policies => {
-            for e in outrider_core::policies::REGISTRY {
-                print!(
-                    "{}",
-                    outrider_core::policy_help(e.name).expect("registered")
-                );
-                println!();
-            }
-            Ok(())
-        }
-        Cmd::Workloads => {
-            for name in outrider_trace::workloads::WORKLOAD_NAMES {
-                match outrider_trace::workloads::workload_help(name) {
-                    Ok(h) => println!("{h}"),
-                    Err(e) => println!("{name}: {e}"),
-                }
-            }
-            Ok(())
-        }
+        Cmd::Policies => docs::policies(),
+        Cmd::Workloads => docs::workloads(),
+        Cmd::Man { dir } => docs::man_pages(&dir),
+        Cmd::Completions { shell } => docs::completions(shell),
     };
     result.map_or_else(error_exit, |()| ExitCode::SUCCESS)
+}
+
+/// Printing commands end like other Unix filters when their reader goes
+/// away (`outrider workloads | head -3`): killed by SIGPIPE, silently,
+/// instead of a panic in `println!` (Rust ignores SIGPIPE by default).
+/// `run` and `record` keep the default: their program's output is not
+/// ours, and they must outlive a closed pipe to pass its exit code on.
+fn die_quietly_on_closed_pipe() {
+    // SAFETY: restoring the default disposition of one signal before any
+    // thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 /// One of our own errors: its message on stderr, exit code 2 for bad input

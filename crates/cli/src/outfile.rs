@@ -1,4 +1,4 @@
-//! Output files of `run --json FILE` and `record --out FILE`: checked
+//! Output files of `run --json-file FILE` and `record --out FILE`: checked
 //! before the program starts, so an unwritable path is an error (exit 2)
 //! before anything ran rather than a lost result after; written
 //! atomically through an unpredictably named temporary file in the same

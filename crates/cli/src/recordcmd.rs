@@ -12,8 +12,8 @@ use std::path::PathBuf;
 /// `outrider record`.
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
-    /// Output trace (native format).
-    #[arg(long, default_value = "outrider.trace")]
+    /// Output trace (native format, `.otr`).
+    #[arg(long, default_value = "outrider.otr")]
     pub out: PathBuf,
     /// file: the program's reads and faults with file and physical
     /// offsets; block: the device requests it submitted.
@@ -23,9 +23,9 @@ pub struct RecordArgs {
     /// and dropped.
     #[arg(long, default_value_t = 50_000_000)]
     pub max_records: usize,
-    /// Compress the record section with zstd.
+    /// Compress the record section with zstd (as `trace convert --zstd`).
     #[arg(long)]
-    pub compress: bool,
+    pub zstd: bool,
     /// Under sudo, run the program as root instead of as the invoking
     /// user (SUDO_UID/SUDO_GID).
     #[arg(long)]
@@ -73,7 +73,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
         .join(" ");
     let trace = rec.into_trace(format!("outrider record -- {source}"));
     let files = trace.meta.files.len();
-    outrider_trace::write_native(&a.out, &trace, a.compress).map_err(|e| anyhow::anyhow!("{e}"))?;
+    outrider_trace::write_native(&a.out, &trace, a.zstd).map_err(|e| anyhow::anyhow!("{e}"))?;
     eprintln!(
         "outrider: recorded {n} records ({files} files, {} events read, {} lost{}) to {}",
         out.source.events,

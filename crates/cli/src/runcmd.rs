@@ -1,5 +1,5 @@
 //! `outrider run [--policy P] [--budget B] [--history DB | --no-history]
-//! [--app-key NAME] [--json FILE] -- CMD [ARGS...]`: run an unmodified
+//! [--app-key NAME] [--json-file FILE] -- CMD [ARGS...]`: run an unmodified
 //! program, prefetching for its process tree with a core policy
 //! (outrider-live's controller), and print a summary on stderr. The
 //! program's exit code is passed through unchanged.
@@ -58,8 +58,9 @@ pub struct RunArgs {
     /// arguments and working directory (groups similar runs).
     #[arg(long, value_name = "NAME")]
     pub app_key: Option<String>,
-    /// Write the summary as a JSON object to FILE.
-    #[arg(long)]
+    /// Write the summary as a JSON object to FILE (`--json` elsewhere
+    /// prints JSON on stdout; here stdout is the program's).
+    #[arg(long = "json-file", value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Print no summary.
     #[arg(long, short = 'q')]

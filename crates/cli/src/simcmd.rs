@@ -13,31 +13,34 @@ use std::path::PathBuf;
 pub struct SimOpts {
     #[command(flatten)]
     pub input: InputArgs,
-    /// Page-cache size: bytes with a unit (64KiB, 256MiB, 2GiB) or a
-    /// percentage of the input's distinct 4 KiB blocks (e.g. 10%).
+    /// Page-cache size: bytes with a unit (64KiB, 256MiB, 1.5GiB: powers of
+    /// 1024; 100MB: powers of 1000) or a percentage of the input's distinct
+    /// 4 KiB blocks (e.g. 10%).
     #[arg(long, default_value = "256MiB")]
     pub cache: String,
     /// Cache model: lru (one LRU list, prefetched blocks at MRU) or split
     /// (DiskSeen's prefetching area + caching area).
     #[arg(long, default_value = "lru")]
     pub cache_model: String,
-    /// Device model: hdd, ssd, nvme, raid0:N, none, or calibrated[:PATH]
-    /// (fitted to this machine's disk by `outrider calibrate`).
+    /// Device model: hdd, ssd, nvme, none (instantaneous), raid0:N or
+    /// raid0:N:MEMBER (N members of hdd, ssd or nvme; default hdd), or
+    /// calibrated[:PATH] (fitted to this machine's disk by `outrider calibrate`).
     #[arg(long, default_value = "hdd")]
     pub device: String,
-    /// Replay the input N times, emptying the cache but keeping each
-    /// policy's history between runs.
+    /// Replay the input N times (1 to 1000), emptying the cache but keeping
+    /// each policy's history between runs.
     #[arg(long, default_value_t = 1)]
     pub runs: u32,
-    /// think: next request = previous completion + recorded gap;
-    /// replay: next request = max(previous completion, recorded time).
+    /// Timing: think (next request = previous completion + recorded gap) or
+    /// replay (next request = max(previous completion, recorded time)).
     #[arg(long, default_value = "think")]
     pub timing: String,
-    /// Constant think time between a process's requests (e.g. 0, 20us, 1ms),
-    /// replacing the trace's gaps.
+    /// Constant think time between a process's requests, with a unit (0,
+    /// 250ns, 20us, 1.5ms, 2s), replacing the trace's gaps.
     #[arg(long)]
     pub think: Option<String>,
-    /// One JSON object per (policy, run) line instead of a table.
+    /// Print one JSON object per (policy, run) on stdout instead of a table
+    /// (metric names: docs/metrics.md).
     #[arg(long)]
     pub json: bool,
     /// History store (SQLite): learned models (last-successor, pcm, epcm)
@@ -76,37 +79,9 @@ pub struct CompareArgs {
     pub html: Option<PathBuf>,
 }
 
-/// Parse a duration such as `0`, `250ns`, `20us`, `1.5ms`, `2s`.
-pub fn parse_duration_ns(text: &str) -> anyhow::Result<u64> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num.parse().map_err(|_| {
-        usage(format!(
-            "'{text}' is not a duration: expected e.g. 0, 20us, 1.5ms, 2s"
-        ))
-    })?;
-    let mult = match unit {
-        "" | "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => {
-            return Err(usage(format!(
-                "'{text}': unknown time unit '{unit}', expected ns, us, ms or s"
-            )))
-        }
-    };
-    let ns = (v * mult).round();
-    if !(ns < u64::MAX as f64) {
-        return Err(usage(format!(
-            "'{text}': a duration must be below 2^64 ns (584 years)"
-        )));
-    }
-    Ok(ns as u64)
-}
+/// Most `--runs`: each run replays the whole input, and the policies that
+/// learn across runs (`auto`, `pcm`, `epcm`) settle within a few.
+pub const MAX_RUNS: u32 = 1000;
 
 fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
     let cache_blocks = if let Some(pct) = o.cache.strip_suffix('%') {
@@ -137,9 +112,18 @@ fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
     let cache_model =
         CacheModel::parse(&o.cache_model).map_err(|e| usage(format!("--cache-model: {e}")))?;
     let timing = Timing::parse(&o.timing).map_err(|e| usage(format!("--timing: {e}")))?;
-    let think_ns = o.think.as_deref().map(parse_duration_ns).transpose()?;
-    if o.runs == 0 {
-        return Err(usage("--runs must be at least 1"));
+    let think_ns = o
+        .think
+        .as_deref()
+        .map(|t| {
+            outrider_core::size::parse_duration_ns(t).map_err(|e| usage(format!("--think: {e}")))
+        })
+        .transpose()?;
+    if !(1..=MAX_RUNS).contains(&o.runs) {
+        return Err(usage(format!(
+            "--runs {}: expected 1 to {MAX_RUNS}",
+            o.runs
+        )));
     }
     let device = crate::devmodel::resolve_device(&o.device)?;
     outrider_sim::device::build_device(&device).map_err(|e| usage(format!("--device: {e}")))?;
@@ -177,6 +161,10 @@ fn run_all(policies: &[String], o: &SimOpts, html: Option<&PathBuf>) -> anyhow::
             print!("{help}");
             return Ok(());
         }
+    }
+    if let Some(help) = crate::input::help(&o.input) {
+        print!("{help}");
+        return Ok(());
     }
     let inputs = load(&o.input)?;
     let show_progress = std::io::stderr().is_terminal() && !o.json;
@@ -263,14 +251,6 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration_ns("0").unwrap(), 0);
-        assert_eq!(parse_duration_ns("20us").unwrap(), 20_000);
-        assert_eq!(parse_duration_ns("1.5ms").unwrap(), 1_500_000);
-        assert!(parse_duration_ns("5 parsecs").is_err());
-    }
 
     #[test]
     fn policy_lists_split_on_semicolons_when_parameters_need_commas() {

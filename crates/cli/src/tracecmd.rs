@@ -5,15 +5,22 @@ use crate::usage;
 use outrider_trace::{ReadOptions, TraceStats};
 use std::path::PathBuf;
 
+/// Most records `trace convert --repeat` writes (40 GiB in memory).
+const MAX_REPEATED_RECORDS: u64 = 1 << 30;
+
 /// Trace subcommands.
 #[derive(clap::Subcommand, Debug)]
 pub enum TraceCmd {
     /// Requests, reads, writes, distinct 4 KiB blocks, footprint, duration.
+    #[command(after_help = "Examples:\n  \
+        outrider trace info ../shared/traces/*.csv ../shared/traces/*.trc\n  \
+        outrider trace info --format msr --json hm_0.csv")]
     Info {
         /// Trace files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Format (auto detects).
+        /// Format: auto (detect), native, lcs-csv, oracle, disksim, spc, msr,
+        /// blkparse, lines, strace.
         #[arg(long, default_value = "auto")]
         format: String,
         /// Skip malformed records, reporting how many.
@@ -24,12 +31,17 @@ pub enum TraceCmd {
         json: bool,
     },
     /// Convert a trace to another format (native by default).
+    #[command(after_help = "Examples:\n  \
+        outrider trace convert ../shared/traces/mqsim_tpcc-small.trace tpcc.otr --zstd\n  \
+        outrider trace convert ../shared/traces/cloudPhysicsIO.csv big.otr --split-pages --repeat 9\n  \
+        outrider trace convert prog.otr prog.csv --to lcs-csv")]
     Convert {
         /// Input trace.
         input: PathBuf,
         /// Output file.
         output: PathBuf,
-        /// Input format (auto detects).
+        /// Input format: auto (detect), native, lcs-csv, oracle, disksim, spc,
+        /// msr, blkparse, lines, strace.
         #[arg(long, default_value = "auto")]
         from: String,
         /// Output format: native or lcs-csv.
@@ -45,7 +57,8 @@ pub enum TraceCmd {
         #[arg(long)]
         split_pages: bool,
         /// Write N copies of the trace back to back (each starting 1 s after
-        /// the previous one ends), e.g. to build a long benchmark input.
+        /// the previous one ends), e.g. to build a long benchmark input; at
+        /// most 2^30 records in all.
         #[arg(long, default_value_t = 1)]
         repeat: u32,
     },
@@ -126,7 +139,7 @@ pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
                 trace = trace.split_pages();
             }
             if repeat > 1 {
-                trace = repeated(&trace, repeat);
+                trace = repeated(&trace, repeat)?;
             }
             outrider_trace::write_trace(&output, &trace, to, zstd)
                 .map_err(|e| usage(e.to_string()))?;
@@ -148,23 +161,39 @@ pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
     }
 }
 
-/// `n` copies of `trace` back to back in time.
-fn repeated(trace: &outrider_trace::Trace, n: u32) -> outrider_trace::Trace {
+/// `n` copies of `trace` back to back in time: at most
+/// [`MAX_REPEATED_RECORDS`], every time below 2^64 ns.
+fn repeated(trace: &outrider_trace::Trace, n: u32) -> anyhow::Result<outrider_trace::Trace> {
     let recs: &[outrider_trace::Record] = &trace.records;
-    let first = recs.first().map_or(0, |r| r.time_ns);
-    let span = recs
-        .iter()
-        .map(|r| r.time_ns)
-        .max()
-        .unwrap_or(0)
-        .saturating_sub(first)
-        + 1_000_000_000;
-    let mut out = Vec::with_capacity(recs.len() * n as usize);
+    let total = recs.len() as u64 * u64::from(n);
+    if total > MAX_REPEATED_RECORDS {
+        return Err(usage(format!(
+            "--repeat {n}: {} records × {n} = {total} records, more than the {MAX_REPEATED_RECORDS} allowed",
+            recs.len()
+        )));
+    }
+    let first = recs.iter().map(|r| r.time_ns).min().unwrap_or(0);
+    let last = recs.iter().map(|r| r.time_ns).max().unwrap_or(0);
+    let too_long = || {
+        usage(format!(
+            "--repeat {n}: {n} copies of a {:.3} s trace, 1 s apart, do not fit in 2^64 ns (584 years)",
+            (last - first) as f64 * 1e-9
+        ))
+    };
+    let span = (last - first)
+        .checked_add(1_000_000_000)
+        .ok_or_else(too_long)?;
+    span.checked_mul(u64::from(n - 1))
+        .and_then(|t| t.checked_add(last - first))
+        .ok_or_else(too_long)?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(total as usize)
+        .map_err(|_| anyhow::anyhow!("--repeat {n}: not enough memory for {total} records"))?;
     for i in 0..u64::from(n) {
         out.extend(recs.iter().map(|r| outrider_trace::Record {
-            time_ns: r.time_ns.saturating_sub(first) + i * span,
+            time_ns: r.time_ns - first + i * span,
             ..*r
         }));
     }
-    outrider_trace::Trace::new(trace.meta.clone(), out)
+    Ok(outrider_trace::Trace::new(trace.meta.clone(), out))
 }

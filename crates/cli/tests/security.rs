@@ -152,7 +152,7 @@ fn workers_out_of_range_is_an_argument_error() {
     assert!(!marker.exists());
 }
 
-/// An unwritable `--json FILE` or `record --out FILE` used to replace the
+/// An unwritable `--json-file FILE` or `record --out FILE` used to replace the
 /// program's exit code with 1 after it ran (and lose the recording): it
 /// is an error before the program starts.
 #[test]
@@ -162,7 +162,7 @@ fn unwritable_outputs_fail_before_the_program_runs() {
     let m = marker.to_str().unwrap();
     let bad = d.path().join("no/such/dir/out");
     let b = bad.to_str().unwrap();
-    let o = outrider(&["run", "-q", "--no-history", "--json", b, "--", "touch", m]);
+    let o = outrider(&["run", "-q", "--no-history", "--json-file", b, "--", "touch", m]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains(b), "{}", stderr(&o));
     let o = outrider(&["record", "--out", b, "--", "touch", m]);
@@ -171,7 +171,7 @@ fn unwritable_outputs_fail_before_the_program_runs() {
         "run",
         "-q",
         "--no-history",
-        "--json",
+        "--json-file",
         d.path().to_str().unwrap(),
         "--",
         "touch",
@@ -181,7 +181,7 @@ fn unwritable_outputs_fail_before_the_program_runs() {
     assert!(!marker.exists(), "the program never ran");
 }
 
-/// Root used to write through a symbolic link planted at `--json FILE`,
+/// Root used to write through a symbolic link planted at `--json-file FILE`,
 /// at `record --out`'s guessable temporary name and at `trace convert`'s.
 /// Now each output replaces the path with a new private file; the link's
 /// target (another user's file here) is untouched.
@@ -199,7 +199,7 @@ fn outputs_replace_a_planted_symlink_never_write_through_it() {
         "run",
         "-q",
         "--no-history",
-        "--json",
+        "--json-file",
         json.to_str().unwrap(),
         "--",
         "true",

@@ -48,6 +48,20 @@ pub enum ParamError {
         /// The item.
         item: String,
     },
+    /// The same key given twice (`k=1,k=2`): which one was meant?
+    Duplicate {
+        /// Policy name.
+        policy: String,
+        /// The key.
+        key: String,
+    },
+    /// Values that each parse but contradict each other (`min` above `max`).
+    Conflict {
+        /// Policy name.
+        policy: String,
+        /// What contradicts what.
+        why: String,
+    },
 }
 
 impl fmt::Display for ParamError {
@@ -81,6 +95,11 @@ impl fmt::Display for ParamError {
                 f,
                 "policy '{policy}': '{item}' is not a parameter setting; expected key=value"
             ),
+            ParamError::Duplicate { policy, key } => write!(
+                f,
+                "policy '{policy}': parameter '{key}' is given more than once"
+            ),
+            ParamError::Conflict { policy, why } => write!(f, "policy '{policy}': {why}"),
         }
     }
 }
@@ -164,19 +183,30 @@ pub trait Params: Default + Clone {
     /// Parse `k=v,k=v` (the part after `NAME:`) over the defaults.
     fn parse(policy: &str, text: &str) -> Result<Self, ParamError> {
         let mut p = Self::default();
+        let mut seen: Vec<&str> = Vec::new();
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) = item.split_once('=').ok_or_else(|| ParamError::Malformed {
                 policy: policy.into(),
                 item: item.into(),
             })?;
-            p.set(policy, k.trim(), v.trim())?;
+            let k = k.trim();
+            p.set(policy, k, v.trim())?;
+            if seen.contains(&k) {
+                return Err(ParamError::Duplicate {
+                    policy: policy.into(),
+                    key: k.into(),
+                });
+            }
+            seen.push(k);
         }
         p.validate(policy)?;
         Ok(p)
     }
 }
 
-/// Declare a parameter struct:
+/// Declare a parameter struct; an optional `validate = FN;` after the
+/// struct names a `fn(&Self) -> Result<(), String>` that checks relations
+/// between parameters (a `Err(why)` becomes [`ParamError::Conflict`]):
 ///
 /// ```
 /// outrider_core::params! {
@@ -196,6 +226,7 @@ macro_rules! params {
         pub struct $name:ident {
             $( #[doc = $doc:expr] $field:ident : $ty:ty = $default:expr , )*
         }
+        $( validate = $check:path ; )?
     ) => {
         $(#[$meta])*
         #[derive(Clone, Debug, PartialEq)]
@@ -239,6 +270,14 @@ macro_rules! params {
                     valid: Self::specs(),
                 })
             }
+            $(
+                fn validate(&self, policy: &str) -> Result<(), $crate::params::ParamError> {
+                    $check(self).map_err(|why| $crate::params::ParamError::Conflict {
+                        policy: policy.into(),
+                        why,
+                    })
+                }
+            )?
         }
     };
 }
@@ -295,6 +334,13 @@ mod tests {
             e.contains("k (default 4)") && e.contains("buf (default 64KiB)"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_key_given_twice_is_an_error() {
+        // obl:k=1,k=2 used to keep the last value silently.
+        let e = P::parse("t", "k=1,k=2").unwrap_err().to_string();
+        assert!(e.contains("'k' is given more than once"), "{e}");
     }
 
     #[test]

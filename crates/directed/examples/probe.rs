@@ -17,7 +17,7 @@ fn main() {
         }
     };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    match outrider::probe::probe(f.as_fd(), 0, len) {
+    match outrider_directed::probe::probe(f.as_fd(), 0, len) {
         Some(c) => println!(
             "request_us={:.1} page_us={:.2} ratio={:.2} infill_pages={} infill_pages_uncharged={}",
             c.request_ns / 1e3,

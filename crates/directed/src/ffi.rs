@@ -1,4 +1,4 @@
-//! The C ABI (`include/outrider.h`, `liboutrider.so`): libprefetch's Fig. 6
+//! The C ABI (`include/outrider.h`, `liboutrider_directed.so`): libprefetch's Fig. 6
 //! interface. Every function takes the client pointer returned by
 //! `outrider_register_client`; none may be called on one client from two
 //! threads at once. Functions return `-1` and set `errno` on failure.

@@ -1,4 +1,4 @@
-//! outrider-directed (`liboutrider`): application-directed prefetching after
+//! outrider-directed (`outrider_directed`, C: `liboutrider_directed.so`): application-directed prefetching after
 //! libprefetch (VanDeBogart, Frost & Kohler, USENIX ATC 2009), with no kernel
 //! change.
 //!

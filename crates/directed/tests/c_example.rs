@@ -1,5 +1,5 @@
 //! Compile `examples/c/scan.c` against `include/outrider.h` and
-//! `liboutrider.so` with the system C compiler and run it.
+//! `liboutrider_directed.so` with the system C compiler and run it.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -9,15 +9,24 @@ fn c_example_compiles_links_and_runs() {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let include = manifest.join("../../include");
     // The test runs from target/<profile>/deps, where cargo also puts the
-    // freshly built cdylib (target/<profile>/liboutrider.so is only
+    // freshly built cdylib (target/<profile>/liboutrider_directed.so is only
     // refreshed by `cargo build`).
     let exe = std::env::current_exe().unwrap();
     let libdir = exe.parent().unwrap().to_path_buf();
-    let so = libdir.join("liboutrider.so");
+    let so = libdir.join("liboutrider_directed.so");
     assert!(
         so.exists(),
         "{so:?} missing: the cdylib is built with the tests"
     );
+    // The library names itself, so a program linked against it depends on
+    // `liboutrider_directed.so`, not on a path (where readelf is installed).
+    if let Ok(elf) = Command::new("readelf").arg("-d").arg(&so).output() {
+        let dynamic = String::from_utf8_lossy(&elf.stdout);
+        assert!(
+            dynamic.contains("(SONAME)") && dynamic.contains("[liboutrider_directed.so]"),
+            "{dynamic}"
+        );
+    }
     let dir = std::env::temp_dir().join(format!("outrider-c-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bin = dir.join("scan");
@@ -27,7 +36,7 @@ fn c_example_compiles_links_and_runs() {
         .arg(manifest.join("examples/c/scan.c"))
         .arg("-L")
         .arg(&libdir)
-        .args(["-loutrider", "-o"])
+        .args(["-loutrider_directed", "-o"])
         .arg(&bin)
         .output()
         .expect("run cc");

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use outrider::{Client, Entry, Event, Mode, Reason};
+use outrider_directed::{Client, Entry, Event, Mode, Reason};
 use outrider_sys::{advise, cachestat, Advice};
 
 const PAGE: u64 = 4096;
@@ -215,9 +215,9 @@ fn bad_settings_are_clear_errors() {
 // infill: `auto` (the default), a size, or a clear error.
 #[test]
 fn infill_setting_is_auto_or_a_size() {
-    use outrider::{Config, Infill};
     use outrider_core::size::ByteSize;
     use outrider_core::Params;
+    use outrider_directed::{Config, Infill};
     assert_eq!(Config::default().infill, Infill::Auto);
     let c = Config::parse("directed", "infill=8KiB").unwrap();
     assert_eq!(c.infill, Infill::Size(ByteSize(8 << 10)));
@@ -254,7 +254,7 @@ fn infill_setting_is_auto_or_a_size() {
 // The probe needs a region of at least 16 MiB whose pages are not cached.
 #[test]
 fn probe_refuses_small_or_cached_regions() {
-    use outrider::probe::{probe, MIN_PROBE_PAGES};
+    use outrider_directed::probe::{probe, MIN_PROBE_PAGES};
     let (path, f) = temp_file(MIN_PROBE_PAGES + 16);
     assert_eq!(probe(f.as_fd(), 0, (MIN_PROBE_PAGES - 1) * PAGE), None);
     // Every page cached: nothing to measure.

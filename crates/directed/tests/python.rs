@@ -1,5 +1,5 @@
 //! Run the Python ctypes wrapper's test (`python/test_outrider_directed.py`)
-//! against the freshly built `liboutrider.so`, when `python3` is present.
+//! against the freshly built `liboutrider_directed.so`, when `python3` is present.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -14,7 +14,7 @@ fn python_wrapper_test_passes() {
     let script = manifest.join("../../python/test_outrider_directed.py");
     // The test runs from target/<profile>/deps, where cargo puts the cdylib.
     let exe = std::env::current_exe().unwrap();
-    let so = exe.parent().unwrap().join("liboutrider.so");
+    let so = exe.parent().unwrap().join("liboutrider_directed.so");
     assert!(
         so.exists(),
         "{so:?} missing: the cdylib is built with the tests"

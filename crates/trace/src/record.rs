@@ -64,10 +64,26 @@ impl Record {
         self.offset / BLOCK_SIZE
     }
 
-    /// Number of 4 KiB blocks the byte range touches (at least 1).
+    /// Number of 4 KiB blocks the byte range touches (at least 1). Exact
+    /// for records that pass [`Record::check_ranges`] (every reader checks).
     pub fn block_count(&self) -> u32 {
-        let end = self.offset + u64::from(self.size.max(1));
+        let end = self.offset.saturating_add(u64::from(self.size.max(1)));
         (end.div_ceil(BLOCK_SIZE) - self.first_block()) as u32
+    }
+
+    /// Both byte ranges, on the device and in the file, must end at or
+    /// below 2^64: a request that wraps past the top of the address space
+    /// would otherwise become one at offset 0 when split into pages.
+    pub fn check_ranges(&self) -> Result<(), String> {
+        let size = u64::from(self.size.max(1));
+        for (what, start) in [("offset", self.offset), ("file offset", self.file_offset)] {
+            if start.checked_add(size).is_none() {
+                return Err(format!(
+                    "expected a request ending below 2^64 bytes, found {what} {start} + size {size}"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// First 4 KiB page within the file.
@@ -173,16 +189,18 @@ impl Trace {
     }
 
     /// Split every request into single 4 KiB-page requests (each page one
-    /// access, as libCacheSim does for block traces).
+    /// access, as libCacheSim does for block traces). Records are expected
+    /// to pass [`Record::check_ranges`]; the arithmetic saturates rather
+    /// than wrap for one that does not.
     pub fn split_pages(&self) -> Trace {
         let mut out = Vec::with_capacity(self.records.len());
         for r in self.records.iter() {
             let first = r.first_block();
             for i in 0..u64::from(r.block_count()) {
-                let off = (first + i) * BLOCK_SIZE;
+                let page = |first: u64| first.saturating_add(i).saturating_mul(BLOCK_SIZE);
                 out.push(Record {
-                    offset: off,
-                    file_offset: (r.first_page() + i) * BLOCK_SIZE,
+                    offset: page(first),
+                    file_offset: page(r.first_page()),
                     size: BLOCK_SIZE as u32,
                     ..*r
                 });
@@ -204,6 +222,18 @@ mod tests {
         assert_eq!((r.first_block(), r.block_count()), (0, 1));
         let r = Record::block(0, 0, 3584, 1024, false, 0);
         assert_eq!((r.first_block(), r.block_count()), (0, 2));
+    }
+
+    #[test]
+    fn a_request_wrapping_past_2_pow_64_fails_the_range_check() {
+        // An MSR read at offset 2^64-1 once became a page at offset 0.
+        let r = Record::block(0, 0, u64::MAX, 4096, false, 0);
+        assert!(r.check_ranges().unwrap_err().contains("below 2^64"));
+        assert_eq!(r.block_count(), 1);
+        let ok = Record::block(0, 0, u64::MAX - 4096, 4096, false, 0);
+        assert_eq!(ok.check_ranges(), Ok(()));
+        let split = Trace::new(TraceMeta::default(), vec![ok]).split_pages();
+        assert!(split.records.iter().all(|p| p.offset >= u64::MAX - 8191));
     }
 
     #[test]

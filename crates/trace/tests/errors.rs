@@ -411,3 +411,117 @@ fn missing_file_is_an_io_error() {
     .unwrap();
     assert!(matches!(e, TraceError::Io { .. }), "{e}");
 }
+
+/// An empty or blank file read with an explicit format once gave a trace
+/// of zero requests and exit 0; it is an error naming the file now.
+#[test]
+fn empty_and_blank_files_are_errors_in_every_text_format() {
+    for f in Format::ALL {
+        if f == Format::Native {
+            continue;
+        }
+        // (oracle is binary: blank text there is a truncated record.)
+        let inputs: &[&[u8]] = if f == Format::Oracle {
+            &[b""]
+        } else {
+            &[b"", b"  \n\n\t\r\n"]
+        };
+        for &bytes in inputs {
+            match read(bytes, f, false) {
+                Err(TraceError::Bad { expected, .. }) => {
+                    assert!(expected.contains("found none"), "{f}: {expected}")
+                }
+                Err(e) => panic!("{f}: expected Bad, got {e}"),
+                Ok((t, _)) => panic!("{f}: read {} records from nothing", t.records.len()),
+            }
+        }
+    }
+}
+
+/// `--lenient` on a file of nothing but garbage once answered with zero
+/// requests; it is an error quoting the first bad record now.
+#[test]
+fn lenient_on_pure_garbage_is_an_error_naming_the_first_bad_record() {
+    for f in [
+        Format::LcsCsv,
+        Format::Disksim,
+        Format::Spc,
+        Format::Msr,
+        Format::Lines,
+    ] {
+        match read(b"garbage one\ngarbage two\n", f, true) {
+            Err(TraceError::Bad { expected, .. }) => assert!(
+                expected.contains("2 malformed") && expected.contains("record 1"),
+                "{f}: {expected}"
+            ),
+            Err(e) => panic!("{f}: expected Bad, got {e}"),
+            Ok((t, _)) => panic!("{f}: read {} records from garbage", t.records.len()),
+        }
+    }
+}
+
+/// blkparse lines of actions other than the one taken (and Q events that
+/// are not reads or writes) were skipped without looking at them, garbage
+/// included; their common fields are checked now.
+#[test]
+fn blkparse_checks_every_event_not_only_the_requests() {
+    let f = Format::Blkparse;
+    let good = "  8,0 1 11 0.1 4321 Q R 2048 + 8 [grep]\n";
+    assert_bad(
+        format!("{good}  8,0 1 12 zz 4321 D R 2048 + 8 [grep]\n").as_bytes(),
+        f,
+        2,
+        &["seconds", "`zz`"],
+    );
+    assert_bad(
+        format!("{good}  8,0 1 12 0.2 4321 ?? R 2048 + 8 [grep]\n").as_bytes(),
+        f,
+        2,
+        &["blkparse action", "`??`"],
+    );
+    assert_bad(
+        format!("{good}  8,0 1 12 0.2 4321 Q N 2048 + zz [grep]\n").as_bytes(),
+        f,
+        2,
+        &["count", "`zz`"],
+    );
+    assert_bad(
+        format!("{good}  8,0 1 12 0.2 4321 Q D 20x48 + 8 [grep]\n").as_bytes(),
+        f,
+        2,
+        &["sector", "`20x48`"],
+    );
+    // Well-formed events of other actions, flushes and messages still pass.
+    let (t, rep) = read(
+        format!("{good}  8,0 1 12 0.2 4321 D R 2048 + 8 [grep]\n  8,0 1 13 0.3 100 Q FWS [kworker]\n  8,0 0 0 0.4 0 m N cfq4321 insert\n  8,0 1 14 0.5 4321 UT N [grep] 1\n").as_bytes(),
+        f,
+        false,
+    )
+    .unwrap();
+    assert_eq!((t.records.len(), rep.ignored), (1, 1));
+}
+
+/// An MSR read at offset 2^64-1 once became, split into pages, a page at
+/// offset 0 (the end wrapped). Ranges past 2^64 are errors in every format.
+#[test]
+fn requests_ending_past_2_pow_64_are_errors() {
+    assert_bad(
+        b"128166372003061629,hm,1,Read,18446744073709551615,4096,12345\n",
+        Format::Msr,
+        1,
+        &["below 2^64", "18446744073709551615"],
+    );
+    assert_bad(
+        b"0 0 36028797018963967 8 1\n",
+        Format::Disksim,
+        1,
+        &["below 2^64"],
+    );
+    // Lenient: the record is skipped like any other bad one.
+    assert_lenient(
+        b"1,hm,1,Read,0,4096,1\n2,hm,1,Read,18446744073709551615,1,1\n",
+        Format::Msr,
+        1,
+        1,
+    );
+}

@@ -1,9 +1,14 @@
 /*
- * scan.c — liboutrider from C: read the pages of a file in a known random
+ * scan.c — liboutrider_directed from C: read the pages of a file in a known random
  * order through outrider_pread, with a callback that supplies the list in
  * batches (libprefetch Fig. 7's shape) and re-plans when the program strays.
  *
- *   cc -O2 -I include scan.c -L DIR -loutrider -o scan && ./scan FILE PAGES
+ * From the repository root:
+ *
+ *   cargo build --release -p outrider-directed
+ *   cc -O2 -Iinclude crates/directed/examples/c/scan.c -Ltarget/release \
+ *      -loutrider_directed -Wl,-rpath,"$PWD/target/release" -o scan
+ *   ./scan FILE PAGES
  *
  * Exits 0 when every page was read and the callback contract held; prints
  * the library's counters.

@@ -53,6 +53,42 @@ pub(crate) fn is_summary(line: &str) -> bool {
         || (line.starts_with(char::is_whitespace) && t.contains(':'))
 }
 
+/// Every action letter blkparse prints (blkparse(1), "Trace actions");
+/// the action column holds one or two of them (`UT`: unplug on timer).
+const ACTIONS: &str = "ABCDFGIMPQRSTUXm";
+
+/// The optional `sector + count` after RWBS: `None` when the line ends or
+/// the process name follows; otherwise both must be there and numeric.
+fn sector_range<'a>(
+    tok: &mut std::str::SplitWhitespace<'a>,
+    line: &str,
+) -> Result<Option<(u64, u64)>, String> {
+    let sector = match tok.next() {
+        None => return Ok(None),
+        Some(t) if t.starts_with('[') => return Ok(None),
+        Some(t) => uint(t, "sector")?,
+    };
+    let plus = tok.next().ok_or_else(|| {
+        format!(
+            "expected `+` after the sector in `{LAYOUT}`, found the end of the line: {}",
+            show(line)
+        )
+    })?;
+    if plus != "+" {
+        return Err(format!(
+            "expected `+` between sector and count, found {}",
+            show(plus)
+        ));
+    }
+    let count = tok.next().ok_or_else(|| {
+        format!(
+            "expected count (sectors) in `{LAYOUT}`, found the end of the line: {}",
+            show(line)
+        )
+    })?;
+    Ok(Some((sector, uint(count, "count (sectors)")?)))
+}
+
 /// A parsed event of the selected action.
 pub(crate) struct Event<'a> {
     /// `(major, minor)`.
@@ -90,15 +126,17 @@ pub(crate) fn parse_line<'a>(
     };
     uint(next(&mut tok, "cpu")?, "cpu")?;
     uint(next(&mut tok, "seq")?, "seq")?;
-    let time = next(&mut tok, "seconds")?;
+    let time_ns = decimal_ns(next(&mut tok, "seconds")?, unit_ns, "seconds")?;
     let pid = next(&mut tok, "pid")?;
-    let act = next(&mut tok, "action")?;
-    if act != action {
-        return Ok(None);
-    }
-    let time_ns = decimal_ns(time, unit_ns, "seconds")?;
     let pid = u32::try_from(uint(pid, "pid")?)
         .map_err(|_| format!("expected pid below 2^32, found {pid}"))?;
+    let act = next(&mut tok, "action")?;
+    if act.is_empty() || act.len() > 2 || !act.chars().all(|c| ACTIONS.contains(c)) {
+        return Err(format!(
+            "expected a blkparse action ({ACTIONS}), found {}",
+            show(act)
+        ));
+    }
     let rwbs = next(&mut tok, "RWBS")?;
     if !rwbs.chars().all(|c| "RWDEFNASMBU".contains(c)) {
         return Err(format!(
@@ -106,10 +144,16 @@ pub(crate) fn parse_line<'a>(
             show(rwbs)
         ));
     }
+    if act != action {
+        // Other actions' payloads differ (plugs, messages, remaps); the
+        // common fields above are checked, the rest is theirs.
+        return Ok(None);
+    }
     let process = match (line.find('['), line.rfind(']')) {
         (Some(a), Some(b)) if a < b && act != "C" => Some(&line[a + 1..b]),
         _ => None,
     };
+    let range = sector_range(&mut tok, line)?;
     let write = if rwbs.contains('D') || rwbs.contains('E') {
         None
     } else if rwbs.contains('W') {
@@ -119,47 +163,26 @@ pub(crate) fn parse_line<'a>(
     } else {
         None
     };
+    let not_a_request = Event {
+        dev,
+        record: None,
+        process,
+    };
     let Some(write) = write else {
-        return Ok(Some(Event {
-            dev,
-            record: None,
-            process,
-        }));
+        return Ok(Some(not_a_request));
     };
-    let sector = match tok.next() {
+    let Some((sector, count)) = range else {
         // A flush carries no sector range (`Q FWS [kworker]`).
-        None => None,
-        Some(t) if t.starts_with('[') => None,
-        Some(t) => Some(t),
-    };
-    let Some(sector) = sector else {
         if rwbs.contains('F') {
-            return Ok(Some(Event {
-                dev,
-                record: None,
-                process,
-            }));
+            return Ok(Some(not_a_request));
         }
         return Err(format!(
             "expected `sector + count` after RWBS {rwbs}, found none: {}",
             show(line)
         ));
     };
-    let sector = uint(sector, "sector")?;
-    let plus = next(&mut tok, "`+`")?;
-    if plus != "+" {
-        return Err(format!(
-            "expected `+` between sector and count, found {}",
-            show(plus)
-        ));
-    }
-    let count = uint(next(&mut tok, "count (sectors)")?, "count (sectors)")?;
     if count == 0 {
-        return Ok(Some(Event {
-            dev,
-            record: None,
-            process,
-        }));
+        return Ok(Some(not_a_request));
     }
     let offset = mul(sector, 512, "sector")?;
     let size = size32(mul(count, 512, "count")?, "count")?;

@@ -219,6 +219,7 @@ pub fn read_trace(path: &Path, opts: &ReadOptions) -> Result<(Trace, ReadReport)
         Format::Lines => lines::read(&mut ctx)?,
         Format::Strace => strace::read(&mut ctx)?,
     };
+    check_records(&mut ctx, &mut trace, format)?;
     if trace.meta.source.is_empty() {
         trace.meta.source = path.display().to_string();
     }
@@ -228,6 +229,46 @@ pub fn read_trace(path: &Path, opts: &ReadOptions) -> Result<(Trace, ReadReport)
         ignored: ctx.ignored,
     };
     Ok((trace, report))
+}
+
+/// What every reader's output must satisfy: requests whose byte ranges
+/// end below 2^64 (text readers check each line as they go; this catches
+/// the binary ones), and at least one request unless the file is a native
+/// trace, which may be empty on purpose (a recording of a program that
+/// read nothing). An empty or blank file, or one whose every record was
+/// malformed (`--lenient`), is an error rather than a zero-request answer.
+fn check_records(
+    ctx: &mut text::Ctx<'_>,
+    trace: &mut Trace,
+    format: Format,
+) -> Result<(), TraceError> {
+    if let Some(i) = trace.records.iter().position(|r| r.check_ranges().is_err()) {
+        let expected = trace.records[i].check_ranges().unwrap_err();
+        match &mut trace.records {
+            crate::Records::Owned(v) if ctx.lenient => {
+                let before = v.len();
+                v.retain(|r| r.check_ranges().is_ok());
+                ctx.bad(i as u64 + 1, expected)?;
+                ctx.skipped += (before - v.len()) as u64 - 1;
+            }
+            _ => return Err(ctx.error(i as u64 + 1, expected)),
+        }
+    }
+    if !trace.records.is_empty() || format == Format::Native {
+        return Ok(());
+    }
+    let expected = match (&ctx.first_bad, ctx.ignored) {
+        (Some(first), _) => format!(
+            "expected at least one well-formed {format} request, found {} malformed records \
+             and no request; the first: {first}",
+            ctx.skipped
+        ),
+        (None, 0) => format!("expected {format} requests, found none (the file is empty or blank)"),
+        (None, n) => {
+            format!("expected at least one {format} read or write, found none ({n} other events)")
+        }
+    };
+    Err(ctx.error(0, expected))
 }
 
 /// Write `trace` to `path` as `format` (`native` or `lcs-csv`; the others

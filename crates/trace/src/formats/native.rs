@@ -55,7 +55,7 @@ const HEADER_BYTES: usize = 48;
 const FLAG_ZSTD: u32 = 1;
 /// Bytes per record.
 const RECORD_BYTES: usize = std::mem::size_of::<Record>();
-/// zstd level for `--compress` (fast, ~3–5× on block traces).
+/// zstd level for `--zstd` (fast, ~3–5× on block traces).
 const ZSTD_LEVEL: i32 = 3;
 
 /// Metadata as stored (a mirror of `TraceMeta`, so the in-memory types need

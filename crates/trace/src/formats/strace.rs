@@ -146,8 +146,17 @@ fn parse_time(t: &str) -> Result<(u64, bool), String> {
             Ok(((h * 3600 + m * 60 + s) * 1_000_000_000 + frac_ns, true))
         }
         [s] => {
-            let s = num(s)?;
-            Ok((s * 1_000_000_000 + frac_ns, false))
+            // Up to 12 digits of seconds: 10^12 s is past 2^64 ns.
+            let ns = num(s)?
+                .checked_mul(1_000_000_000)
+                .and_then(|ns| ns.checked_add(frac_ns))
+                .ok_or_else(|| {
+                    format!(
+                        "expected a time below 2^64 ns (584 years), found {}",
+                        text::show(t)
+                    )
+                })?;
+            Ok((ns, false))
         }
         _ => Err(bad()),
     }

@@ -29,6 +29,9 @@ pub(crate) struct Ctx<'a> {
     pub skipped: u64,
     /// Well-formed lines that are not read/write requests (counted).
     pub ignored: u64,
+    /// The first bad record skipped in lenient mode, as its error message
+    /// (said when every record was bad).
+    pub first_bad: Option<String>,
 }
 
 impl<'a> Ctx<'a> {
@@ -39,6 +42,7 @@ impl<'a> Ctx<'a> {
             lenient,
             skipped: 0,
             ignored: 0,
+            first_bad: None,
         }
     }
 
@@ -46,6 +50,9 @@ impl<'a> Ctx<'a> {
     pub fn bad(&mut self, record: u64, expected: String) -> Result<(), TraceError> {
         if self.lenient {
             self.skipped += 1;
+            if self.first_bad.is_none() {
+                self.first_bad = Some(format!("record {record}: {expected}"));
+            }
             Ok(())
         } else {
             Err(self.error(record, expected))
@@ -122,7 +129,10 @@ pub(crate) fn read_lines(
             continue;
         }
         match parse(line_no, line) {
-            Ok(Line::Record(r)) => out.push(r),
+            Ok(Line::Record(r)) => match r.check_ranges() {
+                Ok(()) => out.push(r),
+                Err(expected) => ctx.bad(line_no, expected)?,
+            },
             Ok(Line::Skip) => {}
             Ok(Line::Ignored) => ctx.ignored += 1,
             Err(expected) => ctx.bad(line_no, expected)?,

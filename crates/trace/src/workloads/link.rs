@@ -62,6 +62,17 @@ fn generate(text: &str) -> Result<Trace, WorkloadError> {
     if p.dirs == 0 || p.per_dir == 0 || p.group == 0 {
         return Err(bad_value(NAME, "dirs/per_dir/group", 0, "at least 1"));
     }
+    // Objects in all: each is read by two ld commands; 2^16 (the paper's
+    // link had 180) keeps generation to seconds (dirs=4295,per_dir=4097
+    // ran for minutes under outrider-fuzz).
+    if p.dirs.saturating_mul(p.per_dir) > 1 << 16 {
+        return Err(bad_value(
+            NAME,
+            "dirs × per_dir",
+            p.dirs.saturating_mul(p.per_dir),
+            "at most 65536",
+        ));
+    }
     if p.exec.0 == 0 || p.median.0 == 0 {
         return Err(bad_value(NAME, "exec/median", 0, "a positive size"));
     }

@@ -45,7 +45,7 @@
 //!   are `think` apart (exactly, unless another process's request forces the
 //!   clock on; pieces of one split request share a time). The simulator
 //!   treats that gap as the process's think time. `think` accepts `0`,
-//!   `500ns`, `5us`, `2ms`, `1s`; a bare number is nanoseconds.
+//!   `500ns`, `5us`, `2ms`, `1s`; a non-zero number needs a unit.
 //! - **Processes**: pids start at 1; `meta.processes` names each.
 //! - **Layout**: files are allocated by [`layout::Allocator`] in creation
 //!   order from `start`; `fragment=SIZE` cuts files into extents of that
@@ -82,6 +82,11 @@ pub enum WorkloadError {
     Param(ParamError),
     /// `NAME:help` was asked for: not an error, the help text to print.
     Help(String),
+    /// The workload would exceed [`MAX_RECORDS`] requests.
+    TooLarge {
+        /// The specification.
+        spec: String,
+    },
     /// The name is a suite: run each member spec on its own.
     Suite {
         /// The suite's name.
@@ -124,7 +129,19 @@ impl fmt::Display for WorkloadError {
                 f,
                 "workload '{policy}': '{item}' is not a parameter setting; expected key=value"
             ),
+            WorkloadError::Param(ParamError::Duplicate { policy, key }) => write!(
+                f,
+                "workload '{policy}': parameter '{key}' is given more than once"
+            ),
+            WorkloadError::Param(ParamError::Conflict { policy, why }) => {
+                write!(f, "workload '{policy}': {why}")
+            }
             WorkloadError::Help(text) => f.write_str(text),
+            WorkloadError::TooLarge { spec } => write!(
+                f,
+                "workload '{spec}' would generate more than {MAX_RECORDS} requests; \
+                 use a smaller size or count"
+            ),
             WorkloadError::Suite { name, members } => write!(
                 f,
                 "'{name}' is a suite of {} workloads, not one trace; expand it with \
@@ -188,25 +205,16 @@ pub(crate) fn check_req(workload: &str, bytes: u64) -> Result<(), WorkloadError>
 }
 
 /// A duration in nanoseconds, written `0`, `500ns`, `5us` (or `5µs`),
-/// `2ms`, `1s`; a bare number is nanoseconds.
+/// `2ms`, `1s` ([`outrider_core::size::parse_duration_ns`]: a non-zero
+/// number needs a unit).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Nanos(pub u64);
 
 impl ParamValue for Nanos {
     fn parse_param(text: &str) -> Result<Self, String> {
-        let t = text.trim();
-        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-        let (digits, unit) = t.split_at(split);
-        let expected = || "a duration such as 0, 500ns, 5us, 2ms or 1s".to_string();
-        let n: u64 = digits.parse().map_err(|_| expected())?;
-        let scale = match unit.trim() {
-            "" | "ns" => 1,
-            "us" | "µs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            _ => return Err(expected()),
-        };
-        n.checked_mul(scale).map(Nanos).ok_or_else(expected)
+        outrider_core::size::parse_duration_ns(text)
+            .map(Nanos)
+            .map_err(|e| format!("a duration such as 0, 500ns, 5us, 2ms or 1s ({e})"))
     }
     fn show_param(&self) -> String {
         let n = self.0;
@@ -271,6 +279,9 @@ impl Emitter {
         file_offset: u64,
         len: u64,
     ) {
+        if self.records.len() >= MAX_RECORDS {
+            return;
+        }
         debug_assert!((file_offset | len) & (BLOCK_SIZE - 1) == 0 && len > 0);
         let t = self.tick(pid);
         let f = &files[index];
@@ -296,6 +307,9 @@ impl Emitter {
 
     /// One raw device read (metadata) by `pid`.
     pub(crate) fn read_raw(&mut self, pid: u32, offset: u64, len: u64) {
+        if self.records.len() >= MAX_RECORDS {
+            return;
+        }
         let t = self.tick(pid);
         self.records
             .push(Record::block(t, 0, offset, len as u32, false, pid));
@@ -305,6 +319,79 @@ impl Emitter {
     pub(crate) fn finish(self, meta: TraceMeta) -> Trace {
         Trace::new(meta, self.records)
     }
+}
+
+/// Most requests a workload generates (2^25, 1.25 GiB of records); the
+/// emitter stops there and [`generate`] reports [`WorkloadError::TooLarge`].
+/// `paper-suite-large`'s largest member has 2^18.
+pub const MAX_RECORDS: usize = 1 << 25;
+
+/// Upper bounds on parameters by key, checked before a workload is built
+/// so that no size, count or offset can overflow the layout arithmetic or
+/// ask for more memory than a machine has: offsets within 1 PiB (the device
+/// models hold 4 PiB), sizes up to 64 GiB (the papers' largest is 16 GiB),
+/// counts up to [`MAX_RECORDS`] requests, 256 versions of `patch-build`
+/// (EPCM §4.5 used 13; each version rebuilds the tree) and 2^16 of
+/// anything else (files, directories, units: the papers' largest tree has
+/// 17 000 files).
+const BOUNDS: &[(&[&str], u64)] = &[
+    (&["start", "distance", "spacing", "gap"], 1 << 50),
+    (
+        &[
+            "size", "source", "exec", "median", "record", "req", "rreq", "stride", "fragment",
+        ],
+        1 << 36,
+    ),
+    (&["count", "random"], MAX_RECORDS as u64),
+    (
+        &[
+            "files",
+            "dirs",
+            "dirs_per_group",
+            "burst",
+            "per_dir",
+            "per_unit",
+            "units",
+            "headers",
+            "sys",
+            "phases",
+            "procs",
+        ],
+        1 << 16,
+    ),
+    (&["versions", "from", "to"], 256),
+];
+
+/// Check `params` (`k=v,...`) of workload `name` against [`BOUNDS`]. Values
+/// that do not parse are left to the workload's own parser.
+fn check_bounds(name: &str, params: &str) -> Result<(), WorkloadError> {
+    for item in params.split(',') {
+        let Some((k, v)) = item.split_once('=') else {
+            continue;
+        };
+        let k = k.trim();
+        // `group` is a size in tree-scan and a count in link: both fit 2^50.
+        let limit = if k == "group" {
+            Some(1 << 50)
+        } else {
+            BOUNDS
+                .iter()
+                .find(|(keys, _)| keys.contains(&k))
+                .map(|b| b.1)
+        };
+        // The workloads' own parsers take `+5` as 5 (u64::from_str): so do
+        // the bounds, or `units=+4294967295` slips past them.
+        let value =
+            outrider_core::size::parse_size(v).or_else(|_| v.trim().parse::<u64>().map_err(|_| ()));
+        let (Some(limit), Ok(value)) = (limit, value) else {
+            continue;
+        };
+        if value > limit {
+            let shown = outrider_core::size::ByteSize(limit);
+            return Err(bad_value(name, k, v.trim(), &format!("at most {shown}")));
+        }
+    }
+    Ok(())
 }
 
 /// One registered workload.
@@ -438,7 +525,13 @@ pub fn generate(spec: &str) -> Result<Trace, WorkloadError> {
         });
     }
     let e = entry(name).ok_or_else(|| WorkloadError::UnknownWorkload { name: name.into() })?;
+    check_bounds(name, params)?;
     let mut t = (e.generate)(params)?;
+    if t.records.len() >= MAX_RECORDS {
+        return Err(WorkloadError::TooLarge {
+            spec: spec.trim().into(),
+        });
+    }
     t.meta.source = spec.trim().to_string();
     Ok(t)
 }
@@ -451,6 +544,28 @@ mod tests {
     fn registry_and_names_agree() {
         let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
         assert_eq!(names, WORKLOAD_NAMES);
+    }
+
+    #[test]
+    fn sizes_counts_and_offsets_past_their_bounds_are_errors() {
+        // seq:size=1TiB once aborted allocating 10 GiB of records; a start
+        // near 2^64 wrapped the layout to offset 0.
+        for spec in [
+            "seq:size=1TiB",
+            "seq:start=1152921504606846976",
+            "random:count=4294967296000",
+        ] {
+            let e = generate(spec).err().map(|e| e.to_string());
+            assert!(
+                e.as_deref().is_some_and(|e| e.contains("at most")),
+                "{spec}: {e:?}"
+            );
+        }
+        let e = generate("seq:start=18446744073709551615")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("at most"), "{e}");
     }
 
     #[test]

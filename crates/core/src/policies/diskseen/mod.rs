@@ -168,6 +168,35 @@ crate::params! {
         /// current trails tracked at once (not in the paper)
         trails: u32 = 64,
     }
+    validate = check_windows;
+}
+
+/// Window bounds that contradict each other are refused rather than
+/// silently clamped (`min=64,max=8` would otherwise run as `max=64`).
+fn check_windows(p: &DiskSeenParams) -> Result<(), String> {
+    let cap = stream::MAX_WINDOW_BLOCKS as u64;
+    for (lo, hi, lo_name, hi_name) in [
+        (p.min, p.max, "min", "max"),
+        (p.hist_min, p.hist_max, "hist_min", "hist_max"),
+    ] {
+        if lo > hi {
+            return Err(format!(
+                "{lo_name}={lo} is above {hi_name}={hi}; expected {lo_name} <= {hi_name}"
+            ));
+        }
+        if u64::from(hi) > cap {
+            return Err(format!(
+                "{hi_name}={hi} is above the largest window, {cap} blocks"
+            ));
+        }
+    }
+    if p.qc_on > p.qc_off {
+        return Err(format!(
+            "qc_on={} is above qc_off={}; quality control resumes below qc_on after stopping above qc_off",
+            p.qc_on, p.qc_off
+        ));
+    }
+    Ok(())
 }
 
 /// Counters of what the policy did (for tests and reports).

@@ -148,8 +148,13 @@ impl Harness {
     /// A flashy with `params`; 8 MiB chunks unless `params` says otherwise,
     /// so that one range is one request.
     fn new(params: &str) -> Self {
+        let spec = if params.contains("chunk=") {
+            params.to_string()
+        } else {
+            format!("chunk=8MiB,{params}")
+        };
         Harness {
-            f: Flashy::new(parse_params(&format!("chunk=8MiB,{params}")).unwrap()),
+            f: Flashy::new(parse_params(&spec).unwrap()),
             out: vec![],
             next_window: 0,
         }
