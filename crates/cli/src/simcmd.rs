@@ -114,8 +114,7 @@ fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
                     o.cache
                 ))
             })?;
-        ((outrider_trace::TraceStats::of(&input.trace).distinct_blocks as f64 * f / 100.0) as u64)
-            .max(1)
+        ((outrider_trace::stats::distinct_blocks(&input.trace) as f64 * f / 100.0) as u64).max(1)
     } else {
         let bytes = outrider_core::size::parse_size(&o.cache)
             .map_err(|e| usage(format!("--cache: {e}")))?;
