@@ -8,6 +8,7 @@ mod cachecmd;
 mod calibrate;
 mod history;
 mod input;
+mod mrccmd;
 mod output;
 mod recordcmd;
 mod runcmd;
@@ -52,6 +53,8 @@ enum Cmd {
     Sim(simcmd::SimArgs),
     /// Simulate several policies over the same input, side by side.
     Compare(simcmd::CompareArgs),
+    /// LRU miss-ratio curve of a trace in one pass (stack distances).
+    Mrc(mrccmd::MrcArgs),
     /// Inspect or convert traces.
     Trace {
         #[command(subcommand)]
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Cmd::Record(a) => return recordcmd::run(a).map_or_else(error_exit, ExitCode::from),
         Cmd::Sim(a) => simcmd::sim(a),
         Cmd::Compare(a) => simcmd::compare(a),
+        Cmd::Mrc(a) => mrccmd::run(a),
         Cmd::Trace { cmd } => tracecmd::run(cmd),
         Cmd::Stat(a) => cachecmd::run(outrider_live::cachetool::Action::Stat, a),
         Cmd::Warm(a) => cachecmd::run(outrider_live::cachetool::Action::Warm, a),

@@ -101,8 +101,11 @@ pub fn parse_duration_ns(text: &str) -> anyhow::Result<u64> {
     Ok((v * mult).round() as u64)
 }
 
-fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
-    let cache_blocks = if let Some(pct) = o.cache.strip_suffix('%') {
+/// A cache size in blocks: bytes with a unit, or `N%` of the distinct
+/// blocks (`distinct` is called only for a percentage). `flag` names the
+/// option in messages.
+pub fn cache_blocks(flag: &str, text: &str, distinct: impl FnOnce() -> u64) -> anyhow::Result<u64> {
+    if let Some(pct) = text.strip_suffix('%') {
         let f: f64 = pct
             .trim()
             .parse()
@@ -110,22 +113,24 @@ fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
             .filter(|f: &f64| *f > 0.0 && *f <= 100.0)
             .ok_or_else(|| {
                 usage(format!(
-                    "--cache '{}': expected a percentage in (0, 100]",
-                    o.cache
+                    "{flag} '{text}': expected a percentage in (0, 100]"
                 ))
             })?;
-        ((outrider_trace::stats::distinct_blocks(&input.trace) as f64 * f / 100.0) as u64).max(1)
-    } else {
-        let bytes = outrider_core::size::parse_size(&o.cache)
-            .map_err(|e| usage(format!("--cache: {e}")))?;
-        if bytes < BLOCK_SIZE {
-            return Err(usage(format!(
-                "--cache '{}': must hold at least one 4 KiB block",
-                o.cache
-            )));
-        }
-        bytes / BLOCK_SIZE
-    };
+        return Ok(((distinct() as f64 * f / 100.0) as u64).max(1));
+    }
+    let bytes = outrider_core::size::parse_size(text).map_err(|e| usage(format!("{flag}: {e}")))?;
+    if bytes < BLOCK_SIZE {
+        return Err(usage(format!(
+            "{flag} '{text}': must hold at least one 4 KiB block"
+        )));
+    }
+    Ok(bytes / BLOCK_SIZE)
+}
+
+fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
+    let cache_blocks = cache_blocks("--cache", &o.cache, || {
+        outrider_trace::stats::distinct_blocks(&input.trace)
+    })?;
     let cache_model =
         CacheModel::parse(&o.cache_model).map_err(|e| usage(format!("--cache-model: {e}")))?;
     let timing = Timing::parse(&o.timing).map_err(|e| usage(format!("--timing: {e}")))?;
