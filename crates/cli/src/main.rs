@@ -11,6 +11,7 @@ mod input;
 mod mrccmd;
 mod output;
 mod recordcmd;
+mod report;
 mod runcmd;
 mod simcmd;
 mod tracecmd;
