@@ -11,7 +11,9 @@ pub struct InputArgs {
     #[arg(long, conflicts_with = "workload")]
     pub trace: Option<PathBuf>,
     /// Trace format: auto, native, lcs-csv, oracle, disksim, spc, msr,
-    /// blkparse, lines, strace.
+    /// blkparse, lines, strace, or csv:MAPPING (e.g.
+    /// csv:time=1:us,op=3,lbn=5,size=4). zstd and gzip files are read
+    /// transparently.
     #[arg(long, default_value = "auto")]
     pub format: String,
     /// Skip malformed trace records (reporting how many) instead of failing.

@@ -10,9 +10,11 @@ mod devmodel;
 mod docs;
 mod history;
 mod input;
+mod mrccmd;
 mod outfile;
 mod output;
 mod recordcmd;
+mod report;
 mod runcmd;
 mod simcmd;
 mod sweepcmd;
@@ -63,6 +65,8 @@ enum Cmd {
     /// sizes x devices x runs) on all cores or on Ray; one row per cell
     /// to Parquet and CSV, resumable.
     Sweep(sweepcmd::SweepArgs),
+    /// LRU miss-ratio curve of a trace in one pass (stack distances).
+    Mrc(mrccmd::MrcArgs),
     /// Inspect or convert traces.
     Trace {
         #[command(subcommand)]
@@ -122,6 +126,7 @@ fn main() -> ExitCode {
         Cmd::Sim(a) => simcmd::sim(a),
         Cmd::Compare(a) => simcmd::compare(a),
         Cmd::Sweep(a) => sweepcmd::run(a),
+        Cmd::Mrc(a) => mrccmd::run(a),
         Cmd::Trace { cmd } => tracecmd::run(cmd),
         Cmd::Stat(a) => cachecmd::run(outrider_live::cachetool::Action::Stat, a),
         Cmd::Warm(a) => cachecmd::run(outrider_live::cachetool::Action::Warm, a),

@@ -1,8 +1,10 @@
 //! `outrider sim` and `outrider compare`.
 
 use crate::input::{load, InputArgs, Named};
-use crate::output::{print_table, write_html, JsonLine};
+use crate::output::JsonLine;
+use crate::report::{html, table, verdict, Provenance, Row, Section};
 use crate::usage;
+use outrider_core::size::ByteSize;
 use outrider_core::{build_policy, PolicyError, BLOCK_SIZE};
 use outrider_sim::{simulate, CacheModel, SimConfig, Timing};
 use std::io::IsTerminal;
@@ -15,7 +17,8 @@ pub struct SimOpts {
     pub input: InputArgs,
     /// Page-cache size: bytes with a unit (64KiB, 256MiB, 1.5GiB: powers of
     /// 1024; 100MB: powers of 1000) or a percentage of the input's distinct
-    /// 4 KiB blocks (e.g. 10%).
+    /// 4 KiB blocks (e.g. 10%); several, comma-separated, run one after
+    /// another (and give curves in the HTML report).
     #[arg(long, default_value = "256MiB")]
     pub cache: String,
     /// Cache model: lru (one LRU list, prefetched blocks at MRU) or split
@@ -74,17 +77,31 @@ pub struct CompareArgs {
     pub policies: Option<String>,
     #[command(flatten)]
     pub opts: SimOpts,
-    /// Also write the comparison as an HTML page.
+    #[command(flatten)]
+    pub report: ReportArgs,
+}
+
+/// How `compare` reports.
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// Also write the comparison as an HTML page with SVG charts.
     #[arg(long)]
     pub html: Option<PathBuf>,
+    /// Show every column in the terminal (lead time, windows, prefetched
+    /// blocks, simulation speed), beyond 100 columns.
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// Most `--runs`: each run replays the whole input, and the policies that
 /// learn across runs (`auto`, `pcm`, `epcm`) settle within a few.
 pub const MAX_RUNS: u32 = 1000;
 
-fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
-    let cache_blocks = if let Some(pct) = o.cache.strip_suffix('%') {
+/// A cache size in blocks: bytes with a unit, or `N%` of the distinct
+/// blocks (`distinct` is called only for a percentage). `flag` names the
+/// option in messages.
+pub fn cache_blocks(flag: &str, text: &str, distinct: impl FnOnce() -> u64) -> anyhow::Result<u64> {
+    if let Some(pct) = text.strip_suffix('%') {
         let f: f64 = pct
             .trim()
             .parse()
@@ -92,23 +109,34 @@ fn config(o: &SimOpts, input: &Named) -> anyhow::Result<SimConfig> {
             .filter(|f: &f64| *f > 0.0 && *f <= 100.0)
             .ok_or_else(|| {
                 usage(format!(
-                    "--cache '{}': expected a percentage in (0, 100]",
-                    o.cache
+                    "{flag} '{text}': expected a percentage in (0, 100]"
                 ))
             })?;
-        ((outrider_trace::TraceStats::of(&input.trace).distinct_blocks as f64 * f / 100.0) as u64)
-            .max(1)
-    } else {
-        let bytes = outrider_core::size::parse_size(&o.cache)
-            .map_err(|e| usage(format!("--cache: {e}")))?;
-        if bytes < BLOCK_SIZE {
-            return Err(usage(format!(
-                "--cache '{}': must hold at least one 4 KiB block",
-                o.cache
-            )));
-        }
-        bytes / BLOCK_SIZE
-    };
+        return Ok(((distinct() as f64 * f / 100.0) as u64).max(1));
+    }
+    let bytes = outrider_core::size::parse_size(text).map_err(|e| usage(format!("{flag}: {e}")))?;
+    if bytes < BLOCK_SIZE {
+        return Err(usage(format!(
+            "{flag} '{text}': must hold at least one 4 KiB block"
+        )));
+    }
+    Ok(bytes / BLOCK_SIZE)
+}
+
+/// One configuration per `--cache` size.
+fn configs(o: &SimOpts, input: &Named) -> anyhow::Result<Vec<SimConfig>> {
+    let mut distinct = None;
+    let mut out = Vec::new();
+    for size in o.cache.split(',').map(str::trim) {
+        let blocks = cache_blocks("--cache", size, || {
+            *distinct.get_or_insert_with(|| outrider_trace::stats::distinct_blocks(&input.trace))
+        })?;
+        out.push(config(o, blocks)?);
+    }
+    Ok(out)
+}
+
+fn config(o: &SimOpts, cache_blocks: u64) -> anyhow::Result<SimConfig> {
     let cache_model =
         CacheModel::parse(&o.cache_model).map_err(|e| usage(format!("--cache-model: {e}")))?;
     let timing = Timing::parse(&o.timing).map_err(|e| usage(format!("--timing: {e}")))?;
@@ -155,7 +183,76 @@ fn split_policies(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn run_all(policies: &[String], o: &SimOpts, html: Option<&PathBuf>) -> anyhow::Result<()> {
+/// A progress bar for `total` requests on a terminal, for long inputs.
+fn progress_bar(o: &SimOpts, name: &str, total: u64) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() || o.json || total < 1 << 22 {
+        return None;
+    }
+    let b = indicatif::ProgressBar::new(total);
+    b.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:40}] {pos}/{len} requests ({per_sec})",
+        )
+        .expect("valid template"),
+    );
+    b.set_message(name.to_string());
+    Some(b)
+}
+
+/// Every policy on one input at one configuration.
+fn run_section(
+    policies: &[String],
+    o: &SimOpts,
+    input: &Named,
+    cfg: &SimConfig,
+) -> anyhow::Result<Section> {
+    let per_policy = input.trace.records.len() as u64 * u64::from(cfg.runs);
+    let bar = progress_bar(o, &input.name, per_policy * policies.len() as u64);
+    let mut rows = Vec::new();
+    for (k, spec) in policies.iter().enumerate() {
+        let mut policy = build_policy(spec).map_err(|e| usage(e.to_string()))?;
+        let mut store = o
+            .history
+            .as_deref()
+            .and_then(|db| crate::history::load(db, &o.history_key, spec, &mut policy));
+        let base = per_policy * k as u64;
+        let res = simulate(&input.trace, &mut policy, spec, cfg, &mut |n| {
+            if let Some(b) = &bar {
+                b.set_position(base + n);
+            }
+        })
+        .map_err(usage)?;
+        if let Some(store) = store.as_mut() {
+            crate::history::save(store, &o.history_key, spec, policy.as_ref());
+        }
+        for (i, r) in res.reports.iter().enumerate() {
+            if o.json {
+                let line = JsonLine::new(&input.name, cfg, &res, r);
+                println!("{}", serde_json::to_string(&line)?);
+            }
+            rows.push(Row {
+                report: r.clone(),
+                series: res.series.get(i).cloned().unwrap_or_default(),
+                oracle: policy.interests().oracle,
+            });
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(Section {
+        input: input.name.clone(),
+        cache_blocks: cfg.cache_blocks,
+        settings: format!(
+            "{}, device {}",
+            format!("{:?}", cfg.cache_model).to_lowercase(),
+            cfg.device
+        ),
+        rows,
+    })
+}
+
+fn run_all(policies: &[String], o: &SimOpts, report: Option<&ReportArgs>) -> anyhow::Result<()> {
     for p in policies {
         if let Some(help) = check_policy(p)? {
             print!("{help}");
@@ -167,65 +264,82 @@ fn run_all(policies: &[String], o: &SimOpts, html: Option<&PathBuf>) -> anyhow::
         return Ok(());
     }
     let inputs = load(&o.input)?;
-    let show_progress = std::io::stderr().is_terminal() && !o.json;
+    let wide = report.is_some_and(|r| r.wide);
     let mut sections = Vec::new();
     for input in &inputs {
-        let cfg = config(o, input)?;
-        let total = input.trace.records.len() as u64 * u64::from(cfg.runs) * policies.len() as u64;
-        let bar = if show_progress && total >= 1 << 22 {
-            let b = indicatif::ProgressBar::new(total);
-            b.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{msg} [{bar:40}] {pos}/{len} requests ({per_sec})",
-                )
-                .expect("valid template"),
-            );
-            b.set_message(input.name.clone());
-            Some(b)
-        } else {
-            None
-        };
-        let mut rows = Vec::new();
-        let mut base = 0u64;
-        for spec in policies {
-            let mut policy = build_policy(spec).map_err(|e| usage(e.to_string()))?;
-            let mut store = o
-                .history
-                .as_deref()
-                .and_then(|db| crate::history::load(db, &o.history_key, spec, &mut policy));
-            let res = simulate(&input.trace, &mut policy, spec, &cfg, &mut |n| {
-                if let Some(b) = &bar {
-                    b.set_position(base + n);
+        for cfg in configs(o, input)? {
+            let section = run_section(policies, o, input, &cfg)?;
+            if !o.json {
+                for line in table::render(&section, wide) {
+                    println!("{line}");
                 }
-            })
-            .map_err(usage)?;
-            base += input.trace.records.len() as u64 * u64::from(cfg.runs);
-            if let Some(store) = store.as_mut() {
-                crate::history::save(store, &o.history_key, spec, policy.as_ref());
+                println!();
             }
-            for r in &res.reports {
-                if o.json {
-                    let line = JsonLine::new(&input.name, &cfg, &res, r);
-                    println!("{}", serde_json::to_string(&line)?);
-                }
-                rows.push(r.clone());
-            }
+            sections.push(section);
         }
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        if !o.json {
-            print_table(&input.name, &cfg, &rows);
-        }
-        sections.push((input.name.clone(), cfg, rows));
     }
-    if let Some(path) = html {
-        write_html(path, &sections)?;
+    let Some(report) = report else {
+        return Ok(());
+    };
+    if !o.json {
+        print_verdicts(&sections);
+    }
+    if let Some(path) = &report.html {
+        let prov = Provenance::of_this_process(settings(policies, o));
+        std::fs::write(path, html::page(&prov, &sections))
+            .map_err(|e| usage(format!("--html {}: {e}", path.display())))?;
         if !o.json {
             println!("wrote {}", path.display());
         }
     }
     Ok(())
+}
+
+/// The verdict of every input, each wrapped to 100 columns.
+fn print_verdicts(sections: &[Section]) {
+    println!("verdicts (speed-up = none's elapsed time / the policy's; an oracle is handed the trace's future):");
+    let sized = |s: &Section| sections.iter().filter(|o| o.input == s.input).count() > 1;
+    for s in sections {
+        let mut name = s.input.clone();
+        if sized(s) {
+            name += &format!(" @{}", ByteSize(s.cache_blocks * BLOCK_SIZE));
+        }
+        for v in verdict::verdicts(&s.rows) {
+            let text = format!(
+                "  {name}: {}",
+                v.to_string().trim_start_matches("verdict: ")
+            );
+            for line in table::wrap(&text, 100, 6) {
+                println!("{line}");
+            }
+        }
+    }
+}
+
+/// The settings a report records.
+fn settings(policies: &[String], o: &SimOpts) -> Vec<(String, String)> {
+    let input = match (&o.input.trace, &o.input.workload) {
+        (Some(t), _) => format!("trace {} (format {})", t.display(), o.input.format),
+        (None, Some(w)) => format!("workload {w}"),
+        (None, None) => String::new(),
+    };
+    [
+        ("input", input),
+        ("policies", policies.join(", ")),
+        ("cache", o.cache.clone()),
+        ("cache model", o.cache_model.clone()),
+        ("device", o.device.clone()),
+        ("runs", o.runs.to_string()),
+        ("timing", o.timing.clone()),
+        (
+            "think",
+            o.think.clone().unwrap_or_else(|| "from the trace".into()),
+        ),
+        ("split pages", o.input.split_pages.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 /// `outrider sim`.
@@ -245,7 +359,7 @@ pub fn compare(a: CompareArgs) -> anyhow::Result<()> {
     if policies.is_empty() {
         return Err(usage("--policies: expected at least one policy"));
     }
-    run_all(&policies, &a.opts, a.html.as_ref())
+    run_all(&policies, &a.opts, Some(&a.report))
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 
 use crate::input::parse_format;
 use crate::usage;
-use outrider_trace::{ReadOptions, TraceStats};
-use std::path::PathBuf;
+use outrider_trace::{ReadOptions, ReadReport, TraceStats};
+use std::path::{Path, PathBuf};
 
 /// Most records `trace convert --repeat` writes (40 GiB in memory).
 const MAX_REPEATED_RECORDS: u64 = 1 << 30;
@@ -11,7 +11,9 @@ const MAX_REPEATED_RECORDS: u64 = 1 << 30;
 /// Trace subcommands.
 #[derive(clap::Subcommand, Debug)]
 pub enum TraceCmd {
-    /// Requests, reads, writes, distinct 4 KiB blocks, footprint, duration.
+    /// Requests, reads, writes, distinct 4 KiB blocks, footprint, duration,
+    /// reuse distances and popularity. zstd and gzip files are read
+    /// transparently.
     #[command(after_help = "Examples:\n  \
         outrider trace info ../shared/traces/*.csv ../shared/traces/*.trc\n  \
         outrider trace info --format msr --json hm_0.csv")]
@@ -20,7 +22,7 @@ pub enum TraceCmd {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Format: auto (detect), native, lcs-csv, oracle, disksim, spc, msr,
-        /// blkparse, lines, strace.
+        /// blkparse, lines, strace, or csv:MAPPING for any delimited text.
         #[arg(long, default_value = "auto")]
         format: String,
         /// Skip malformed records, reporting how many.
@@ -86,22 +88,9 @@ pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
                 .map_err(|e| usage(e.to_string()))?;
                 let stats = TraceStats::of(&trace);
                 if json {
-                    println!(
-                        "{}",
-                        serde_json::json!({
-                            "file": f.display().to_string(),
-                            "format": rep.format.name(),
-                            "requests": stats.requests,
-                            "reads": stats.reads,
-                            "writes": stats.writes,
-                            "distinct_blocks": stats.distinct_blocks,
-                            "footprint_bytes": stats.footprint_bytes,
-                            "duration_s": stats.duration_ns as f64 * 1e-9,
-                            "skipped": rep.skipped,
-                        })
-                    );
+                    println!("{}", info_json(&f, &rep, &stats));
                 } else {
-                    println!("{} ({})", f.display(), rep.format.name());
+                    println!("{} ({})", f.display(), format_name(&rep));
                     println!("{stats}");
                     if rep.skipped > 0 {
                         println!("  skipped records: {}", rep.skipped);
@@ -159,6 +148,44 @@ pub fn run(cmd: TraceCmd) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// The format read, with the compression around it (`oracle in zstd`).
+fn format_name(rep: &ReadReport) -> String {
+    match rep.compression {
+        Some(c) => format!("{} in {}", rep.format.name(), c.name()),
+        None => rep.format.name().to_string(),
+    }
+}
+
+/// `trace info --json`: one object per file.
+fn info_json(file: &Path, rep: &ReadReport, s: &TraceStats) -> serde_json::Value {
+    let (r, p) = (&s.reuse, &s.popularity);
+    serde_json::json!({
+        "file": file.display().to_string(),
+        "format": rep.format.name(),
+        "compression": rep.compression.map(|c| c.name()),
+        "requests": s.requests,
+        "reads": s.reads,
+        "writes": s.writes,
+        "block_accesses": s.block_accesses,
+        "distinct_blocks": s.distinct_blocks,
+        "footprint_bytes": s.footprint_bytes,
+        "duration_s": s.duration_ns as f64 / 1e9,
+        "skipped": rep.skipped,
+        "one_hit_blocks": r.one_hit_blocks,
+        "reuses": r.reuses,
+        "reuse_distance_p50": r.distance_p50,
+        "reuse_distance_p90": r.distance_p90,
+        "reuse_distance_p99": r.distance_p99,
+        "reuse_time_p50_s": r.time_p50_ns as f64 / 1e9,
+        "reuse_time_p90_s": r.time_p90_ns as f64 / 1e9,
+        "reuse_time_p99_s": r.time_p99_ns as f64 / 1e9,
+        "top1_share": p.top1_share,
+        "top10_share": p.top10_share,
+        "max_block_accesses": p.max_accesses,
+        "zipf_alpha": p.zipf_alpha,
+    })
 }
 
 /// `n` copies of `trace` back to back in time: at most

@@ -597,7 +597,7 @@ fn run_policy(
         "--app-key",
         key,
         "--wait-for-save",
-        "--json",
+        "--json-file",
         &json.display().to_string(),
         "--",
         "python3",

@@ -162,7 +162,16 @@ fn unwritable_outputs_fail_before_the_program_runs() {
     let m = marker.to_str().unwrap();
     let bad = d.path().join("no/such/dir/out");
     let b = bad.to_str().unwrap();
-    let o = outrider(&["run", "-q", "--no-history", "--json-file", b, "--", "touch", m]);
+    let o = outrider(&[
+        "run",
+        "-q",
+        "--no-history",
+        "--json-file",
+        b,
+        "--",
+        "touch",
+        m,
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains(b), "{}", stderr(&o));
     let o = outrider(&["record", "--out", b, "--", "touch", m]);

@@ -131,6 +131,33 @@ impl BlockMap {
         }
     }
 
+    /// Set `key` to `val`, returning its previous value (one probe loop).
+    #[inline]
+    pub fn replace(&mut self, key: u64, val: u32) -> Option<u32> {
+        debug_assert_ne!(key, EMPTY, "u64::MAX is reserved as the empty key");
+        if (self.len + 1) * 2 > self.keys.len() {
+            self.grow();
+        }
+        match self.slot_of(key) {
+            Ok(i) => Some(std::mem::replace(&mut self.vals[i], val)),
+            Err(i) => {
+                self.keys[i] = key;
+                self.vals[i] = val;
+                self.len += 1;
+                None
+            }
+        }
+    }
+
+    /// Every value, mutably (in no particular order).
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut u32> {
+        self.keys
+            .iter()
+            .zip(self.vals.iter_mut())
+            .filter(|(k, _)| **k != EMPTY)
+            .map(|(_, v)| v)
+    }
+
     /// Insert a key known to be absent (one probe loop, no equality test).
     #[inline]
     pub fn insert_absent(&mut self, key: u64, val: u32) {
@@ -218,6 +245,7 @@ mod tests {
                 match op {
                     0 => { a.insert(k, n as u32); b.insert(k, n as u32); }
                     3 if !b.contains_key(&k) => { a.insert_absent(k, n as u32); b.insert(k, n as u32); }
+                    2 if n % 2 == 0 => { prop_assert_eq!(a.replace(k, n as u32), b.insert(k, n as u32)); }
                     1 => { prop_assert_eq!(a.remove(k), b.remove(&k)); }
                     _ => { prop_assert_eq!(a.get(k), b.get(&k).copied()); }
                 }

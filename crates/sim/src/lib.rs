@@ -15,7 +15,9 @@ pub mod cache;
 pub mod device;
 pub mod engine;
 pub mod layout;
+pub mod mrc;
 pub mod windows;
 
 pub use cache::{Cache, CacheModel};
 pub use engine::{simulate, simulate_on, SimConfig, SimResult, Timing};
+pub use mrc::StackDistances;

@@ -42,6 +42,14 @@ pub enum TraceError {
         /// Known format names, comma-separated.
         known: String,
     },
+    /// A `csv:MAPPING` format whose mapping is malformed.
+    #[error("--format '{spec}': {why} (e.g. csv:time=1:us,op=3,lbn=5,size=4)")]
+    BadFormatSpec {
+        /// The format as given.
+        spec: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The trace cannot be expressed in the requested output format.
     #[error("{path}: cannot write as {format}: {why}")]
     Unsupported {

@@ -22,8 +22,8 @@ pub mod workloads;
 
 pub use error::TraceError;
 pub use formats::{
-    detect_format, read_trace, write_atomic, write_native, write_trace, Format, ReadOptions,
-    ReadReport, NATIVE_MAGIC, NATIVE_VERSION,
+    detect_format, read_trace, write_atomic, write_native, write_trace, Compression, Format,
+    ReadOptions, ReadReport, NATIVE_MAGIC, NATIVE_VERSION,
 };
 pub use record::{Extent, FileInfo, Record, Records, Trace, TraceMeta};
 pub use stats::TraceStats;

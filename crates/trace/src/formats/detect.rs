@@ -1,11 +1,13 @@
-//! Format detection for `--format auto`: sniff the first 64 KiB.
+//! Format detection for `--format auto`: sniff the first 64 KiB (of the
+//! decompressed stream, for a compressed file; see `source.rs`).
 //!
 //! Rules, in order:
 //!
 //! 1. Empty file: no format (an error).
 //! 2. Starts with `OUTRIDR` (the native magic, any version): `native`.
 //! 3. Binary (a NUL or other control byte, or not UTF-8): `oracle` if the
-//!    length is a multiple of 24 and the first records (up to 1,000) are
+//!    length (when known: a regular file, or a stream that ended within
+//!    the sniff) is a multiple of 24 and the first records (up to 1,000) are
 //!    plausible: `obj_size` ≥ 1, `clock_time` never decreasing, and
 //!    `next_access_vtime` either -1 or later than the record itself.
 //!    Otherwise no format.
@@ -26,13 +28,11 @@
 //! Detection reads only the start: a file that changes format later is
 //! caught by the reader, record by record.
 
+use super::source::Source;
 use super::{blkparse, disksim, lcs_csv, lines, msr, oracle, spc, strace, text::Line, Format};
 use crate::TraceError;
-use std::io::Read;
 use std::path::Path;
 
-/// Bytes read for detection.
-const SNIFF_BYTES: u64 = 64 * 1024;
 /// Text lines checked.
 const SNIFF_LINES: usize = 32;
 /// Binary records checked.
@@ -52,13 +52,18 @@ const TEXT_ORDER: [Format; 7] = [
 /// Detect the format of the file at `path` from its first bytes (see the
 /// module comment for the rules). Fails with
 /// [`TraceError::UnknownFormat`] saying what was seen.
+/// Detect the format of the file at `path` from its first bytes (see the
+/// module comment for the rules). Fails with
+/// [`TraceError::UnknownFormat`] saying what was seen. A pipe is consumed:
+/// use [`read_trace`](super::read_trace), which detects and reads in one
+/// pass, to read one.
 pub fn detect_format(path: &Path) -> Result<Format, TraceError> {
-    let file = std::fs::File::open(path).map_err(|e| TraceError::io(path, e))?;
-    let len = file.metadata().map_err(|e| TraceError::io(path, e))?.len();
-    let mut head = Vec::new();
-    file.take(SNIFF_BYTES)
-        .read_to_end(&mut head)
-        .map_err(|e| TraceError::io(path, e))?;
+    detect_source(path, &Source::open(path)?)
+}
+
+/// Detect the format of `source`, opened from `path`.
+pub(crate) fn detect_source(path: &Path, source: &Source) -> Result<Format, TraceError> {
+    let (head, len) = source.head(path)?;
     detect_bytes(&head, len).map_err(|why| TraceError::UnknownFormat {
         path: path.into(),
         why,
@@ -66,15 +71,16 @@ pub fn detect_format(path: &Path) -> Result<Format, TraceError> {
     })
 }
 
-/// Detect from the first bytes `head` of a file of `len` bytes.
-pub(crate) fn detect_bytes(head: &[u8], len: u64) -> Result<Format, String> {
+/// Detect from the first bytes `head` of an input of `len` bytes (`None`:
+/// unknown, longer than `head`).
+pub(crate) fn detect_bytes(head: &[u8], len: Option<u64>) -> Result<Format, String> {
     if head.is_empty() {
-        return Err("the file is empty".into());
+        return Err("the input is empty".into());
     }
     if head.starts_with(&super::NATIVE_MAGIC[..7]) {
         return Ok(Format::Native);
     }
-    let truncated = (head.len() as u64) < len;
+    let truncated = len.is_none_or(|len| (head.len() as u64) < len);
     match as_text(head, truncated) {
         Some(text) => detect_text(text, truncated),
         None => detect_binary(head, len),
@@ -95,9 +101,9 @@ fn as_text(head: &[u8], truncated: bool) -> Option<&str> {
         .then_some(text)
 }
 
-fn detect_binary(head: &[u8], len: u64) -> Result<Format, String> {
+fn detect_binary(head: &[u8], len: Option<u64>) -> Result<Format, String> {
     let size = oracle::RECORD_BYTES as u64;
-    if !len.is_multiple_of(size) {
+    if let Some(len) = len.filter(|l| !l.is_multiple_of(size)) {
         return Err(format!(
             "binary data, not native (no OUTRIDR magic) and not oracleGeneral \
              (length {len} is not a multiple of {size})"
@@ -182,7 +188,7 @@ fn accepts(format: Format, line: &str) -> bool {
             let event = blkparse::dev_pair(first).is_some() && line.split_whitespace().count() >= 6;
             (event || blkparse::is_summary(line)) && blkparse::parse_line(line, "Q", 1).is_ok()
         }
-        Format::Native | Format::Oracle => false,
+        Format::Native | Format::Oracle | Format::Csv(_) => false,
     }
 }
 
@@ -192,7 +198,7 @@ mod tests {
 
     #[test]
     fn text_rules() {
-        let d = |s: &str| detect_bytes(s.as_bytes(), s.len() as u64);
+        let d = |s: &str| detect_bytes(s.as_bytes(), Some(s.len() as u64));
         assert_eq!(
             d("version,time,op,size,lbn\n1,2,28,512,7\n"),
             Ok(Format::LcsCsv)

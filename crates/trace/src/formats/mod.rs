@@ -13,6 +13,7 @@
 //! (the tests feed arbitrary bytes to every reader).
 
 mod blkparse;
+mod csv;
 mod detect;
 mod disksim;
 mod lcs_csv;
@@ -20,12 +21,15 @@ mod lines;
 mod msr;
 mod native;
 mod oracle;
+mod source;
 mod spc;
 mod strace;
 mod text;
 
+pub use csv::{Column, CsvSpec};
 pub use detect::detect_format;
 pub use native::{write_native, NATIVE_MAGIC, NATIVE_VERSION};
+pub use source::Compression;
 
 use crate::{Trace, TraceError};
 use std::path::Path;
@@ -62,6 +66,11 @@ pub enum Format {
     /// `strace -f -tt -e trace=open,openat,execve,read,pread64,close`
     /// (opens, execs and reads per pid; files laid out contiguously).
     Strace,
+    /// `csv:MAPPING`: any delimited text, given which column holds the
+    /// address, size, time, operation, device and pid, with units
+    /// (`csv:time=1:us,op=3,lbn=5,size=4`; see [`CsvSpec`]). Never
+    /// detected: it needs its mapping.
+    Csv(CsvSpec),
 }
 
 impl Format {
@@ -90,12 +99,23 @@ impl Format {
             Format::Blkparse => "blkparse",
             Format::Lines => "lines",
             Format::Strace => "strace",
+            Format::Csv(_) => "csv",
         }
     }
 
-    /// The format called `name` (case-insensitive); an unknown name is an
-    /// error listing the valid ones.
+    /// The format called `name` (case-insensitive), or `csv:MAPPING`; an
+    /// unknown name is an error listing the valid ones.
     pub fn from_name(name: &str) -> Result<Format, TraceError> {
+        let t = name.trim();
+        if t.len() >= 3 && t[..3].eq_ignore_ascii_case("csv") {
+            let mapping = t[3..].strip_prefix(':').unwrap_or("");
+            return CsvSpec::parse(mapping).map(Format::Csv).map_err(|why| {
+                TraceError::BadFormatSpec {
+                    spec: name.to_string(),
+                    why,
+                }
+            });
+        }
         Format::ALL
             .into_iter()
             .find(|f| f.name().eq_ignore_ascii_case(name.trim()))
@@ -107,7 +127,7 @@ impl Format {
 
     /// All names, comma-separated (for messages).
     pub fn names() -> String {
-        Format::ALL.map(Format::name).join(", ")
+        format!("{}, csv:MAPPING", Format::ALL.map(Format::name).join(", "))
     }
 
     /// Can [`write_trace`] produce this format?
@@ -192,6 +212,8 @@ impl ReadOptions {
 pub struct ReadReport {
     /// The format read (given or detected).
     pub format: Format,
+    /// How the file was compressed (`None`: it was not).
+    pub compression: Option<Compression>,
     /// Bad records skipped (only in lenient mode; otherwise the first bad
     /// record is an error).
     pub skipped: u64,
@@ -201,12 +223,17 @@ pub struct ReadReport {
 }
 
 /// Read a whole trace, detecting its format unless `opts.format` is given.
+/// zstd- and gzip-compressed files are decompressed on the fly and pipes
+/// are read once (see `source.rs`): the format is detected inside the
+/// decompressed stream.
 pub fn read_trace(path: &Path, opts: &ReadOptions) -> Result<(Trace, ReadReport), TraceError> {
+    let source = source::Source::open(path)?;
     let format = match opts.format {
         Some(f) => f,
-        None => detect_format(path)?,
+        None => detect::detect_source(path, &source)?,
     };
-    let mut ctx = text::Ctx::new(path, opts.lenient);
+    let compression = source.compression();
+    let mut ctx = text::Ctx::new(path, opts.lenient, source);
     let unit = opts.time_unit_ns;
     let mut trace = match format {
         Format::Native => native::read(&mut ctx)?,
@@ -218,6 +245,7 @@ pub fn read_trace(path: &Path, opts: &ReadOptions) -> Result<(Trace, ReadReport)
         Format::Blkparse => blkparse::read(&mut ctx, unit, opts.blkparse_action)?,
         Format::Lines => lines::read(&mut ctx)?,
         Format::Strace => strace::read(&mut ctx)?,
+        Format::Csv(spec) => csv::read(&mut ctx, &spec)?,
     };
     check_records(&mut ctx, &mut trace, format)?;
     if trace.meta.source.is_empty() {
@@ -225,6 +253,7 @@ pub fn read_trace(path: &Path, opts: &ReadOptions) -> Result<(Trace, ReadReport)
     }
     let report = ReadReport {
         format,
+        compression,
         skipped: ctx.skipped,
         ignored: ctx.ignored,
     };

@@ -37,11 +37,12 @@
 //! (as with any mmap); [`write_native`] never rewrites in place: it writes
 //! a temporary file and renames it.
 
+use super::source::Source;
 use super::text::Ctx;
 use crate::record::{OP_READ, OP_WRITE};
 use crate::{Extent, FileInfo, Record, Records, Trace, TraceError, TraceMeta};
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 
 /// The first 8 bytes of a native trace.
@@ -297,22 +298,39 @@ fn header(ctx: &Ctx<'_>, b: &[u8], len: u64) -> Result<Header, TraceError> {
     Ok(h)
 }
 
-/// Read a native trace: map the records if plain, decompress if zstd.
+/// Read a native trace: map the records if plain, decompress if zstd. A
+/// streamed input (compressed file, pipe) is read into memory first and
+/// its records copied out of it.
 pub(crate) fn read(ctx: &mut Ctx<'_>) -> Result<Trace, TraceError> {
-    let mut file = std::fs::File::open(ctx.path).map_err(|e| ctx.io(e))?;
-    let len = file.metadata().map_err(|e| ctx.io(e))?.len();
-    let mut head = Vec::with_capacity(HEADER_BYTES);
-    (&mut file)
-        .take(HEADER_BYTES as u64)
-        .read_to_end(&mut head)
-        .map_err(|e| ctx.io(e))?;
-    let h = header(ctx, &head, len)?;
-    let mut meta_bytes = Vec::new();
-    (&mut file)
-        .take(h.meta_len)
-        .read_to_end(&mut meta_bytes)
-        .map_err(|e| ctx.io(e))?;
-    let meta: TraceMeta = serde_json::from_slice::<MetaJson>(&meta_bytes)
+    let Source::File { len } = ctx.source else {
+        let mut bytes = Vec::new();
+        ctx.reader()?
+            .read_to_end(&mut bytes)
+            .map_err(|e| ctx.io(e))?;
+        let (meta, h) = parse_head(ctx, &bytes)?;
+        return records_of(ctx, Input::Bytes(bytes), meta, &h);
+    };
+    let file = std::fs::File::open(ctx.path).map_err(|e| ctx.io(e))?;
+    if len < HEADER_BYTES as u64 {
+        let mut bytes = Vec::new();
+        (&file).read_to_end(&mut bytes).map_err(|e| ctx.io(e))?;
+        header(ctx, &bytes, bytes.len() as u64)?;
+    }
+    // SAFETY: mapping a file is sound as long as nobody truncates or
+    // rewrites it while mapped; outrider never rewrites a trace in place
+    // (write_native renames a new file over it). See the module comment.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ctx.io(e))?;
+    let (meta, h) = parse_head(ctx, &map)?;
+    records_of(ctx, Input::Map(map), meta, &h)
+}
+
+/// Check the header of `b` (the whole input), decode its metadata and
+/// check that the record section ends where the input does.
+fn parse_head(ctx: &Ctx<'_>, b: &[u8]) -> Result<(TraceMeta, Header), TraceError> {
+    let len = b.len() as u64;
+    let h = header(ctx, b, len)?;
+    let meta_bytes = &b[HEADER_BYTES..HEADER_BYTES + h.meta_len as usize];
+    let meta: TraceMeta = serde_json::from_slice::<MetaJson>(meta_bytes)
         .map_err(|e| ctx.error(0, format!("expected JSON metadata, found an error: {e}")))?
         .into();
     let available = len - h.start;
@@ -339,46 +357,68 @@ pub(crate) fn read(ctx: &mut Ctx<'_>) -> Result<Trace, TraceError> {
             ),
         ));
     }
+    Ok((meta, h))
+}
+
+/// The whole input: a file mapping or bytes read from a stream.
+enum Input {
+    Map(memmap2::Mmap),
+    Bytes(Vec<u8>),
+}
+
+impl std::ops::Deref for Input {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Input::Map(m) => m,
+            Input::Bytes(b) => b,
+        }
+    }
+}
+
+/// The trace in `input` (header checked by [`parse_head`]). A mapped plain
+/// section whose every record is valid stays in place
+/// ([`Records::Mapped`]); anything else is decoded into memory.
+fn records_of(
+    ctx: &mut Ctx<'_>,
+    input: Input,
+    meta: TraceMeta,
+    h: &Header,
+) -> Result<Trace, TraceError> {
     let files = meta.files.len();
+    let start = h.start as usize;
     if h.flags & FLAG_ZSTD != 0 {
-        file.seek(SeekFrom::Start(h.start)).map_err(|e| ctx.io(e))?;
-        let records = decompress(ctx, file, &h, files)?;
+        let records = decompress(ctx, &input[start..], h, files)?;
         return Ok(Trace::new(meta, records));
     }
-    if h.count == 0 {
-        return Ok(Trace::new(meta, Vec::new()));
-    }
-    // SAFETY: mapping a file is sound as long as nobody truncates or
-    // rewrites it while mapped; outrider never rewrites a trace in place
-    // (write_native renames a new file over it). See the module comment.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ctx.io(e))?;
     let too_big = |_| {
         ctx.error(
             0,
             "expected a trace that fits in this machine's address space".into(),
         )
     };
-    let start = usize::try_from(h.start).map_err(too_big)?;
     let count = usize::try_from(h.count).map_err(too_big)?;
     let end = count
         .checked_mul(RECORD_BYTES)
-        .and_then(|b| b.checked_add(start));
-    let bytes = end.and_then(|end| map.get(start..end)).unwrap_or(&[]);
-    let mut first_bad = None;
+        .and_then(|n| n.checked_add(start));
+    let bytes = end.and_then(|end| input.get(start..end)).unwrap_or(&[]);
+    let mut all_good = true;
     for (i, chunk) in bytes.chunks_exact(RECORD_BYTES).enumerate() {
         if let Err(e) = check(&decode(chunk), files) {
             ctx.bad(i as u64 + 1, e)?;
-            first_bad.get_or_insert(i);
+            all_good = false;
         }
     }
-    if first_bad.is_none() && cfg!(target_endian = "little") && bytes.len() == count * RECORD_BYTES
-    {
-        let records = Records::Mapped {
-            map,
-            start,
-            len: count,
-        };
-        return Ok(Trace { meta, records });
+    let whole = bytes.len() == count * RECORD_BYTES;
+    if all_good && whole && count > 0 && cfg!(target_endian = "little") {
+        if let Input::Map(map) = input {
+            let records = Records::Mapped {
+                map,
+                start,
+                len: count,
+            };
+            return Ok(Trace { meta, records });
+        }
     }
     let records = bytes
         .chunks_exact(RECORD_BYTES)
@@ -391,7 +431,7 @@ pub(crate) fn read(ctx: &mut Ctx<'_>) -> Result<Trace, TraceError> {
 /// Decompress and check a zstd record section.
 fn decompress(
     ctx: &mut Ctx<'_>,
-    file: std::fs::File,
+    section: &[u8],
     h: &Header,
     files: usize,
 ) -> Result<Vec<Record>, TraceError> {
@@ -402,14 +442,14 @@ fn decompress(
         )
     };
     let want = h.count.checked_mul(RECORD_BYTES as u64);
-    let mut dec = zstd::stream::read::Decoder::new(std::io::BufReader::new(file))
+    let mut dec = zstd::stream::read::Decoder::with_buffer(section)
         .map_err(|e| bad(ctx, e))?
         .single_frame();
     let mut records = Vec::with_capacity(h.count.min(1 << 20) as usize);
     let mut buf = [0u8; RECORD_BYTES];
     let mut n = 0u64;
     loop {
-        let got = super::oracle::read_full(&mut dec, &mut buf).map_err(|e| bad(ctx, e))?;
+        let got = super::source::read_full(&mut dec, &mut buf).map_err(|e| bad(ctx, e))?;
         if got == 0 {
             break;
         }

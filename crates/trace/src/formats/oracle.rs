@@ -23,9 +23,9 @@
 //! A file whose length is not a multiple of 24 ends in a truncated record,
 //! which is a bad record (its 1-based number is `len / 24 + 1`).
 
+use super::source::read_full;
 use super::text::{self, mul, Ctx};
 use crate::{Record, Trace, TraceError, TraceMeta};
-use std::io::{BufReader, Read};
 
 /// Bytes per record.
 pub(crate) const RECORD_BYTES: usize = 24;
@@ -77,10 +77,9 @@ impl OracleRecord {
 /// Read a whole oracleGeneral file.
 pub(crate) fn read(ctx: &mut Ctx<'_>, unit_ns: Option<u64>) -> Result<Trace, TraceError> {
     let unit = unit_ns.unwrap_or(TIME_UNIT_NS);
-    let file = std::fs::File::open(ctx.path).map_err(|e| ctx.io(e))?;
-    let len = file.metadata().map_err(|e| ctx.io(e))?.len();
-    let whole = len / RECORD_BYTES as u64;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let len = ctx.source.len();
+    let whole = len.unwrap_or(0) / RECORD_BYTES as u64;
+    let mut reader = ctx.reader()?;
     // Capacity from the length, bounded so a lying size cannot exhaust memory.
     let mut records = Vec::with_capacity(whole.min(1 << 24) as usize);
     let mut buf = [0u8; RECORD_BYTES];
@@ -96,7 +95,8 @@ pub(crate) fn read(ctx: &mut Ctx<'_>, unit_ns: Option<u64>) -> Result<Trace, Tra
                 n,
                 format!(
                     "expected a {RECORD_BYTES}-byte record, found {got} bytes at the end of \
-                     the file (truncated: file length {len} is not a multiple of {RECORD_BYTES})"
+                     the input (truncated: its length {} is not a multiple of {RECORD_BYTES})",
+                    len.unwrap_or((n - 1) * RECORD_BYTES as u64 + got as u64)
                 ),
             )?;
             break;
@@ -108,18 +108,4 @@ pub(crate) fn read(ctx: &mut Ctx<'_>, unit_ns: Option<u64>) -> Result<Trace, Tra
     }
     text::relative_times(&mut records);
     Ok(Trace::new(TraceMeta::default(), records))
-}
-
-/// Fill `buf` as far as the input allows; the number of bytes read.
-pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }

@@ -8,16 +8,13 @@
 //! record, never an unbounded allocation) and on encoding (UTF-8; anything
 //! else is a bad record).
 
+use super::source::Source;
 use crate::{Record, TraceError};
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::Path;
 
 /// Longest line any text format accepts (64 KiB).
 pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
-
-/// Read buffer for text traces.
-const READ_BUFFER_BYTES: usize = 256 * 1024;
 
 /// Error policy and counters for one read.
 pub(crate) struct Ctx<'a> {
@@ -32,18 +29,27 @@ pub(crate) struct Ctx<'a> {
     /// The first bad record skipped in lenient mode, as its error message
     /// (said when every record was bad).
     pub first_bad: Option<String>,
+    /// Where the bytes come from (a file, or a decompressed or piped
+    /// stream that can be read once).
+    pub source: Source,
 }
 
 impl<'a> Ctx<'a> {
-    /// A context for `path`.
-    pub fn new(path: &'a Path, lenient: bool) -> Self {
+    /// A context for `path`, whose bytes come from `source`.
+    pub fn new(path: &'a Path, lenient: bool, source: Source) -> Self {
         Ctx {
             path,
             lenient,
             skipped: 0,
             ignored: 0,
             first_bad: None,
+            source,
         }
+    }
+
+    /// A buffered reader over the input's bytes from the start.
+    pub fn reader(&mut self) -> Result<Box<dyn BufRead + Send>, TraceError> {
+        self.source.reader(self.path)
     }
 
     /// Record `record` is bad: count it (lenient) or fail.
@@ -92,8 +98,7 @@ pub(crate) fn read_lines(
     ctx: &mut Ctx<'_>,
     mut parse: impl FnMut(u64, &str) -> Result<Line, String>,
 ) -> Result<Vec<Record>, TraceError> {
-    let file = File::open(ctx.path).map_err(|e| ctx.io(e))?;
-    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, file);
+    let mut reader = ctx.reader()?;
     let mut buf = Vec::with_capacity(256);
     let mut out = Vec::new();
     let mut line_no = 0u64;

@@ -1,0 +1,44 @@
+//! Helpers shared by the command-line test files.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Run `outrider ARGS`.
+pub fn outrider(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_outrider"))
+        .args(args)
+        .output()
+        .expect("the outrider binary runs")
+}
+
+/// Its standard output.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Its standard error.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A shared sample trace (the repository sits beside `shared/`).
+pub fn sample(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
+    assert!(
+        dir.is_dir(),
+        "{} is missing: the repository must sit beside shared/",
+        dir.display()
+    );
+    dir.join(name)
+}
+
+/// Every shared sample trace.
+pub const SAMPLE_NAMES: [&str; 6] = [
+    "cloudPhysicsIO.csv",
+    "cloudPhysicsIO.oracleGeneral.bin",
+    "mqsim_wsrch-small.trace",
+    "mqsim_tpcc-small.trace",
+    "lirs_cs.trc",
+    "lirs_multi2.trc",
+];
