@@ -421,7 +421,7 @@ pub fn lookup_dev(dir: &Path, dev: u64) -> Option<Calibration> {
 
 /// Maximum read throughput (bytes/s) of the devices a run will likely read
 /// — those of the working directory and of every command argument that
-/// names an existing path — for flashy's cap (§IV-C, `on_device_info`).
+/// names an existing path — for flashy's cap (§IV-C, `on_start`'s devices).
 /// A device with a stored result reuses it; one without is measured once,
 /// now, by reading [`RUN_CALIBRATE_BYTES`] of its block device with
 /// `O_DIRECT` — or, where the node cannot be opened (a container), of the

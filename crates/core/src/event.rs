@@ -214,7 +214,7 @@ impl DeviceRequest {
 }
 
 /// What the driver knows about a device, told to the policy at the start of
-/// every run ([`crate::Policy::on_device_info`]).
+/// every run ([`crate::Policy::on_start`]'s devices).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeviceInfo {
     /// The device this describes; `None` = every device the driver serves

@@ -12,7 +12,7 @@
 //!   arrives through [`Policy::load_history`] (live: built by the driver
 //!   from the history store after dropping changed or deleted files; sim:
 //!   `--history DB` or the previous run of `--runs N`, see
-//!   [`Policy::on_run_start`]). Every run records its own list, which
+//!   [`Policy::on_start`]). Every run records its own list, which
 //!   [`Policy::save_history`] returns.
 //! * **Replay.** The list is fetched ahead of the program one batch (a
 //!   libprefetch reorder buffer, §3.5: "traverse an access list one reorder

@@ -90,12 +90,12 @@ pub struct ControllerOptions {
     /// to the page cache (default 0.25).
     pub cgroup_fraction: f64,
     /// Measured maximum read throughput (bytes/s) per device (user-space
-    /// `dev_t`), told to the policy through `on_device_info` at the start
+    /// `dev_t`), told to the policy through `on_start`'s devices at the start
     /// (flashy §IV-C; `outrider run` fills it from `outrider calibrate`'s
     /// store). Default empty: unknown.
     pub device_max_read: Vec<(u64, u64)>,
     /// Buffer memory told to the policy at the start through
-    /// `on_cache_info`, in bytes (DiskSeen §3.3.1 derives T = 1/64 of it).
+    /// `on_start`'s `cache_blocks`, in bytes (DiskSeen §3.3.1 derives T = 1/64 of it).
     /// Default 0: the page cache the program can use, MemAvailable capped
     /// by the room its memory cgroup leaves ([`default_cache_bytes`]).
     pub cache_bytes: u64,

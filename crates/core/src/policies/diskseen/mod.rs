@@ -51,7 +51,7 @@
 //! # Departures from the paper
 //!
 //! - T is 1/64 of the buffer memory the driver reports
-//!   ([`crate::Policy::on_cache_info`]; 2048 for the paper's 512 MB), or
+//!   ([`crate::Policy::on_start`]'s `cache_blocks`; 2048 for the paper's 512 MB), or
 //!   the paper's 2048 when no driver reports it; `t=N` fixes it. The
 //!   simulator reports its cache size; the live controller reports, once
 //!   at start, MemAvailable capped by the program's memory cgroup.

@@ -44,7 +44,7 @@
 //!    throughput and the scale.
 //!
 //! The maximum device throughput is measured, not assumed (§IV-C): the
-//! driver tells it through [`crate::Policy::on_device_info`] (simulator:
+//! driver tells it through [`crate::Policy::on_start`]'s devices (simulator:
 //! the device model; live: `outrider calibrate`); `max_mb_s` overrides it.
 //! Unknown, the cap is not applied.
 //!
