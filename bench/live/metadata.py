@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Metadata prefetching experiment (issue 7 item 2, last sentence): helpers
+"""Metadata prefetching experiment: helpers
 for bench/live/metadata.sh.
 
   metadata.py record OUT.json TREE -- CMD [ARGS...]

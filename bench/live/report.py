@@ -146,7 +146,7 @@ print("coverage = demand pages served by an outrider prefetch / demand pages; co
       "accuracy = prefetched pages used / prefetched (DESIGN.md metrics, from `outrider run --json-file`).")
 if "sqlite" in order:
     print()
-    print("## SQLite under the memory cgroup (issue 7 item 8)")
+    print("## SQLite under the memory cgroup")
     print()
     print(f"The program runs in a v1 memory cgroup limited to {mib(limit):.0f} MiB; `outrider run` moves itself (and so its prefetch "
           "workers) into the program's cgroup when it sees the program there, so its prefetching is charged to, and bounded by, the same limit. "

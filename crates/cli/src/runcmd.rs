@@ -4,7 +4,7 @@
 //! (outrider-live's controller), and print a summary on stderr. The
 //! program's exit code is passed through unchanged.
 //!
-//! History (issue 7 item 5): unless `--no-history`, the store at `--history
+//! History: unless `--no-history`, the store at `--history
 //! DB` (default `/var/lib/outrider/history.db` for root,
 //! `$XDG_STATE_HOME/outrider/history.db` — `~/.local/state/...` — for
 //! others) is read before the run: the files the application's last run

@@ -376,7 +376,7 @@ fn memory_cgroup(prefix: &str, limit: u64) -> Option<std::path::PathBuf> {
     Some(cg)
 }
 
-/// Issue 7 item 8: a program that moves itself into a memory cgroup as it
+/// Memory safety: a program that moves itself into a memory cgroup as it
 /// starts (as cgexec does) has outrider follow it there, so prefetching is
 /// charged to the program's cgroup and bounded by its limit: outrider joins
 /// once, its budget shrinks to a quarter of the cgroup's room, and after a
@@ -425,7 +425,7 @@ fn run_follows_the_program_into_its_memory_cgroup() {
     );
 }
 
-/// Issue 7 item 8 with history: `auto` replays a recorded history from
+/// Memory safety with history: `auto` replays a recorded history from
 /// the program's first instant, before the program moves itself into its
 /// memory cgroup. What was brought in before the move was charged to
 /// outrider's old cgroup; at the join it is dropped again and fetched
@@ -485,7 +485,7 @@ fn a_history_replay_started_before_the_cgroup_join_stays_within_the_limit() {
     assert!(*resident2 > 0);
 }
 
-/// Issue 7 item 8, read-only: every descriptor outrider holds on the
+/// Read-only: every descriptor outrider holds on the
 /// traced program's file is `O_RDONLY|O_CLOEXEC|O_NOATIME` (root may use
 /// O_NOATIME), seen from outside in `/proc/<outrider>/fdinfo` while the
 /// program runs — not just what the open helper asks for.

@@ -1,4 +1,4 @@
-//! `outrider stat|warm|evict` (issue 7 "Commands"): vmtouch-like page-cache
+//! `outrider stat|warm|evict`: vmtouch-like page-cache
 //! inspection and control.
 //!
 //! - residency comes from `cachestat(2)`, with its dirty, writeback and

@@ -1,4 +1,4 @@
-//! Translation (issue 7 "Translation"): kernel events name files by
+//! Translation: kernel events name files by
 //! (device, inode); prefetching needs an open descriptor.
 //!
 //! How a descriptor is found: when an event names an unknown file, the

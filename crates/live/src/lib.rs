@@ -1,7 +1,7 @@
 //! outrider-live: the Linux live runtime. It watches a program's storage
 //! accesses through kernel tracepoints, feeds them to the same policy
 //! objects the simulator runs, and acts on their answers with real system
-//! calls (DESIGN.md principle 1, issue 7).
+//! calls (DESIGN.md principle 1).
 //!
 //! The one design decision a reader must know: **events come from a private
 //! tracefs instance read in binary form** ([`tracefs`]), not from eBPF or

@@ -1,6 +1,4 @@
-//! Metadata prefetch through the file system (issue 7 item 2, "metadata
-//! blocks ... measure whether that helps on ext4 here and keep it only if
-//! it does").
+//! Metadata prefetch through the file system.
 //!
 //! The block device cannot be opened here (EPERM, see
 //! `bench/results/live-metadata.md`), so directory blocks and inode tables

@@ -1,5 +1,5 @@
 //! `outrider record`: turn a traced run into a native outrider trace that
-//! `outrider sim` replays (issue 7 "Commands").
+//! `outrider sim` replays.
 //!
 //! File level (the default): each `mm_filemap_get_pages` and
 //! `mm_filemap_fault` of the traced tree is one read record carrying its

@@ -2,7 +2,7 @@
 //! keep those of its process tree, hand them to a [`Handler`], pass the
 //! exit status back.
 //!
-//! Safety rules (issue 7 "Safety"): tracing that cannot start, an instance
+//! Safety rules: tracing that cannot start, an instance
 //! removed under us, a read error or lost events never stop the program —
 //! the handler is told to degrade ([`Handler::on_fault`]) and the command
 //! runs to its end. The program is started by [`outrider_sys::launch`]: as

@@ -1,4 +1,4 @@
-//! Issue 7 item 8 ("Safety") against the real kernel: a tracing fault
+//! The live safety rules against the real kernel: a tracing fault
 //! degrades to no prefetching with a warning — never a crash, never a hung
 //! program — and the program's exit code is passed through; files are
 //! opened read-only and close-on-exec. Tracing tests are skipped (pass

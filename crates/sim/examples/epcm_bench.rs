@@ -1,5 +1,5 @@
 //! The EPCM evidence (`bench/epcm.sh` runs this and writes
-//! `bench/results/epcm.md`): issue 4's tables, measured, never hand-edited.
+//! `bench/results/epcm.md`): EPCM's tables, measured, never hand-edited.
 //!
 //! Usage: `epcm_bench [--runs N] [--train N] [--device hdd] LIRS_TRACE...`
 //!

@@ -29,7 +29,7 @@
 //!     data    BLOB NOT NULL,   -- what Policy::save_history returned
 //!     saved_unix INTEGER NOT NULL,
 //!     PRIMARY KEY (app_key, name));
-//! -- version 2: what `outrider run` saw, per application (issue 7 item 5)
+//! -- version 2: what `outrider run` saw, per application
 //! CREATE TABLE app_runs (
 //!     app_key TEXT PRIMARY KEY, -- see below
 //!     exe TEXT NOT NULL, args TEXT NOT NULL, cwd TEXT NOT NULL, -- last run's, for people

@@ -1,4 +1,4 @@
-//! Per-application run history (issue 7 item 5): saved and loaded
+//! Per-application run history: saved and loaded
 //! exactly; two writers at once serialise without corruption or lost
 //! runs; a writer killed with SIGKILL at any point leaves the previous
 //! complete run; a version-1 file is migrated in place.

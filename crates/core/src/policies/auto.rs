@@ -1,4 +1,4 @@
-//! `auto`: the default policy of `outrider run` (issue 7 item 6) —
+//! `auto`: the default policy of `outrider run` —
 //! libprefetch's reorder-buffer batching fed by learned history, with
 //! file-level pattern detection when there is no history or the program
 //! leaves it.
@@ -75,7 +75,7 @@ use super::stride::{Stride, StrideParams};
 /// Registered name.
 pub const NAME: &str = "auto";
 /// One-line description.
-pub const SUMMARY: &str = "history replay in physically ordered reorder-buffer batches paced by the program's progress, stride detection without history (issue 7 auto)";
+pub const SUMMARY: &str = "history replay in physically ordered reorder-buffer batches paced by the program's progress, stride detection without history";
 
 /// Largest list entry in pages (recording coalesces contiguous pages up to
 /// this: 1 MiB), so one entry never overshoots a batch by much.

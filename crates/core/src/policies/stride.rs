@@ -1,5 +1,5 @@
 //! `stride`: file-level pattern detection — forward, reverse and strided
-//! streams — the no-history half of issue 7's `auto` policy ("pattern
+//! streams — the no-history half of the `auto` policy ("pattern
 //! detection at file level: forward, reverse and strided").
 //!
 //! # What triggers it
@@ -44,7 +44,7 @@ use rustc_hash::FxHashMap;
 pub const NAME: &str = "stride";
 /// One-line description.
 pub const SUMMARY: &str =
-    "file-level forward/reverse/strided stream detection with a ramping depth (issue 7 auto, no history)";
+    "file-level forward/reverse/strided stream detection with a ramping depth (auto without history)";
 
 crate::params! {
     /// `stride` parameters.

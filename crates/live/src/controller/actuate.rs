@@ -1,4 +1,4 @@
-//! Actuation (issue 7 item 3): the policy's requests become page ranges
+//! Actuation: the policy's requests become page ranges
 //! of files (block requests through the extent maps), pass the memory
 //! budget and quality control, wait in the bounded backlog, and go to the
 //! I/O workers in jobs of a few chunks; what the workers submitted or
@@ -141,7 +141,7 @@ impl Controller {
         }
         batch.sort_unstable_by_key(|b| (b.0, b.1, b.2));
         if !batch.is_empty() {
-            // Charge this batch to the program's cgroup (issue 7 item 8).
+            // Charge this batch to the program's cgroup.
             // In the program's first second (when wrappers move it into
             // its cgroup) before every batch, so little is fetched in the
             // wrong cgroup and dropped again at the join.

@@ -1,4 +1,4 @@
-//! Memory safety of the controller (issue 7 item 8): following the
+//! Memory safety of the controller: following the
 //! program into its memory cgroup, recharging what was prefetched before
 //! the move, and writing off prefetched pages the kernel evicted before
 //! use.

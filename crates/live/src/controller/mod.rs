@@ -1,4 +1,4 @@
-//! The live controller (issue 7 "Actuation" and "Controller"): runs a core
+//! The live controller: runs a core
 //! [`Policy`] on the traced program's file accesses with wall-clock time and
 //! turns its prefetch requests into `posix_fadvise(WILLNEED)` calls.
 //!
@@ -400,8 +400,8 @@ fn chunk_done(t: &Tracker, done: &Mutex<Vec<PendingDone>>) {
     }
 }
 
-/// Where prefetching is charged: the traced program's memory cgroup
-/// (issue 7 "Safety"). The kernel charges page cache to the memory cgroup of
+/// Where prefetching is charged: the traced program's memory cgroup.
+/// The kernel charges page cache to the memory cgroup of
 /// the reading thread's `mm->owner` — the process, not the thread (measured
 /// here on cgroup v1: moving only the worker threads to the program's
 /// cgroup charged nothing there) — so outrider moves its whole process

@@ -1,5 +1,5 @@
 //! The tracefs event source: a private tracing instance read through the
-//! binary per-CPU `trace_pipe_raw` buffers (issue 7, "Event sources").
+//! binary per-CPU `trace_pipe_raw` buffers.
 //!
 //! Why a private instance (`/sys/kernel/tracing/instances/outrider-<pid>`):
 //! it has its own ring buffers, event enables and clock, so the global

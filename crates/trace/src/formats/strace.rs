@@ -1,6 +1,6 @@
 //! `strace`: file-level traces from
 //! `strace -f -tt -e trace=open,openat,execve,read,pread64,close [-o FILE] CMD`
-//! (EPCM issue 4: whole-file access events from real programs).
+//! (EPCM: whole-file access events from real programs).
 //!
 //! # Accepted lines
 //!

@@ -263,7 +263,7 @@ fn recording_is_bounded() {
     assert_eq!(l.entries(), &[entry(1, 0, 5, NO_LBN)][..]);
 }
 
-/// Issue 7 item 8: a budget that shrinks (the program joined a smaller
+/// Memory safety: a budget that shrinks (the program joined a smaller
 /// memory cgroup and the driver dropped what was prefetched ahead) bounds
 /// the replay to half of it and replays again from the program's
 /// position. 16 one-page entries on blocks 0..16; ahead 8 pages, batches
