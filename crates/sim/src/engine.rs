@@ -340,7 +340,7 @@ pub fn simulate_on(
 }
 
 /// CPU time used by the calling thread, in seconds (0 if unavailable).
-fn thread_cpu_secs() -> f64 {
+pub fn thread_cpu_secs() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

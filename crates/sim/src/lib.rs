@@ -19,5 +19,5 @@ pub mod mrc;
 pub mod windows;
 
 pub use cache::{Cache, CacheModel};
-pub use engine::{simulate, simulate_on, SimConfig, SimResult, Timing};
+pub use engine::{simulate, simulate_on, thread_cpu_secs, SimConfig, SimResult, Timing};
 pub use mrc::StackDistances;

@@ -4,7 +4,7 @@
 use crate::grid::{cache_blocks, Cell, Settings, Source};
 use crate::row::Row;
 use crate::SweepError;
-use outrider_sim::{simulate, CacheModel, SimConfig, Timing};
+use outrider_sim::{simulate, thread_cpu_secs, CacheModel, SimConfig, Timing};
 use outrider_trace::{Format, ReadOptions, Trace};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -188,18 +188,4 @@ pub fn run_local(
         }
         first_err.map_or(Ok(()), Err)
     })
-}
-
-/// CPU time used by the calling thread, in seconds (0 if unavailable).
-fn thread_cpu_secs() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes the timespec we pass.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0.0;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
