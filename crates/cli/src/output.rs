@@ -28,6 +28,24 @@ pub struct JsonLine<'a> {
     /// `scale` per polling interval). Omitted when empty.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub series: &'a [outrider_core::SeriesPoint],
+    /// What the driver's guard decided in this run (`--guard live`:
+    /// requests throttled, blocks dropped by the budget, blocks written
+    /// off). Omitted with the guard off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guard: Option<GuardJson>,
+}
+
+/// The driver guard's decisions in one run.
+#[derive(Serialize)]
+pub struct GuardJson {
+    /// Requests the policy made.
+    pub requests: u64,
+    /// Requests admission control refused.
+    pub throttled_requests: u64,
+    /// Blocks the memory budget refused.
+    pub dropped_budget_blocks: u64,
+    /// Prefetched blocks written off unused past the time to live.
+    pub written_off_blocks: u64,
 }
 
 impl<'a> JsonLine<'a> {
@@ -42,7 +60,17 @@ impl<'a> JsonLine<'a> {
             .series
             .get(report.run.saturating_sub(1) as usize)
             .map_or(&[][..], |s| &s[..]);
+        let guard = (cfg.guard != outrider_driver::GuardOptions::OFF)
+            .then(|| res.guard.get(report.run.saturating_sub(1) as usize))
+            .flatten()
+            .map(|g| GuardJson {
+                requests: g.requests,
+                throttled_requests: g.throttled_requests,
+                dropped_budget_blocks: g.dropped_budget_blocks,
+                written_off_blocks: g.written_off_blocks,
+            });
         JsonLine {
+            guard,
             series,
             cache_model_bytes_per_block: res.cache_bytes_per_block,
             peak_cache_blocks: res.peak_cache_blocks,

@@ -42,6 +42,13 @@ pub struct SimOpts {
     /// 250ns, 20us, 1.5ms, 2s), replacing the trace's gaps.
     #[arg(long)]
     pub think: Option<String>,
+    /// The driver's do-no-harm guard: off (the papers' systems), live (as
+    /// `outrider run` runs it: a budget of a quarter of the cache for
+    /// prefetched-but-unused blocks, 30 s write-off, admission halved while
+    /// prefetching wastes more than it serves), or live:BUDGET (a size, or a
+    /// fraction of the cache).
+    #[arg(long, default_value = "off")]
+    pub guard: String,
     /// Print one JSON object per (policy, run) on stdout instead of a table
     /// (metric names: docs/metrics.md).
     #[arg(long)]
@@ -162,6 +169,8 @@ fn config(o: &SimOpts, cache_blocks: u64) -> anyhow::Result<SimConfig> {
         runs: o.runs,
         timing,
         think_ns,
+        guard: outrider_driver::GuardOptions::parse(&o.guard, cache_blocks)
+            .map_err(|e| usage(format!("--guard {e}")))?,
     })
 }
 

@@ -35,6 +35,9 @@ pub struct Counters {
     pub prefetch_served_blocks: u64,
     /// Blocks read from the device on demand.
     pub miss_blocks: u64,
+    /// Demand blocks that waited on a prefetch still in flight (EPCM's
+    /// partial hits; 0 live, where such a page counts as a miss).
+    pub inflight_blocks: u64,
     /// Blocks read by prefetching (issued to the device).
     pub prefetched_blocks: u64,
     /// Prefetched blocks used by a demand access before eviction.

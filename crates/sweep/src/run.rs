@@ -73,6 +73,7 @@ pub fn sim_config(
         runs,
         timing: Timing::parse(&settings.timing).map_err(|e| bad("timing", e))?,
         think_ns: None,
+        ..SimConfig::default()
     })
 }
 

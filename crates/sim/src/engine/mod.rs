@@ -24,6 +24,12 @@
 //! ([`outrider_core::Policy::on_start`]); at its end the policy's time
 //! series is collected into [`SimResult::series`].
 //!
+//! The policy is run by an [`outrider_driver::Driver`], the same one the
+//! live runtime uses: this module and `kernel` are its simulated kernel
+//! (the cache and device models). With [`SimConfig::guard`] the driver's
+//! do-no-harm guard (budget, admission throttle, write-off) runs as it
+//! does live; quality control runs after every event.
+//!
 //! Times saturate at 2^64 − 1 ns; a run whose clock got there is refused
 //! by [`simulate`]. A tick that asks for nothing while the device is idle
 //! skips the ticks up to the next request, so simulated idle time costs no
@@ -36,15 +42,15 @@
 //! the trace's gaps with a constant.
 
 use crate::cache::{Cache, CacheModel, Fill, Node};
-use crate::device::{build_device, DevRequest, Device};
-use crate::layout::{block_key, split_key, Layout};
+use crate::device::{build_device, Device};
+use crate::layout::{block_key, Layout};
 use crate::windows::WindowTable;
 use outrider_core::metrics::{Counters, Report};
 use outrider_core::{
-    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, Feedback, FileId, Op, Origin,
-    Outcome, PrefetchDone, PrefetchRequest, Residency, RunInfo, SeriesPoint, Sink, Target,
-    WindowId,
+    Access, BoxedPolicy, DeviceInfo, Feedback, FileId, Op, Origin, Outcome, Policy, RunInfo,
+    SeriesPoint,
 };
+use outrider_driver::{Driver, GuardOptions, GuardStats};
 use outrider_trace::{Record, Trace};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
@@ -90,6 +96,8 @@ pub struct SimConfig {
     pub timing: Timing,
     /// Constant think time replacing the trace's gaps. Default: none.
     pub think_ns: Option<u64>,
+    /// The driver's do-no-harm guard. Default: off (the papers' systems).
+    pub guard: GuardOptions,
 }
 
 impl Default for SimConfig {
@@ -101,6 +109,7 @@ impl Default for SimConfig {
             runs: 1,
             timing: Timing::Think,
             think_ns: None,
+            guard: GuardOptions::OFF,
         }
     }
 }
@@ -120,6 +129,8 @@ pub struct SimResult {
     pub policy_bytes: usize,
     /// The policy's time series, one per run ([`outrider_core::Policy::series`]).
     pub series: Vec<Vec<SeriesPoint>>,
+    /// What the driver's guard decided, per run.
+    pub guard: Vec<GuardStats>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -149,26 +160,13 @@ struct Proc {
     access: Access,
 }
 
-struct View<'a> {
-    cache: &'a Cache,
-    layout: &'a Layout,
-}
+/// The driver as the simulator runs it (the policy is the caller's).
+type SimDriver<'p> = Driver<&'p mut (dyn Policy + 'static)>;
 
-impl Residency for View<'_> {
-    fn is_cached(&self, dev: u32, lbn: u64) -> bool {
-        self.cache.contains(block_key(dev, lbn))
-    }
-    fn is_page_cached(&self, file: FileId, page: u64) -> bool {
-        match self.layout.block_of(file, page) {
-            Some((d, l)) => self.cache.contains(block_key(d, l)),
-            None => false,
-        }
-    }
-    fn block_of(&self, file: FileId, page: u64) -> Option<(u32, u64)> {
-        self.layout.block_of(file, page)
-    }
-}
-
+/// The simulated kernel and its processes. The [`Kernel`] side
+/// (residency, fetching, write-off) is in `kernel`.
+///
+/// [`Kernel`]: outrider_driver::Kernel
 struct Engine<'t> {
     records: &'t [Record],
     /// Record indices of each process, in order of first appearance; empty
@@ -184,30 +182,21 @@ struct Engine<'t> {
     ready: BinaryHeap<Reverse<(u64, u32)>>,
     windows: WindowTable,
     c: Counters,
-    out: Vec<PrefetchRequest>,
     evicted: Vec<Node>,
     pieces: Vec<(u32, u64, u32)>,
-    /// Device reads not yet reported to the policy (drained after each
-    /// access and each batch of prefetches, so bounded by one batch).
-    dev_log: Vec<DeviceRequest>,
-    next_window: u64,
     /// The device completes every request when submitted (`none`): reads
-    /// skip the device queue and prefetch completions wait here, in
-    /// submission order, to be told to the policy before the next event --
-    /// exactly when the queue would have delivered them.
+    /// skip the device queue and prefetch completions wait in the
+    /// driver's notes, in submission order, to be told to the policy
+    /// before the next event -- exactly when the queue would have
+    /// delivered them.
     instant: bool,
-    instant_done: VecDeque<PrefetchDone>,
-    /// The policy's [`outrider_core::Interests`] ask for device requests
-    /// and access completions (set at each run).
-    wants_device: bool,
-    wants_done: bool,
-    /// The policy wants evictions / prefetch completions (else not told).
-    wants_evict: bool,
-    wants_prefetch_done: bool,
+    /// Prefetched blocks not yet used, evicted or written off.
+    pending_prefetched: u64,
+    /// Prefetch reads in issue order, for the write-off (kept only when
+    /// the guard has a time to live): (issue time, first key, blocks).
+    issued: VecDeque<(u64, u64, u32)>,
+    track_issued: bool,
     seq: u64,
-    /// Demand blocks that waited on a prefetch in flight (this run): with
-    /// hits and misses they add up to the demand.
-    inflight_served: u64,
     t0_ns: u64,
     live: usize,
     end_ns: u64,
@@ -281,18 +270,12 @@ pub fn simulate_on(
         ready: BinaryHeap::new(),
         windows: WindowTable::default(),
         c: Counters::default(),
-        out: Vec::new(),
         evicted: Vec::new(),
         pieces: Vec::new(),
-        dev_log: Vec::new(),
-        next_window: 0,
-        instant_done: VecDeque::new(),
-        wants_device: false,
-        wants_done: false,
-        wants_evict: true,
-        wants_prefetch_done: true,
+        pending_prefetched: 0,
+        issued: VecDeque::new(),
+        track_issued: cfg.guard.unused_ttl_ns.is_some(),
         seq: 0,
-        inflight_served: 0,
         live: 0,
         end_ns: 0,
         t0_ns: records.first().map_or(0, |r| r.time_ns),
@@ -305,6 +288,7 @@ pub fn simulate_on(
     } else {
         Vec::new()
     };
+    let mut d: SimDriver<'_> = Driver::new(policy.as_mut(), cfg.guard);
     for run in 1..=cfg.runs.max(1) {
         let started = Instant::now();
         let cpu_started = thread_cpu_secs();
@@ -313,15 +297,18 @@ pub fn simulate_on(
             dev: None,
             max_read_bytes_per_s: e.device.max_throughput_bytes_per_s(),
         };
-        policy.on_start(&RunInfo {
+        d.start(&RunInfo {
             run,
             budget_changed: false,
             cache_blocks: cfg.cache_blocks,
             devices: std::slice::from_ref(&device),
-            memory_budget_bytes: None,
+            memory_budget_bytes: cfg
+                .guard
+                .budget_blocks
+                .map(|b| b * outrider_core::BLOCK_SIZE),
             oracle: (!oracle.is_empty()).then_some(oracle.as_slice()),
         });
-        e.run(policy.as_mut(), &mut |n| progress(done_total + n));
+        e.run(&mut d, &mut |n| progress(done_total + n));
         done_total += e.c.requests;
         let secs = started.elapsed().as_secs_f64();
         let mut report = e.c.report(policy_spec, run, secs);
@@ -331,11 +318,12 @@ pub fn simulate_on(
         }
         result.reports.push(report);
         result.counters.push(e.c.clone());
-        result.series.push(policy.series());
+        result.series.push(d.policy().series());
+        result.guard.push(d.stats());
         result.peak_cache_blocks = result.peak_cache_blocks.max(e.cache.peak_blocks());
     }
     result.cache_bytes_per_block = e.cache.bytes_per_block();
-    result.policy_bytes = policy.memory_bytes();
+    result.policy_bytes = d.policy().memory_bytes();
     result
 }
 
@@ -395,9 +383,9 @@ impl Engine<'_> {
         self.free_inflight.clear();
         self.windows.clear();
         self.ready.clear();
-        self.instant_done.clear();
         self.c = Counters::default();
-        self.inflight_served = 0;
+        self.pending_prefetched = 0;
+        self.issued.clear();
         self.procs.clear();
         if self.lists.is_empty() {
             self.procs.push(Proc {
@@ -459,13 +447,9 @@ impl Engine<'_> {
         }
     }
 
-    fn run(&mut self, policy: &mut dyn outrider_core::Policy, progress: &mut dyn FnMut(u64)) {
-        let interests = policy.interests();
-        let tick_iv = interests.tick_interval_ns.filter(|&t| t > 0);
-        self.wants_device = interests.device_requests;
-        self.wants_done = interests.access_done;
-        self.wants_evict = interests.evictions;
-        self.wants_prefetch_done = interests.prefetch_done;
+    fn run(&mut self, d: &mut SimDriver<'_>, progress: &mut dyn FnMut(u64)) {
+        let tick_iv = d.interests().tick_interval_ns.filter(|&t| t > 0);
+        let qc = d.guard().qc_interval_ns > 0;
         // `None`: no tick due (event-driven, or the clock would pass 2^64).
         let mut next_tick = tick_iv;
         self.live = self.procs.iter().filter(|p| p.len > 0).count();
@@ -481,46 +465,45 @@ impl Engine<'_> {
             // Ties: completions, then ticks, then requests (module docs).
             let before =
                 |a: Option<u64>, b: Option<u64>| a.is_some_and(|a| b.is_none_or(|b| a <= b));
-            if t_dev.is_some() && before(t_dev, t_proc) && before(t_dev, next_tick) {
+            let now = if t_dev.is_some() && before(t_dev, t_proc) && before(t_dev, next_tick) {
                 let (now, req) = self
                     .device
                     .complete_next()
                     .expect("device promised a completion");
                 debug_assert_eq!(Some(now), t_dev);
-                self.complete(policy, req.id as u32, now);
+                self.complete(d, req.id as u32, now);
+                now
             } else if next_tick.is_some() && before(next_tick, t_proc) {
                 let now = next_tick.expect("due");
                 let iv = tick_iv.expect("ticking");
-                let view = View {
-                    cache: &self.cache,
-                    layout: &self.layout,
-                };
-                let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-                policy.on_feedback(&Feedback::Tick(now), &mut sink);
-                let idle = self.out.is_empty();
-                self.issue_prefetches(policy, now);
-                next_tick = self.next_tick_after(now, iv, idle, t_proc);
+                let idle = d.tick(self, now);
+                next_tick = self.next_tick_after(d, now, iv, idle, t_proc);
+                now
             } else {
                 let Reverse((now, p)) = self
                     .ready
                     .pop()
                     .expect("a live process is ready or waits on the device");
                 let p = p as usize;
-                self.request(policy, p, now);
+                self.request(d, p, now);
                 if self.c.requests & ((1 << 20) - 1) == 0 {
                     progress(self.c.requests);
                 }
                 if self.procs[p].outstanding == 0 {
                     self.advance(p, now);
                 }
+                now
+            };
+            if !d.notes.done.is_empty() {
+                d.deliver_done(self);
             }
-            if !self.instant_done.is_empty() {
-                self.deliver_instant(policy);
+            if qc {
+                d.poll(self, now);
             }
         }
         self.c.elapsed_ns = self.end_ns;
         self.c.device_busy_ns = self.device.busy_ns();
-        self.finish_run();
+        self.finish_run(d);
     }
 
     /// The tick after the one at `now`. A tick that asked for nothing while
@@ -531,14 +514,15 @@ impl Engine<'_> {
     /// reads as the idle ones would).
     fn next_tick_after(
         &mut self,
+        d: &SimDriver<'_>,
         now: u64,
         iv: u64,
         idle: bool,
         t_proc: Option<u64>,
     ) -> Option<u64> {
         let next = now.checked_add(iv)?;
-        let device_idle = self.instant_done.is_empty()
-            && (self.instant || self.device.next_completion_ns().is_none());
+        let device_idle =
+            d.notes.done.is_empty() && (self.instant || self.device.next_completion_ns().is_none());
         match t_proc {
             Some(t) if idle && device_idle && t > next => Some(next + (t - next) / iv * iv),
             _ => Some(next),
@@ -560,7 +544,7 @@ impl Engine<'_> {
         false
     }
 
-    fn request(&mut self, policy: &mut dyn outrider_core::Policy, p: usize, now: u64) {
+    fn request(&mut self, d: &mut SimDriver<'_>, p: usize, now: u64) {
         let pos = self.procs[p].pos;
         let r = *self.record_of(p, pos);
         // Warm the hash slot of a request a few ahead (memory-latency bound).
@@ -571,7 +555,6 @@ impl Engine<'_> {
         }
         self.seq += 1;
         self.c.requests += 1;
-        let blocks = r.block_count();
         let access = Access {
             seq: self.seq,
             time_ns: now,
@@ -580,16 +563,34 @@ impl Engine<'_> {
             lbn: r.first_block(),
             file: FileId(u64::from(r.file)),
             page: r.first_page(),
-            blocks,
+            blocks: r.block_count(),
             op: if r.is_write() { Op::Write } else { Op::Read },
             origin: Origin::Demand,
         };
+        let o = self.look_up(d, p, &access, now);
+        self.settle_evictions(d);
+        d.settle(self);
+        self.c.miss_blocks += u64::from(o.miss_blocks);
+        self.c.inflight_blocks += u64::from(o.inflight_blocks);
+        d.access(self, &access, &o);
+        if self.procs[p].outstanding > 0 {
+            self.procs[p].wait_start_ns = now;
+            self.procs[p].access = access;
+        } else {
+            self.access_done(d, &access, now);
+        }
+    }
+
+    /// Look the blocks of process `p`'s `access` up, block by block: hits,
+    /// waits on reads in flight, and demand reads (one per run of missing
+    /// blocks) or write allocations for the rest.
+    fn look_up(&mut self, d: &mut SimDriver<'_>, p: usize, access: &Access, now: u64) -> Outcome {
         let key0 = block_key(access.dev, access.lbn);
         let mut o = Outcome::default();
         let mut run_start = 0u64;
         let mut run_len = 0u32;
-        self.c.demand_blocks += u64::from(blocks);
-        for i in 0..u64::from(blocks) {
+        self.c.demand_blocks += u64::from(access.blocks);
+        for i in 0..u64::from(access.blocks) {
             let key = key0 + i;
             if let Some(idx) = self.cache.get(key) {
                 let n = self.cache.node(idx);
@@ -613,7 +614,7 @@ impl Engine<'_> {
                 self.cache.touch(idx);
                 self.cache.note_demand(key, false);
                 if run_len > 0 {
-                    self.demand_read(p, run_start, run_len, now);
+                    self.demand_read(d, p, run_start, run_len, now);
                     run_len = 0;
                 }
             } else {
@@ -621,7 +622,7 @@ impl Engine<'_> {
                 self.cache.note_demand(key, true);
                 if access.op == Op::Write {
                     self.cache.insert(key, Fill::Demand, &mut self.evicted);
-                    self.settle_evictions(policy);
+                    self.settle_evictions(d);
                 } else {
                     if run_len == 0 {
                         run_start = key;
@@ -631,45 +632,23 @@ impl Engine<'_> {
             }
         }
         if run_len > 0 {
-            self.demand_read(p, run_start, run_len, now);
+            self.demand_read(d, p, run_start, run_len, now);
         }
-        self.settle_evictions(policy);
-        self.report_device(policy);
-        self.c.miss_blocks += u64::from(o.miss_blocks);
-        self.inflight_served += u64::from(o.inflight_blocks);
-        let view = View {
-            cache: &self.cache,
-            layout: &self.layout,
-        };
-        let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-        policy.on_access(&access, &o, &mut sink);
-        self.issue_prefetches(policy, now);
-        if self.procs[p].outstanding > 0 {
-            self.procs[p].wait_start_ns = now;
-            self.procs[p].access = access;
-        } else {
-            self.access_done(policy, &access, now);
-        }
+        o
     }
 
     /// The demand request `access` completed at `now`: tell the policy.
-    fn access_done(&mut self, policy: &mut dyn outrider_core::Policy, access: &Access, now: u64) {
-        if !self.wants_done {
-            return;
+    fn access_done(&mut self, d: &mut SimDriver<'_>, access: &Access, now: u64) {
+        if d.interests().access_done {
+            d.feedback(self, &Feedback::AccessDone(access), now);
         }
-        let view = View {
-            cache: &self.cache,
-            layout: &self.layout,
-        };
-        let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-        policy.on_feedback(&Feedback::AccessDone(access), &mut sink);
-        self.issue_prefetches(policy, now);
     }
 
     fn use_prefetched(&mut self, idx: u32, now: u64) {
         let n = self.cache.node_mut(idx);
         n.prefetched = false;
         let (slot, issue) = (n.window_slot, n.issue_ns);
+        self.pending_prefetched -= 1;
         self.c.prefetched_used_blocks += 1;
         self.c.prefetch_served_blocks += 1;
         self.c.lead_time_sum_ns += u128::from(now.saturating_sub(issue));
@@ -705,10 +684,10 @@ impl Engine<'_> {
         }
     }
 
-    fn demand_read(&mut self, p: usize, key: u64, blocks: u32, now: u64) {
-        if self.wants_device {
+    fn demand_read(&mut self, d: &mut SimDriver<'_>, p: usize, key: u64, blocks: u32, now: u64) {
+        if d.notes.wants().device_requests {
             let pid = self.record_of(p, self.procs[p].pos).pid;
-            self.log_device(now, pid, key, blocks, Origin::Demand, None);
+            self.log_device(&mut d.notes, now, pid, key, blocks, Origin::Demand, None);
         }
         if self.instant {
             for i in 0..u64::from(blocks) {
@@ -732,303 +711,6 @@ impl Engine<'_> {
         self.wait_on(p, id);
         self.submit(id, key, blocks, now, 0);
     }
-
-    fn log_device(
-        &mut self,
-        now: u64,
-        pid: u32,
-        key: u64,
-        blocks: u32,
-        origin: Origin,
-        window: Option<WindowId>,
-    ) {
-        if !self.wants_device {
-            return;
-        }
-        let (dev, lbn) = split_key(key);
-        self.dev_log.push(DeviceRequest {
-            time_ns: now,
-            pid,
-            dev,
-            lbn,
-            blocks,
-            origin,
-            window,
-        });
-    }
-
-    /// Tell the policy about the device reads submitted since last time.
-    #[inline]
-    fn report_device(&mut self, policy: &mut dyn outrider_core::Policy) {
-        let view = View {
-            cache: &self.cache,
-            layout: &self.layout,
-        };
-        for r in &self.dev_log {
-            let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-            policy.on_feedback(&Feedback::DeviceRequest(r), &mut sink);
-        }
-        self.dev_log.clear();
-    }
-
-    fn submit(&mut self, id: u32, key: u64, blocks: u32, now: u64, group: u32) {
-        let (dev, lbn) = split_key(key);
-        self.c.device_requests += 1;
-        let req = DevRequest {
-            id: u64::from(id),
-            dev,
-            lbn,
-            blocks,
-            write: false,
-        };
-        if group == 0 {
-            self.device.submit(now, req);
-        } else {
-            self.device.submit_grouped(now, req, group);
-        }
-    }
-
-    #[inline]
-    fn issue_prefetches(&mut self, policy: &mut dyn outrider_core::Policy, now: u64) {
-        if !self.out.is_empty() {
-            self.issue_requested(policy, now);
-        }
-    }
-
-    fn issue_requested(&mut self, policy: &mut dyn outrider_core::Policy, now: u64) {
-        // Issuing never adds requests, so `out` is walked in place.
-        for i in 0..self.out.len() {
-            let r = self.out[i];
-            // Scheduling groups matter only to a device that queues.
-            let group = if self.instant {
-                0
-            } else {
-                policy.schedule_group(r.window)
-            };
-            match r.target {
-                Target::Block { dev, lbn } => {
-                    self.prefetch_missing(r.window, block_key(dev, lbn), r.blocks, now, group)
-                }
-                Target::File { file, page } => {
-                    let mut pieces = std::mem::take(&mut self.pieces);
-                    pieces.clear();
-                    self.layout
-                        .map_range(file, page, r.blocks, |d, l, n| pieces.push((d, l, n)));
-                    for &(dev, lbn, n) in &pieces {
-                        self.prefetch_missing(r.window, block_key(dev, lbn), n, now, group);
-                    }
-                    self.pieces = pieces;
-                }
-            }
-        }
-        self.out.clear();
-        self.settle_evictions(policy);
-        self.report_device(policy);
-    }
-
-    /// Read the blocks of `key0 .. key0 + n` that are not cached, one device
-    /// request per run of missing blocks.
-    #[inline]
-    fn prefetch_missing(&mut self, window: WindowId, key0: u64, n: u32, now: u64, group: u32) {
-        let mut start = 0u64;
-        let mut len = 0u32;
-        for i in 0..u64::from(n) {
-            let key = key0 + i;
-            if self.cache.contains(key) {
-                if len > 0 {
-                    self.prefetch_read(window, start, len, now, group);
-                    len = 0;
-                }
-            } else {
-                if len == 0 {
-                    start = key;
-                }
-                len += 1;
-            }
-        }
-        if len > 0 {
-            self.prefetch_read(window, start, len, now, group);
-        }
-    }
-
-    fn prefetch_read(&mut self, window: WindowId, key: u64, blocks: u32, now: u64, group: u32) {
-        let id = if self.instant {
-            u32::MAX
-        } else {
-            self.alloc_inflight(Inflight {
-                kind: Kind::Prefetch,
-                window: window.0,
-                key,
-                blocks,
-                issue_ns: now,
-                waiters: Vec::new(),
-            })
-        };
-        let (slot, opened) = self.windows.add(window.0, blocks);
-        if opened {
-            self.c.windows += 1;
-        }
-        for i in 0..u64::from(blocks) {
-            let idx = self
-                .cache
-                .insert(key + i, Fill::Prefetch, &mut self.evicted);
-            let n = self.cache.node_mut(idx);
-            n.inflight = (!self.instant).then_some(id);
-            n.window = window.0;
-            n.window_slot = slot;
-            n.issue_ns = now;
-        }
-        self.c.prefetched_blocks += u64::from(blocks);
-        self.log_device(now, 0, key, blocks, Origin::OurPrefetch, Some(window));
-        if self.instant {
-            self.c.device_requests += 1;
-            if !self.wants_prefetch_done {
-                return;
-            }
-            let (dev, lbn) = split_key(key);
-            self.instant_done.push_back(PrefetchDone {
-                window,
-                dev,
-                lbn,
-                blocks,
-                issue_ns: now,
-                done_ns: now,
-            });
-        } else {
-            self.submit(id, key, blocks, now, group);
-        }
-    }
-
-    /// Tell the policy about the prefetches an instantaneous device
-    /// completed, in submission order; what it asks for in reply completes
-    /// too and is told after them.
-    fn deliver_instant(&mut self, policy: &mut dyn outrider_core::Policy) {
-        if !self.wants_prefetch_done {
-            self.instant_done.clear();
-            return;
-        }
-        while let Some(done) = self.instant_done.pop_front() {
-            let view = View {
-                cache: &self.cache,
-                layout: &self.layout,
-            };
-            let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-            policy.on_feedback(&Feedback::PrefetchDone(&done), &mut sink);
-            self.issue_prefetches(policy, done.done_ns);
-        }
-    }
-
-    /// Account evicted blocks and tell the policy.
-    #[inline]
-    fn settle_evictions(&mut self, policy: &mut dyn outrider_core::Policy) {
-        if !self.evicted.is_empty() {
-            self.settle_evicted(policy);
-        }
-    }
-
-    fn settle_evicted(&mut self, policy: &mut dyn outrider_core::Policy) {
-        let evicted = std::mem::take(&mut self.evicted);
-        for n in &evicted {
-            if n.prefetched {
-                self.c.prefetched_unused_blocks += 1;
-                self.resolve_window(n.window_slot, false);
-            }
-        }
-        if self.wants_evict {
-            let view = View {
-                cache: &self.cache,
-                layout: &self.layout,
-            };
-            let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-            for n in &evicted {
-                let (dev, lbn) = split_key(n.key);
-                let e = Eviction {
-                    dev,
-                    lbn,
-                    prefetched: n.window != 0,
-                    used: !n.prefetched,
-                    window: (n.window != 0).then_some(WindowId(n.window)),
-                };
-                policy.on_feedback(&Feedback::Evicted(&e), &mut sink);
-            }
-        }
-        self.evicted = evicted;
-        self.evicted.clear();
-    }
-
-    fn complete(&mut self, policy: &mut dyn outrider_core::Policy, id: u32, now: u64) {
-        let (kind, window, key, blocks, issue_ns) = {
-            let f = &self.inflight[id as usize];
-            (f.kind, f.window, f.key, f.blocks, f.issue_ns)
-        };
-        for i in 0..u64::from(blocks) {
-            if let Some(idx) = self.cache.get(key + i) {
-                let n = self.cache.node_mut(idx);
-                if n.inflight == Some(id) {
-                    n.inflight = None;
-                }
-            }
-        }
-        let nwaiters = self.inflight[id as usize].waiters.len();
-        for k in 0..nwaiters {
-            let p = self.inflight[id as usize].waiters[k] as usize;
-            self.procs[p].outstanding -= 1;
-            if self.procs[p].outstanding == 0 {
-                self.c.io_wait_ns += now - self.procs[p].wait_start_ns;
-                let access = self.procs[p].access;
-                self.access_done(policy, &access, now);
-                self.advance(p, now);
-            }
-        }
-        self.inflight[id as usize].waiters.clear();
-        self.free_inflight.push(id);
-        if kind == Kind::Prefetch && self.wants_prefetch_done {
-            let (dev, lbn) = split_key(key);
-            let done = PrefetchDone {
-                window: WindowId(window),
-                dev,
-                lbn,
-                blocks,
-                issue_ns,
-                done_ns: now,
-            };
-            let view = View {
-                cache: &self.cache,
-                layout: &self.layout,
-            };
-            let mut sink = Sink::new(&mut self.out, &mut self.next_window, &view);
-            policy.on_feedback(&Feedback::PrefetchDone(&done), &mut sink);
-            self.issue_prefetches(policy, now);
-        }
-    }
-
-    /// End of run: prefetched blocks still unused count as unused.
-    fn finish_run(&mut self) {
-        let mut left = Vec::new();
-        self.cache.drain(&mut left);
-        for n in &left {
-            if n.prefetched {
-                self.c.prefetched_unused_blocks += 1;
-                self.resolve_window(n.window_slot, false);
-            }
-        }
-        // Windows whose blocks were evicted while in flight and re-read are
-        // already resolved; anything left never saw a use.
-        debug_assert!(
-            self.windows.is_empty(),
-            "every prefetched block was resolved"
-        );
-        self.windows.clear();
-        // DESIGN.md's counts add up: every demand block is a hit, a miss or
-        // waits on a prefetch in flight; every prefetched block is used or
-        // not, once.
-        assert_eq!(
-            self.c.hit_blocks + self.c.miss_blocks + self.inflight_served,
-            self.c.demand_blocks
-        );
-        assert_eq!(
-            self.c.prefetched_used_blocks + self.c.prefetched_unused_blocks,
-            self.c.prefetched_blocks
-        );
-    }
 }
+
+mod kernel;
