@@ -8,6 +8,9 @@
 # Each (policy, device) runs REPS times (default 3, best kept) with --cache-model lru --cache 10% of the
 # distinct pages; events_per_s is outrider's own measurement of the
 # simulation loop (trace loading excluded). Peak RSS comes from GNU time.
+# OLD=PATH also runs an older outrider binary, alternating with this one
+# run by run, and adds its rates and the new/old ratio (the comparison is
+# in one sitting, so the machine's state is the same for both).
 # Writes bench/results/sim-throughput.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,12 +21,14 @@ trap 'rm -rf "$work"' EXIT
 trace=$work/cp-pages-x9.otr
 REPS=${REPS:-3}
 $bin trace convert ../shared/traces/cloudPhysicsIO.csv "$trace" --split-pages --repeat 9 >/dev/null
+# The old binary reads its own conversion (the native format may differ).
+[ -z "${OLD:-}" ] || "$OLD" trace convert ../shared/traces/cloudPhysicsIO.csv "$trace.old" --split-pages --repeat 9 >/dev/null
 requests=$($bin trace info --json "$trace" | python3 -c 'import sys,json; print(json.load(sys.stdin)["requests"])')
 distinct=$($bin trace info --json "$trace" | python3 -c 'import sys,json; print(json.load(sys.stdin)["distinct_blocks"])')
 
-run() { # policy device cache -> "events_per_s hit_ratio maxrss_kib"
-  /usr/bin/time -f '%M' -o "$work/rss" $bin sim --policy "$1" --device "$2" --cache "$3" \
-      --cache-model lru --trace "$trace" --json > "$work/out"
+run() { # policy device cache [binary] -> "events_per_s hit_ratio maxrss_kib"
+  /usr/bin/time -f '%M' -o "$work/rss" "${4:-$bin}" sim --policy "$1" --device "$2" --cache "$3" \
+      --cache-model lru --trace "$trace${4:+.old}" --json > "$work/out"
   python3 - "$work/out" "$work/rss" <<'PY'
 import sys, json
 d = json.loads(open(sys.argv[1]).read())
@@ -47,16 +52,31 @@ out=bench/results/sim-throughput.md
   echo
   echo "Targets (issue 2): obl >= 10 M requests/s, readahead >= 5 M requests/s."
   echo
-  echo "| policy | device | M requests/s (wall) | M requests/s (CPU) | hit ratio | peak RSS (MiB) |"
-  echo "|---|---|---:|---:|---:|---:|"
+  if [ -n "${OLD:-}" ]; then
+    echo "Old binary: \`$OLD\` ($("$OLD" --version 2>/dev/null || echo unknown version)); runs alternate old and new."
+    echo
+    echo "| policy | device | M requests/s (wall) | M requests/s (CPU) | old (CPU) | new/old (CPU) | hit ratio | old hit ratio | peak RSS (MiB) |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
+  else
+    echo "| policy | device | M requests/s (wall) | M requests/s (CPU) | hit ratio | peak RSS (MiB) |"
+    echo "|---|---|---:|---:|---:|---:|"
+  fi
   for dev in none ssd hdd; do
     for pol in none obl readahead; do
-      best=0; bestcpu=0
+      best=0; bestcpu=0; oldcpu=0; oldhit=-
       for _ in $(seq "$REPS"); do
         read -r eps hit rss blocks _ cpu < <(run "$pol" "$dev" 10%)
         best=$(python3 -c "print(max($best, $eps))"); bestcpu=$(python3 -c "print(max($bestcpu, $cpu))")
+        if [ -n "${OLD:-}" ]; then
+          read -r _ oldhit _ _ _ ocpu < <(run "$pol" "$dev" 10% "$OLD")
+          oldcpu=$(python3 -c "print(max($oldcpu, $ocpu))")
+        fi
       done
-      printf '| %s | %s | %.2f | %.2f | %s | %.0f |\n' "$pol" "$dev" "$(echo "$best/1000000" | bc -l)" "$(echo "$bestcpu/1000000" | bc -l)" "$hit" "$(echo "$rss/1024" | bc -l)"
+      if [ -n "${OLD:-}" ]; then
+        printf '| %s | %s | %.2f | %.2f | %.2f | %.3f | %s | %s | %.0f |\n' "$pol" "$dev" "$(echo "$best/1000000" | bc -l)" "$(echo "$bestcpu/1000000" | bc -l)" "$(echo "$oldcpu/1000000" | bc -l)" "$(echo "$bestcpu/$oldcpu" | bc -l)" "$hit" "$oldhit" "$(echo "$rss/1024" | bc -l)"
+      else
+        printf '| %s | %s | %.2f | %.2f | %s | %.0f |\n' "$pol" "$dev" "$(echo "$best/1000000" | bc -l)" "$(echo "$bestcpu/1000000" | bc -l)" "$hit" "$(echo "$rss/1024" | bc -l)"
+      fi
     done
   done
   echo

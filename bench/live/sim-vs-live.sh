@@ -9,10 +9,12 @@
 #      time and adds the modelled I/O; a cold recording's gaps would
 #      include the I/O waits too, charged twice (measured: the simulated
 #      elapsed times came out 3-14x the live ones)
-#   2. simulate the recording on this machine's fitted device model:
+#   2. simulate the recording on this machine's fitted device model, with
+#      the live runtime's do-no-harm guard (the same driver code):
 #      `outrider sim --policy P --trace W.otr --device calibrated
-#       --cache MEM --json` (MEM = MemAvailable, the live page cache;
-#      auto with --runs 2: its run 2 replays run 1's history)
+#       --cache MEM --guard live --json` (MEM = MemAvailable, the live page
+#      cache; the guard's budget is a quarter of it, as `outrider run`'s
+#      default; auto with --runs 2: its run 2 replays run 1's history)
 #   3. run it live, cold before each run: `outrider run --policy P
 #      --history DB --json-file FILE -- CMD` (auto: twice with one fresh
 #      history database, run 2 compared; the others once)
@@ -79,7 +81,7 @@ for w in $WORKLOADS; do
   for p in $POLICIES; do
     n=$(runs_of "$p")
     "$bin" sim --policy "$p" --trace "$work/$w.otr" --device "calibrated:$data" \
-      --cache "${mem_kib}KiB" --runs "$n" --json | tail -1 > "$work/$w.$p.sim.json"
+      --cache "${mem_kib}KiB" --guard live --runs "$n" --json | tail -1 > "$work/$w.$p.sim.json"
     rm -f "$work/$w.$p.db"*
     for r in $(seq 1 "$n"); do
       cold
@@ -110,7 +112,8 @@ print(f"Written by `bench/live/sim-vs-live.sh` on {datetime.date.today()} (kerne
 print()
 print("Each workload is recorded once, hot (`outrider record`; its gaps are the program's own time),")
 print("replayed in the simulator with think timing on the")
-print("device model `outrider calibrate` fitted to this disk, and run live cold (`outrider run`).")
+print("device model `outrider calibrate` fitted to this disk and the live guard (`--guard live`),")
+print("and run live cold (`outrider run`).")
 print("`auto` compares run 2 (its history from run 1); the others run 1.")
 print(f"Device model: `{model}`.")
 print()

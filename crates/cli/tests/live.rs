@@ -347,6 +347,15 @@ fn run_auto_twice_replays_history() {
         )
     };
     assert_eq!(free, 0, "no saver left holding the store's lock");
+    // Benefit gating: a fresh application starts at full; each run's level
+    // is the one the previous run's verdict chose, stored with the history.
+    assert_eq!(r1["gate"]["level"], "full", "{r1}");
+    assert_eq!(r2["gate"]["level"], r1["gate"]["next"], "{r1}\n{r2}");
+    assert_eq!(r3["gate"]["level"], r2["gate"]["next"], "{r2}\n{r3}");
+    let used = r2["stats"]["used_pages"].as_u64().unwrap();
+    assert_eq!(r2["gate"]["after"]["last"]["used_pages"], used, "{r2}");
+    assert!(r2["cpu_per_event_us"].as_f64().unwrap() > 0.0, "{r2}");
+    assert_eq!(r2["event_source"], "tracefs", "{r2}");
 }
 
 /// Remove a test cgroup, retrying for up to 2 s: outrider's detached

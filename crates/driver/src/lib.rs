@@ -43,6 +43,8 @@
 
 #![deny(missing_docs)]
 
+pub mod benefit;
+
 use outrider_core::metrics::Counters;
 use outrider_core::{
     Access, DeviceRequest, Eviction, Feedback, Interests, Outcome, Policy, PrefetchDone,
@@ -201,10 +203,14 @@ struct Guard {
     /// Cumulative used / unused prefetched blocks at the last interval.
     last_used: u64,
     last_unused: u64,
+    /// Share of the told budget this application may use, and the
+    /// admission shift a run starts at ([`benefit::Gate::limits`]).
+    budget_share: f64,
+    start_shift: u32,
 }
 
 /// Most halvings of the admitted share (1/64).
-const MAX_ADMIT_SHIFT: u32 = 6;
+pub const MAX_ADMIT_SHIFT: u32 = 6;
 
 impl Guard {
     fn admit(&mut self) -> bool {
@@ -275,6 +281,8 @@ impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
                 last_qc_ns: 0,
                 last_used: 0,
                 last_unused: 0,
+                budget_share: 1.0,
+                start_shift: 0,
             },
             stats: GuardStats::default(),
         }
@@ -300,6 +308,15 @@ impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
         &self.guard.opts
     }
 
+    /// Limit this application's prefetching from the next start on: a
+    /// `budget_share` of every budget it is told (the policy is told the
+    /// reduced budget too), and admission starting at one request in
+    /// 2^`start_shift` ([`benefit`]).
+    pub fn limit(&mut self, budget_share: f64, start_shift: u32) {
+        self.guard.budget_share = budget_share.clamp(0.0, 1.0);
+        self.guard.start_shift = start_shift.min(MAX_ADMIT_SHIFT);
+    }
+
     /// What the driver decided this run.
     pub fn stats(&self) -> GuardStats {
         GuardStats {
@@ -313,7 +330,7 @@ impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
     /// Window ids stay unique across runs.
     pub fn start(&mut self, info: &RunInfo<'_>) {
         if !info.budget_changed {
-            self.guard.admit_shift = 0;
+            self.guard.admit_shift = self.guard.start_shift;
             self.guard.admit_counter = 0;
             self.guard.last_qc_ns = 0;
             self.guard.last_used = 0;
@@ -323,12 +340,15 @@ impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
             self.notes.device.clear();
             self.notes.done.clear();
         }
+        let mut info = *info;
+        info.memory_budget_bytes =
+            (info.memory_budget_bytes).map(|b| (b as f64 * self.guard.budget_share) as u64);
         if let (Some(bytes), Some(b)) =
             (info.memory_budget_bytes, &mut self.guard.opts.budget_blocks)
         {
             *b = bytes / outrider_core::BLOCK_SIZE;
         }
-        self.policy.on_start(info);
+        self.policy.on_start(&info);
         self.interests = self.policy.interests();
         self.notes.wants = self.interests;
     }
@@ -336,16 +356,29 @@ impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
     /// A demand access and its outcome: the policy decides, its requests
     /// are fetched.
     pub fn access<K: Kernel>(&mut self, k: &mut K, a: &Access, o: &Outcome) {
-        let mut sink = Sink::new(&mut self.out, &mut self.next_window, k.residency());
-        self.policy.on_access(a, o, &mut sink);
+        self.on_access(k, a, o);
         self.issue(k, a.time_ns);
     }
 
     /// Feedback the policy asked for; its requests are fetched.
     pub fn feedback<K: Kernel>(&mut self, k: &mut K, f: &Feedback<'_>, now_ns: u64) {
+        self.on_feedback(k, f);
+        self.issue(k, now_ns);
+    }
+
+    /// A demand access: the policy decides; its requests wait for
+    /// [`Driver::issue`] (a kernel that orders a whole batch of events'
+    /// requests by disk position, as the live one does).
+    pub fn on_access<K: Kernel>(&mut self, k: &K, a: &Access, o: &Outcome) {
+        let mut sink = Sink::new(&mut self.out, &mut self.next_window, k.residency());
+        self.policy.on_access(a, o, &mut sink);
+    }
+
+    /// Feedback: the policy decides; its requests wait for
+    /// [`Driver::issue`].
+    pub fn on_feedback<K: Kernel>(&mut self, k: &K, f: &Feedback<'_>) {
         let mut sink = Sink::new(&mut self.out, &mut self.next_window, k.residency());
         self.policy.on_feedback(f, &mut sink);
-        self.issue(k, now_ns);
     }
 
     /// A timer tick; returns whether the policy asked for nothing.
@@ -391,7 +424,7 @@ impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
 
     /// Fetch what the policy asked for: admission control, the budget,
     /// then the kernel; then tell it what the fetches noted.
-    fn issue<K: Kernel>(&mut self, k: &mut K, now_ns: u64) {
+    pub fn issue<K: Kernel>(&mut self, k: &mut K, now_ns: u64) {
         if self.out.is_empty() {
             return;
         }
@@ -425,8 +458,8 @@ impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
         }
         self.guard.last_qc_ns = now_ns;
         let written = match self.guard.opts.unused_ttl_ns {
-            Some(ttl) if now_ns > ttl => k.write_off(now_ns - ttl),
-            _ => 0,
+            Some(ttl) => k.write_off(now_ns.saturating_sub(ttl)),
+            None => 0,
         };
         self.stats.written_off_blocks += written;
         let c = k.counters();

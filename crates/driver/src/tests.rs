@@ -85,6 +85,9 @@ impl Kernel for Fake {
     }
     fn write_off(&mut self, before: u64) -> u64 {
         self.written_off_before.push(before);
+        if before == 0 {
+            return 0;
+        }
         let n = self.pending;
         self.c.prefetched_unused_blocks += n;
         self.pending = 0;
@@ -203,9 +206,8 @@ fn prefetches_unused_past_the_ttl_are_written_off() {
     let mut k = Fake::default();
     d.access(&mut k, &access(0, 0), &Outcome::default());
     assert_eq!(d.poll(&mut k, s), 0, "nothing is older than 30 s yet");
-    assert!(k.written_off_before.is_empty());
     assert_eq!(d.poll(&mut k, 31 * s), 4);
-    assert_eq!(k.written_off_before, vec![s]);
+    assert_eq!(k.written_off_before, vec![0, s]);
     assert_eq!(d.stats().written_off_blocks, 4);
 }
 
@@ -234,4 +236,28 @@ fn guard_settings_parse() {
         let e = GuardOptions::parse(bad, 100).unwrap_err();
         assert!(e.contains(bad), "{e}");
     }
+}
+
+#[test]
+fn a_limited_application_is_told_and_held_to_its_share() {
+    let policy = Ahead::default();
+    let mut d: Driver<Box<dyn Policy>> = Driver::new(Box::new(policy), GuardOptions::live(1000));
+    d.limit(0.25, 2);
+    d.start(&RunInfo {
+        run: 1,
+        budget_changed: false,
+        cache_blocks: 1 << 20,
+        devices: &[],
+        memory_budget_bytes: Some(8 * 4096),
+        oracle: None,
+    });
+    assert_eq!(d.guard().budget_blocks, Some(2));
+    assert_eq!(d.stats().admit_shift, 2);
+    let mut k = Fake::default();
+    for i in 0..8 {
+        d.access(&mut k, &access(i * 10, i), &Outcome::default());
+    }
+    // One request in four admitted, none fits a 2-block budget.
+    assert_eq!(d.stats().throttled_requests, 6);
+    assert!(k.fetched.is_empty());
 }

@@ -16,6 +16,7 @@ pub mod cachetool;
 pub mod controller;
 pub mod files;
 pub mod history;
+pub mod lifecycle;
 pub mod metawalk;
 pub mod proctree;
 pub mod record;

@@ -267,3 +267,45 @@ fn writes_allocate_without_reading_the_device() {
         (1, 1, 0, 0)
     );
 }
+
+/// The live runtime's guard, simulated: a policy whose every prefetch is
+/// wasted (the next 8 blocks after random reads) is throttled once quality
+/// control has seen an interval of waste, and its unused blocks never exceed
+/// the budget (the driver asserts it at every interval); with the guard off
+/// every request is fetched.
+#[test]
+fn the_live_guard_throttles_a_wasteful_policy_within_its_budget() {
+    let blocks: Vec<u64> = (0..4000u64).map(|i| (i * 7919) % 100_000 * 64).collect();
+    let sim = |guard| {
+        let trace = Trace::new(TraceMeta::default(), reads(&blocks, 1, 0));
+        let cfg = SimConfig {
+            cache_blocks: 256,
+            guard,
+            ..SimConfig::default()
+        };
+        let mut p: BoxedPolicy = Box::new(NextN(8));
+        simulate_on(
+            &trace,
+            &mut p,
+            "t",
+            &cfg,
+            Fixed::boxed(1_000_000),
+            &mut |_| {},
+        )
+    };
+    let off = sim(outrider_driver::GuardOptions::OFF);
+    let live = sim(outrider_driver::GuardOptions::live(64));
+    assert_eq!(off.guard[0].throttled_requests, 0);
+    assert_eq!(off.counters[0].prefetched_blocks, 4000 * 8);
+    let g = live.guard[0];
+    assert_eq!(g.requests, 4000);
+    assert!(g.throttled_requests > 2000, "{g:?}");
+    assert_eq!(g.admit_shift, 6, "all waste: admission at its floor");
+    assert!(
+        live.counters[0].prefetched_blocks < 4000 * 8 / 4,
+        "{:?}",
+        live.counters[0]
+    );
+    // Demand is served the same either way (every prefetch was useless).
+    assert_eq!(live.counters[0].miss_blocks, off.counters[0].miss_blocks);
+}

@@ -1,12 +1,15 @@
-//! Actuation: the policy's requests become page ranges
-//! of files (block requests through the extent maps), pass the memory
-//! budget and quality control, wait in the bounded backlog, and go to the
-//! I/O workers in jobs of a few chunks; what the workers submitted or
-//! skipped comes back here, and finished windows go back to the policy.
+//! Actuation, the live [`Kernel::fetch`]: the requests the driver admitted
+//! become page ranges of files (block requests through the extent maps),
+//! are ordered by physical address, screened, taken from the memory
+//! budget, wait in the bounded backlog, and go to the I/O workers in jobs
+//! of a few chunks; what the workers submitted or skipped comes back
+//! here, and finished windows go back to the policy through the driver's
+//! notes.
 
 use super::*;
+use outrider_driver::{Admitted, Budget, Notes};
 
-impl Controller {
+impl Live {
     /// Flag the pages of chunks the workers submitted.
     pub(super) fn apply_submitted(&mut self) {
         let done = std::mem::take(&mut *self.submitted.lock().expect("not poisoned"));
@@ -39,26 +42,14 @@ impl Controller {
         }
     }
 
-    /// Tell the policy which block prefetches finished submitting
-    /// (`on_prefetch_done`: flashy paces its chunks by it, DiskSeen clears
-    /// its busy marks), then act on what it asks next.
-    pub(super) fn deliver_done(&mut self, now_rel_ns: u64) {
-        let mut done = std::mem::take(&mut self.done_now);
-        done.append(&mut self.done.lock().expect("not poisoned"));
-        if done.is_empty() {
-            return;
-        }
+    /// Note for the policy which block prefetches finished submitting
+    /// (`PrefetchDone`: flashy paces its chunks by it, DiskSeen clears its
+    /// busy marks).
+    pub(super) fn collect_done(&mut self, notes: &mut Notes, now_rel_ns: u64) {
+        let done = std::mem::take(&mut *self.done.lock().expect("not poisoned"));
         for (window, dev, lbn, blocks, issue_ns) in done {
-            self.feed(&Feedback::PrefetchDone(&PrefetchDone {
-                window,
-                dev,
-                lbn,
-                blocks,
-                issue_ns,
-                done_ns: now_rel_ns,
-            }));
+            note_done(notes, (window, dev, lbn, blocks, issue_ns), now_rel_ns);
         }
-        self.actuate(now_rel_ns);
     }
 
     /// Translate a request to (file, first page, pages).
@@ -91,38 +82,35 @@ impl Controller {
         }
     }
 
-    pub(super) fn actuate(&mut self, now_rel_ns: u64) {
-        if self.requests.is_empty() {
-            return;
-        }
-        let reqs = std::mem::take(&mut self.requests);
-        self.stats.requests += reqs.len() as u64;
-        if self.disabled.is_some() {
-            self.requests = reqs;
-            self.requests.clear();
+    pub(super) fn actuate(
+        &mut self,
+        admitted: &[Admitted],
+        budget: &mut Budget,
+        now_rel_ns: u64,
+        notes: &mut Notes,
+    ) {
+        if admitted.is_empty() || self.disabled.is_some() {
             return;
         }
         if self.recharge.is_some() {
             // Dropped: the policy asks again once the recharge is over.
-            for r in &reqs {
+            for a in admitted {
+                let r = &a.req;
                 self.stats.dropped_budget_pages += u64::from(r.blocks);
                 if let Target::Block { dev, lbn } = r.target {
-                    self.done_now
-                        .push((r.window, dev, lbn, r.blocks, now_rel_ns));
+                    note_done(
+                        notes,
+                        (r.window, dev, lbn, r.blocks, now_rel_ns),
+                        now_rel_ns,
+                    );
                 }
             }
-            self.requests = reqs;
-            self.requests.clear();
             return;
         }
+        let reqs: Vec<PrefetchRequest> = admitted.iter().map(|a| a.req).collect();
         // Translate, then order by physical address within the batch.
         let mut batch: Vec<(u64, FileId, u64, u64, usize)> = Vec::with_capacity(reqs.len());
         for (ri, r) in reqs.iter().enumerate() {
-            self.admit_counter += 1;
-            if self.admit_counter & ((1u64 << self.admit_shift) - 1) != 0 {
-                self.stats.throttled_requests += 1;
-                continue;
-            }
             match self.translate(r) {
                 Some((id, page, n)) if self.files.is_known(id) => {
                     // Physical position: the extent map if known without
@@ -150,7 +138,6 @@ impl Controller {
                 self.stats.prefetched_pages == 0 || now_rel_ns < EARLY_CGROUP_NS,
             );
         }
-        let budget_pages = self.opts.budget_bytes / BLOCK_SIZE;
         // Pages submitted per request (for the device stream and dones).
         let mut sent = vec![0u64; reqs.len()];
         for (_, id, page, n, ri) in batch {
@@ -195,13 +182,11 @@ impl Controller {
                     }
                 }
             }
-            if self.unused.len() as u64 + len_pages > budget_pages {
-                self.stats.dropped_budget_pages += len_pages;
+            // Unused prefetched pages stay within the budget (DESIGN.md
+            // principle 3; the driver checks it).
+            if !budget.take(len_pages) {
                 continue;
             }
-            // Unused prefetched pages stay within the budget (DESIGN.md
-            // principle 3); checked for every range admitted.
-            assert!(self.unused.len() as u64 + len_pages <= budget_pages);
             let cap = if self.opts.chunk_bytes > 0 {
                 self.opts.chunk_bytes
             } else {
@@ -233,10 +218,13 @@ impl Controller {
                     .stats
                     .peak_backlog_chunks
                     .max(self.backlog.len() as u64);
+                // A page already pending (inside the covering range) is
+                // read again but counted once.
                 for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
-                    self.unused.insert((id, q), now_rel_ns);
+                    if self.unused.insert((id, q), now_rel_ns).is_none() {
+                        self.stats.prefetched_pages += 1;
+                    }
                 }
-                self.stats.prefetched_pages += len / BLOCK_SIZE;
                 sent[ri] += len / BLOCK_SIZE;
             }
             self.stats.peak_unused_bytes = self
@@ -252,8 +240,8 @@ impl Controller {
             let Target::Block { dev, lbn } = r.target else {
                 continue;
             };
-            if self.interests.device_requests {
-                self.feed(&Feedback::DeviceRequest(&DeviceRequest {
+            if notes.wants().device_requests {
+                notes.device.push(DeviceRequest {
                     time_ns: now_rel_ns,
                     pid: 0,
                     dev,
@@ -261,15 +249,16 @@ impl Controller {
                     blocks: (*pages).min(u64::from(u32::MAX)) as u32,
                     origin: Origin::OurPrefetch,
                     window: Some(r.window),
-                }));
+                });
             }
             if *pages == 0 {
-                self.done_now
-                    .push((r.window, dev, lbn, r.blocks, now_rel_ns));
+                note_done(
+                    notes,
+                    (r.window, dev, lbn, r.blocks, now_rel_ns),
+                    now_rel_ns,
+                );
             }
         }
-        self.requests = reqs;
-        self.requests.clear();
         self.drain_backlog();
     }
 
@@ -372,5 +361,19 @@ impl Controller {
                 r
             });
         }
+    }
+}
+
+/// Note a finished block prefetch for the policy, if it listens.
+fn note_done(notes: &mut Notes, (window, dev, lbn, blocks, issue_ns): PendingDone, now_ns: u64) {
+    if notes.wants().prefetch_done {
+        notes.done.push_back(PrefetchDone {
+            window,
+            dev,
+            lbn,
+            blocks,
+            issue_ns,
+            done_ns: now_ns,
+        });
     }
 }

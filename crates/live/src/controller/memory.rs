@@ -17,7 +17,7 @@ pub(super) const CGROUP_SETTLE_NS: u64 = 25_000_000;
 /// replays at most 4 MiB ahead).
 pub(super) const SETTLE_BUDGET_BYTES: u64 = 8 << 20;
 
-impl Controller {
+impl Live {
     /// Follow the memory cgroup of `pid`: when it differs from the one
     /// last seen (and, on the first look, from ours), move outrider into it
     /// and cap the budget at `cgroup_fraction` of the room it leaves to the
@@ -143,7 +143,9 @@ impl Controller {
         let Ok(text) = std::fs::read_to_string(format!("/proc/{}/cgroup", self.root_pid)) else {
             return;
         };
-        if text != self.last_proc_cgroup {
+        // An exiting task is moved to the root cgroups (cgroup_exit): a
+        // zombie's change is not a move to follow.
+        if text != self.last_proc_cgroup && !exited(self.root_pid) {
             self.last_proc_cgroup = text;
             if self.follow_cgroup(self.root_pid) {
                 if self.stats.prefetched_pages > 0 {
@@ -161,10 +163,10 @@ impl Controller {
     /// pressure reclaims them before the program comes): they are waste,
     /// and left in the unused set they would hold the budget until their
     /// TTL and every further request would be dropped.
-    pub(super) fn sweep_evicted(&mut self) {
+    pub(super) fn sweep_evicted(&mut self) -> u64 {
         let budget_pages = self.opts.budget_bytes / BLOCK_SIZE;
         if (self.unused.len() as u64) * 2 <= budget_pages {
-            return;
+            return 0;
         }
         let ranges = page_ranges(
             self.unused
@@ -196,14 +198,27 @@ impl Controller {
                 _ => {}
             }
         }
+        let mut swept = 0;
         for (id, first, n) in gone {
             for q in first..first + n {
                 if self.unused.remove(&(id, q)).is_some() {
                     self.stats.wasted_pages += 1;
                     self.stats.evicted_unused_pages += 1;
-                    self.qc_wasted += 1;
+                    swept += 1;
                 }
             }
         }
+        swept
     }
+}
+
+/// Has `pid` exited (a zombie, or gone)? From `/proc/PID/stat`'s state.
+fn exited(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return true;
+    };
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    matches!(state, Some('Z' | 'X') | None)
 }

@@ -39,23 +39,24 @@
 //! and files registered from history ([`FileTable::seed`]) are reopened by
 //! handle or path when a request names them.
 //!
-//! # Do no harm (DESIGN.md principle 3)
+//! # One driver
 //!
-//! Prefetched pages not used within `unused_ttl_ns` are written off as
-//! waste and leave the budget. Every `qc_interval_ns` the controller
-//! compares pages used and wasted in the interval: more waste than use
-//! halves the share of requests admitted (down to 1/64), use above twice
-//! the waste doubles it back (AIMD in the spirit of libprefetch §4 and
-//! DiskSeen's quality control §3.5, simplified to one global throttle).
+//! The policy runs in an [`outrider_driver::Driver`], the same one the
+//! simulator runs: it owns admission control, the memory budget, the
+//! write-off of pages unused past `unused_ttl_ns` and quality control
+//! every `qc_interval_ns` ([`GuardOptions::live`]). The live kernel behind
+//! it (`Live`, the [`Kernel`]) decodes the events, translates and screens
+//! requests, and runs the I/O workers.
 
 use crate::files::{FileTable, FileTableOptions};
 use crate::session::Handler;
 use crate::tracefs::{EventKind, LiveEvent};
 use outrider_core::metrics::{Counters, Report};
 use outrider_core::{
-    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, Feedback, FileId, Interests, Origin,
-    Outcome, PrefetchDone, PrefetchRequest, Residency, RunInfo, Sink, Target, WindowId, BLOCK_SIZE,
+    Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, Feedback, FileId, Origin, Outcome,
+    PrefetchDone, PrefetchRequest, Residency, RunInfo, Target, WindowId, BLOCK_SIZE,
 };
+use outrider_driver::{Driver, GuardOptions, Kernel};
 use outrider_sys::{Fetch, Pool};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::os::fd::{AsFd, OwnedFd};
@@ -235,6 +236,20 @@ impl LiveStats {
     /// time and windows are not measured live (0).
     pub fn report(&self, policy: &str, elapsed_s: f64) -> Report {
         let c = Counters {
+            elapsed_ns: (elapsed_s * 1e9) as u64,
+            ..self.counters()
+        };
+        // The counts add up (DESIGN.md): hits + misses = demand (a page in
+        // flight is a miss live: the read waits for it), and no demand page
+        // is served twice.
+        assert!(c.hit_blocks + c.miss_blocks == c.demand_blocks);
+        assert!(c.prefetch_served_blocks <= c.demand_blocks);
+        c.report(policy, 1, elapsed_s)
+    }
+
+    /// These counts as the driver's [`Counters`].
+    pub fn counters(&self) -> Counters {
+        Counters {
             requests: self.accesses,
             demand_blocks: self.demand_pages,
             hit_blocks: self.demand_pages - self.miss_pages,
@@ -244,15 +259,8 @@ impl LiveStats {
             prefetched_used_blocks: self.used_pages,
             prefetched_unused_blocks: self.wasted_pages,
             lead_time_sum_ns: u128::from(self.lead_time_sum_ns),
-            elapsed_ns: (elapsed_s * 1e9) as u64,
             ..Counters::default()
-        };
-        // The counts add up (DESIGN.md): hits + misses = demand (a page in
-        // flight is a miss live: the read waits for it), and no demand page
-        // is served twice.
-        assert!(c.hit_blocks + c.miss_blocks == c.demand_blocks);
-        assert!(c.prefetch_served_blocks <= c.demand_blocks);
-        c.report(policy, 1, elapsed_s)
+        }
     }
 }
 
@@ -288,25 +296,32 @@ const JOB_CHUNKS: usize = 64;
 /// What the policy may ask while deciding: pages outrider prefetched and
 /// not yet used count as cached; `block_of` answers from the extent maps
 /// already computed (files the program touched).
-struct Unused<'a>(&'a FxHashMap<(FileId, u64), u64>, &'a FileTable);
-
-impl Residency for Unused<'_> {
+impl Residency for Live {
     fn is_cached(&self, _dev: u32, _lbn: u64) -> bool {
         false
     }
     fn is_page_cached(&self, file: FileId, page: u64) -> bool {
-        self.0.contains_key(&(file, page))
+        self.unused.contains_key(&(file, page))
     }
     fn block_of(&self, file: FileId, page: u64) -> Option<(u32, u64)> {
-        let (dev, _) = self.1.key_of(file)?;
-        let phys = physical_of(self.1.cached_extents(file)?, page * BLOCK_SIZE)?;
+        let (dev, _) = self.files.key_of(file)?;
+        let phys = physical_of(self.files.cached_extents(file)?, page * BLOCK_SIZE)?;
         Some((dev as u32, phys / BLOCK_SIZE))
     }
 }
 
-/// The controller. Feed it through its [`Handler`] implementation.
+/// The driver as the live runtime runs it.
+type LiveDriver = Driver<BoxedPolicy>;
+
+/// The controller: a policy's [`Driver`] and the live kernel under it.
+/// Feed it through its [`Handler`] implementation.
 pub struct Controller {
-    policy: BoxedPolicy,
+    driver: LiveDriver,
+    k: Live,
+}
+
+/// The live kernel (see the module documentation).
+pub(crate) struct Live {
     opts: ControllerOptions,
     files: FileTable,
     pool: Pool,
@@ -317,16 +332,9 @@ pub struct Controller {
     /// Per task: (file, page, pages) added to the cache since its last read.
     adds: FxHashMap<u32, Vec<(FileId, u64, u32)>>,
     recent: Vec<FileId>,
-    requests: Vec<PrefetchRequest>,
-    next_window: u64,
     seq: u64,
     t0_ns: u64,
     last_tick_ns: u64,
-    last_qc_ns: u64,
-    qc_used: u64,
-    qc_wasted: u64,
-    admit_shift: u32,
-    admit_counter: u64,
     disabled: Option<String>,
     root_pid: u32,
     cgroup_target: Arc<CgroupTarget>,
@@ -337,11 +345,10 @@ pub struct Controller {
     /// Block requests whose WILLNEED calls all ran (filled by the workers),
     /// told to the policy as `on_prefetch_done` at the next poll.
     done: Arc<Mutex<Vec<PendingDone>>>,
-    /// Block requests that submitted nothing (skipped, dropped): done at
-    /// once, told at the next poll.
-    done_now: Vec<PendingDone>,
-    /// What the policy wants to hear (asked again at the start).
-    interests: Interests,
+    /// A budget the policy has still to be told: (bytes, mid-run).
+    pending_budget: Option<(u64, bool)>,
+    /// [`Self::stats`] as the driver's counters (refreshed by `sync`).
+    counters: Counters,
     /// What the policy was told at the start: the devices' throughput and
     /// the buffer memory in blocks (told again with every budget change).
     devices: Vec<DeviceInfo>,
@@ -364,7 +371,7 @@ pub struct Controller {
     /// Their pages are flagged [`SUBMITTED`] at the next poll or batch.
     submitted: Arc<Mutex<Vec<(FileId, u64, u64)>>>,
     /// Counters.
-    pub stats: LiveStats,
+    stats: LiveStats,
 }
 
 /// (file, first page, pages).
@@ -416,26 +423,118 @@ pub struct CgroupTarget {
 impl Controller {
     /// A controller running `policy`.
     pub fn new(policy: BoxedPolicy, opts: ControllerOptions) -> Self {
-        let pool = Pool::new(opts.workers, opts.queue_bound);
-        let interests = policy.interests();
+        let guard = GuardOptions {
+            qc_interval_ns: opts.qc_interval_ns,
+            unused_ttl_ns: Some(opts.unused_ttl_ns),
+            ..GuardOptions::live(opts.budget_bytes / BLOCK_SIZE)
+        };
         Controller {
-            policy,
+            driver: Driver::new(policy, guard),
+            k: Live::new(opts),
+        }
+    }
+
+    /// Why prefetching was turned off, if it was.
+    pub fn disabled(&self) -> Option<&str> {
+        self.k.disabled.as_deref()
+    }
+
+    /// The policy's name.
+    pub fn policy_name(&self) -> &str {
+        self.driver.policy().name()
+    }
+
+    /// The policy (for its [`outrider_core::Policy::save_history`]).
+    pub fn policy(&self) -> &dyn outrider_core::Policy {
+        self.driver.policy()
+    }
+
+    /// End the I/O workers once what they have queued is done: after the
+    /// program finished, before `outrider run` forks its history saver
+    /// (a fork must not leave other threads' locks behind).
+    pub fn stop_workers(&mut self) {
+        self.k.pool.shutdown();
+    }
+
+    /// The policy, to load history into before the run.
+    pub fn policy_mut(&mut self) -> &mut dyn outrider_core::Policy {
+        self.driver.policy_mut()
+    }
+
+    /// The file table (seed it from history before the run).
+    pub fn files_mut(&mut self) -> &mut FileTable {
+        &mut self.k.files
+    }
+
+    /// The file table.
+    pub fn files(&self) -> &FileTable {
+        &self.k.files
+    }
+
+    /// The memory budget in force (it shrinks when the program moves to a
+    /// smaller cgroup).
+    pub fn budget_bytes(&self) -> u64 {
+        self.k.opts.budget_bytes
+    }
+
+    /// Times outrider moved itself into the program's cgroup.
+    pub fn cgroup_joins(&self) -> u64 {
+        self.k.cgroup_target.joins.load(Ordering::Relaxed)
+    }
+
+    /// The counters of the run, with the driver's decisions (requests,
+    /// throttled, dropped by the budget).
+    pub fn stats(&self) -> LiveStats {
+        let g = self.driver.stats();
+        let mut s = self.k.stats.clone();
+        s.requests += g.requests;
+        s.throttled_requests += g.throttled_requests;
+        s.dropped_budget_pages += g.dropped_budget_blocks;
+        s
+    }
+
+    /// Limit prefetching from the start on, as `gate` decided for this
+    /// application ([`outrider_driver::benefit`]).
+    pub fn limit(&mut self, gate: &outrider_driver::benefit::Gate) {
+        let (share, shift) = gate.limits();
+        self.driver.limit(share, shift);
+    }
+
+    /// Tell the policy the budget the kernel side set, if it changed.
+    fn tell_budget(&mut self) {
+        let Some((bytes, changed)) = self.k.pending_budget.take() else {
+            return;
+        };
+        self.driver.start(&RunInfo {
+            run: 1,
+            budget_changed: changed,
+            cache_blocks: self.k.cache_blocks,
+            devices: &self.k.devices,
+            memory_budget_bytes: Some(bytes),
+            oracle: None,
+        });
+    }
+
+    /// Fetch what the policy asked for; then tell it a new budget, if
+    /// fetching set one (a cgroup join).
+    fn issue(&mut self, now_rel_ns: u64) {
+        self.driver.issue(&mut self.k, now_rel_ns);
+        self.tell_budget();
+    }
+}
+
+impl Live {
+    fn new(opts: ControllerOptions) -> Self {
+        Live {
             files: FileTable::new(FileTableOptions::default()),
-            pool,
+            pool: Pool::new(opts.workers, opts.queue_bound),
             jobs_in_flight: Arc::new(AtomicUsize::new(0)),
             unused: FxHashMap::default(),
             adds: FxHashMap::default(),
             recent: Vec::new(),
-            requests: Vec::new(),
-            next_window: 0,
             seq: 0,
             t0_ns: 0,
             last_tick_ns: 0,
-            last_qc_ns: 0,
-            qc_used: 0,
-            qc_wasted: 0,
-            admit_shift: 0,
-            admit_counter: 0,
             disabled: None,
             root_pid: 0,
             cgroup_target: Arc::new(CgroupTarget::default()),
@@ -447,8 +546,8 @@ impl Controller {
             last_proc_cgroup: String::new(),
             seen_files: FxHashSet::default(),
             done: Arc::new(Mutex::new(Vec::new())),
-            done_now: Vec::new(),
-            interests,
+            pending_budget: None,
+            counters: Counters::default(),
             devices: Vec::new(),
             cache_blocks: 0,
             backlog: std::collections::VecDeque::new(),
@@ -458,343 +557,47 @@ impl Controller {
         }
     }
 
-    /// Why prefetching was turned off, if it was.
-    pub fn disabled(&self) -> Option<&str> {
-        self.disabled.as_deref()
+    /// Refresh [`Kernel::counters`] from the stats.
+    fn sync(&mut self) {
+        self.counters = self.stats.counters();
     }
 
-    /// The policy's name.
-    pub fn policy_name(&self) -> &str {
-        self.policy.name()
-    }
-
-    /// The policy (for its [`outrider_core::Policy::save_history`]).
-    pub fn policy(&self) -> &dyn outrider_core::Policy {
-        self.policy.as_ref()
-    }
-
-    /// End the I/O workers once what they have queued is done: after the
-    /// program finished, before `outrider run` forks its history saver
-    /// (a fork must not leave other threads' locks behind).
-    pub fn stop_workers(&mut self) {
-        self.pool.shutdown();
-    }
-
-    /// The policy, to load history into before the run.
-    pub fn policy_mut(&mut self) -> &mut BoxedPolicy {
-        &mut self.policy
-    }
-
-    /// The file table (seed it from history before the run).
-    pub fn files_mut(&mut self) -> &mut FileTable {
-        &mut self.files
-    }
-
-    /// The file table.
-    pub fn files(&self) -> &FileTable {
-        &self.files
-    }
-
-    /// The memory budget in force (it shrinks when the program moves to a
-    /// smaller cgroup).
-    pub fn budget_bytes(&self) -> u64 {
-        self.opts.budget_bytes
-    }
-
-    /// Times outrider moved itself into the program's cgroup.
-    pub fn cgroup_joins(&self) -> u64 {
-        self.cgroup_target.joins.load(Ordering::Relaxed)
-    }
-
-    fn rel(&self, ts_ns: u64) -> u64 {
-        ts_ns.saturating_sub(self.t0_ns)
-    }
-
-    fn note_recent(&mut self, id: FileId) {
-        if self.recent.first() == Some(&id) {
-            return;
-        }
-        self.recent.retain(|f| *f != id);
-        self.recent.insert(0, id);
-        self.recent.truncate(RECENT_FILES);
-    }
-
-    fn file_id(&mut self, dev: u64, ino: u64) -> Option<FileId> {
-        let id = self.files.id_of(dev, ino)?;
-        if self.seen_files.insert(id) {
-            self.stats.files += 1;
-        }
-        Some(id)
-    }
-
-    /// Deliver one demand access of `pages` pages from `index`.
-    fn access(&mut self, e: &LiveEvent, dev: u64, ino: u64, index: u64, pages: u64) {
-        let Some(id) = self.file_id(dev, ino) else {
-            return;
-        };
-        let mut pages = pages.clamp(1, u64::from(u32::MAX));
-        // mm_filemap_get_pages reports the read's requested range, not
-        // clipped to the file: a 2 KiB file read with a 96 KiB buffer (grep)
-        // would count 24 demand pages. Clip to the size known at open.
-        // A file known from history (or opened before and since closed)
-        // is not reopened for this: its size is known, and opening it
-        // again for every read of a replayed history of small files cost
-        // more than the replay. The policy's requests for it reopen it.
-        let size = match self.files.get(id) {
-            Some(f) => Some(f.size),
-            None => match self.files.info(id) {
-                Some(i) => Some(i.size),
-                None => self.files.resolve(id, e.pid).map(|f| f.size),
-            },
-        };
-        if let Some(size) = size {
-            let size_pages = size.div_ceil(BLOCK_SIZE);
-            if size_pages > index {
-                pages = pages.min(size_pages - index);
-            }
-        }
-        let end = index + pages;
-        // Misses: this task's adds inside the range; beyond: readahead.
-        let mut miss = 0u64;
-        let mut missed: Vec<u64> = Vec::new();
-        if let Some(list) = self.adds.remove(&e.pid) {
-            for (f, p, n) in list {
-                if f != id {
-                    continue;
-                }
-                for q in p..p + u64::from(n) {
-                    if q >= index && q < end {
-                        miss += 1;
-                        missed.push(q);
-                    } else {
-                        self.stats.kernel_readahead_pages += 1;
-                    }
-                    match self.unused.remove(&(id, q)) {
-                        // Read by a worker, then evicted before the
-                        // program came: waste, and quality control hears.
-                        Some(t) if t & SUBMITTED != 0 => {
-                            self.stats.wasted_pages += 1;
-                            self.qc_wasted += 1;
-                        }
-                        // Still queued when the program read it: the
-                        // prefetch came too late and reads nothing.
-                        Some(_) => {
-                            self.stats.prefetched_pages -= 1;
-                            self.stats.late_pages += 1;
-                        }
-                        None => {}
-                    }
-                }
-            }
-        }
-        let mut used = 0u64;
-        let now = self.rel(e.ts_ns);
-        if !self.unused.is_empty() {
-            for q in index..end {
-                if let Some(t) = self.unused.remove(&(id, q)) {
-                    used += 1;
-                    self.stats.lead_time_sum_ns += now.saturating_sub(t & !SUBMITTED);
-                }
-            }
-        }
-        self.stats.used_pages += used;
-        self.stats.served_pages += used;
-        self.qc_used += used;
-        self.stats.accesses += 1;
-        self.stats.demand_pages += pages;
-        let miss = miss.min(pages);
-        self.stats.miss_pages += miss;
-        self.note_recent(id);
-        // lbn: physical block from the extent map when known (an open
-        // file's, or the one a history registered with the file: the same
-        // block in both runs, as a block-level policy's history needs).
-        let lbn = self
-            .extents_of(id)
-            .and_then(|ex| physical_of(&ex, index * BLOCK_SIZE))
-            .map_or(index, |b| b / BLOCK_SIZE);
-        self.seq += 1;
-        let access = Access {
-            seq: self.seq,
-            time_ns: self.rel(e.ts_ns),
-            pid: e.pid,
-            dev: dev as u32,
-            lbn,
-            file: id,
-            page: index,
-            blocks: pages as u32,
-            op: outrider_core::Op::Read,
-            origin: Origin::Demand,
-        };
-        let outcome = Outcome {
-            hit_blocks: (pages - miss) as u32,
-            prefetched_hit_blocks: used.min(pages - miss) as u32,
-            inflight_blocks: 0,
-            miss_blocks: miss as u32,
-        };
-        // A file seen for the first time was opened above (resolve)
-        // before the policy answers, so its requests can be acted on.
-        // A page the program had to bring in was not resident: tell a
-        // block-level policy that keeps its own residency model (DiskSeen's
-        // block table, §3.1) that the block left memory, as the simulator
-        // does at eviction. Without it, blocks read once stay "resident" in
-        // the model forever and a second pass (DiskSeen's history, §3.4)
-        // finds nothing to prefetch.
-        if !missed.is_empty() {
-            if let Some(ex) = self.extents_of(id) {
-                for q in missed {
-                    if let Some(b) = physical_of(&ex, q * BLOCK_SIZE) {
-                        self.feed(&Feedback::Evicted(&Eviction {
-                            dev: dev as u32,
-                            lbn: b / BLOCK_SIZE,
-                            prefetched: false,
-                            used: false,
-                            window: None,
-                        }));
-                    }
-                }
-            }
-        }
-        let residency = Unused(&self.unused, &self.files);
-        let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
-        self.policy.on_access(&access, &outcome, &mut sink);
-        if self.interests.access_done {
-            // mm_filemap_get_pages fires once the read holds its pages, so
-            // the access is complete in memory: DiskSeen §3.1 records its
-            // timestamps here, as the simulator does at completion.
-            self.feed(&Feedback::AccessDone(&access));
-        }
-    }
-
-    /// The extent map of `id`: computed for an open file, else the one
-    /// known without opening it (registered from history).
-    fn extents_of(&mut self, id: FileId) -> Option<Arc<Vec<outrider_sys::Extent>>> {
-        self.files
-            .extents(id)
-            .or_else(|| self.files.known_extents(id))
-    }
-
-    /// Tell the policy `f`; its requests wait for the next actuation.
-    fn feed(&mut self, f: &Feedback<'_>) {
-        let residency = Unused(&self.unused, &self.files);
-        let mut sink = Sink::new(&mut self.requests, &mut self.next_window, &residency);
-        self.policy.on_feedback(f, &mut sink);
-    }
-
-    /// Tell the policy its memory budget: at the start (`changed` false)
-    /// with everything else it is told then, later when it changed.
-    fn tell_budget(&mut self, bytes: u64, changed: bool) {
-        self.policy.on_start(&RunInfo {
-            run: 1,
-            budget_changed: changed,
-            cache_blocks: self.cache_blocks,
-            devices: &self.devices,
-            memory_budget_bytes: Some(bytes),
-            oracle: None,
-        });
-        self.interests = self.policy.interests();
-    }
-
-    fn on_event(&mut self, e: &LiveEvent) {
-        match e.kind {
-            EventKind::GetPages {
-                dev,
-                ino,
-                index,
-                last_index,
-            } => self.access(e, dev, ino, index, last_index.saturating_sub(index) + 1),
-            EventKind::Fault { dev, ino, index } => self.access(e, dev, ino, index, 1),
-            EventKind::AddToCache {
-                dev,
-                ino,
-                index,
-                order,
-            } => {
-                if let Some(id) = self.file_id(dev, ino) {
-                    let list = self.adds.entry(e.pid).or_default();
-                    if list.len() < MAX_PENDING_ADDS {
-                        list.push((id, index, 1u32 << order.min(20)));
-                    }
-                }
-            }
-            EventKind::MapPages {
-                dev,
-                ino,
-                index,
-                last_index,
-            } => {
-                if let Some(id) = self.file_id(dev, ino) {
-                    for q in index..=last_index.min(index + 1024) {
-                        if self.unused.remove(&(id, q)).is_some() {
-                            self.stats.used_pages += 1;
-                            self.qc_used += 1;
-                        }
-                    }
-                }
-            }
-            EventKind::BlockIssue {
-                dev,
-                sector,
-                nr_sector,
-                write: false,
-            } if self.interests.device_requests && nr_sector > 0 => {
-                self.device_read(e, dev, sector, nr_sector)
-            }
-            _ => {}
-        }
-    }
-
-    /// A read the traced tree sent to the device (`block_rq_issue` in one
-    /// of its tasks): flashy's second stream (§IV-A, "every I/O request
-    /// that actually reaches the disk"). Demand misses and the kernel's
-    /// readahead for the program both arrive here, as they reach blktrace
-    /// in the paper; outrider's own reads never do: its I/O workers are
-    /// not in the traced set (the kernel filters on `set_event_pid`, and
-    /// `in_tree` again), so they are told apart by pid as prefetchd does
-    /// (§V-A) and reported by the controller itself as
-    /// [`Origin::OurPrefetch`] when it submits them. Sectors are 512 bytes
-    /// from the start of the device the event names; the policy's blocks
-    /// are 4 KiB blocks of the file system's device (the same here when the
-    /// file system sits on the whole disk; a partition's offset is not
-    /// subtracted).
-    fn device_read(&mut self, e: &LiveEvent, dev: u64, sector: u64, nr_sector: u32) {
-        let first = sector / 8;
-        let end = (sector + u64::from(nr_sector)).div_ceil(8);
-        let blocks = (end - first).min(u64::from(u32::MAX)) as u32;
-        self.stats.device_reads += 1;
-        self.stats.device_read_blocks += u64::from(blocks);
-        self.feed(&Feedback::DeviceRequest(&DeviceRequest {
-            time_ns: self.rel(e.ts_ns),
-            pid: e.pid,
-            dev: dev as u32,
-            lbn: first,
-            blocks,
-            origin: Origin::Demand,
-            window: None,
-        }));
-    }
-
-    fn quality_control(&mut self, now_rel_ns: u64) {
-        if now_rel_ns < self.last_qc_ns + self.opts.qc_interval_ns {
-            return;
-        }
-        self.last_qc_ns = now_rel_ns;
-        // Write off pages unused past the TTL.
-        let ttl = self.opts.unused_ttl_ns;
+    /// Write off the pages unused since before `issued_before_ns`, and
+    /// those the kernel already evicted (the sweep); returns how many.
+    fn write_off_unused(&mut self, issued_before_ns: u64) -> u64 {
         let before = self.unused.len();
         self.unused
-            .retain(|_, t| now_rel_ns.saturating_sub(*t & !SUBMITTED) < ttl);
+            .retain(|_, t| *t & !SUBMITTED >= issued_before_ns);
         let expired = (before - self.unused.len()) as u64;
         self.stats.wasted_pages += expired;
-        self.qc_wasted += expired;
-        self.sweep_evicted();
-        if self.qc_wasted > self.qc_used {
-            self.admit_shift = (self.admit_shift + 1).min(6);
-        } else if self.qc_used > 2 * self.qc_wasted {
-            self.admit_shift = self.admit_shift.saturating_sub(1);
-        }
-        self.qc_used = 0;
-        self.qc_wasted = 0;
-        self.recheck_cgroup(now_rel_ns, false);
+        let swept = self.sweep_evicted();
+        self.sync();
+        expired + swept
+    }
+}
+
+impl Kernel for Live {
+    fn residency(&self) -> &dyn Residency {
+        self
+    }
+    fn fetch(
+        &mut self,
+        batch: &[outrider_driver::Admitted],
+        budget: &mut outrider_driver::Budget,
+        now_ns: u64,
+        notes: &mut outrider_driver::Notes,
+    ) {
+        self.actuate(batch, budget, now_ns, notes);
+        self.sync();
+    }
+    fn unused_blocks(&self) -> u64 {
+        self.unused.len() as u64
+    }
+    fn write_off(&mut self, issued_before_ns: u64) -> u64 {
+        self.write_off_unused(issued_before_ns)
+    }
+    fn counters(&self) -> &Counters {
+        &self.counters
     }
 }
 
@@ -819,10 +622,11 @@ fn physical_of(ex: &[outrider_sys::Extent], off: u64) -> Option<u64> {
 
 impl Handler for Controller {
     fn on_start(&mut self, root_pid: u32, t0_ns: u64) {
-        self.root_pid = root_pid;
-        self.t0_ns = t0_ns;
+        let k = &mut self.k;
+        k.root_pid = root_pid;
+        k.t0_ns = t0_ns;
         // flashy §IV-C: the measured maximum throughput of each device.
-        self.devices = (self.opts.device_max_read.iter())
+        k.devices = (k.opts.device_max_read.iter())
             .map(|&(dev, bps)| DeviceInfo {
                 dev: Some(dev as u32),
                 max_read_bytes_per_s: Some(bps),
@@ -830,67 +634,80 @@ impl Handler for Controller {
             .collect();
         // The buffer memory, as the simulator tells its cache size
         // (DiskSeen's T is 1/64 of it, §3.3.1).
-        let cache_bytes = match self.opts.cache_bytes {
+        let cache_bytes = match k.opts.cache_bytes {
             0 => default_cache_bytes(Some(root_pid)),
             b => b,
         };
-        self.cache_blocks = cache_bytes / BLOCK_SIZE;
-        self.follow_cgroup(root_pid);
-        self.begin_settling();
+        k.cache_blocks = cache_bytes / BLOCK_SIZE;
+        k.follow_cgroup(root_pid);
+        k.begin_settling();
+        self.tell_budget();
     }
 
     fn on_events(&mut self, events: &[LiveEvent], in_tree: &[bool]) {
-        self.apply_submitted();
+        self.k.apply_submitted();
         for (e, mine) in events.iter().zip(in_tree) {
             if *mine {
-                self.on_event(e);
+                self.k.on_event(&mut self.driver, e);
             }
         }
-        let now = events.last().map_or(0, |e| self.rel(e.ts_ns));
-        self.actuate(now);
+        let now = events.last().map_or(0, |e| self.k.rel(e.ts_ns));
+        self.issue(now);
     }
 
     fn on_poll(&mut self, now_ns: u64) {
-        let now = self.rel(now_ns);
-        self.end_settling(now);
-        self.finish_recharge(now);
-        self.apply_worker_skips();
-        self.apply_submitted();
-        self.deliver_done(now);
-        self.drain_backlog();
-        if let Some(iv) = self.interests.tick_interval_ns {
-            if now >= self.last_tick_ns.saturating_add(iv) {
-                self.last_tick_ns = now;
-                self.feed(&Feedback::Tick(now));
-                self.actuate(now);
+        let now = self.k.rel(now_ns);
+        self.k.end_settling(now);
+        self.k.finish_recharge(now);
+        self.tell_budget();
+        self.k.apply_worker_skips();
+        self.k.apply_submitted();
+        self.k.collect_done(&mut self.driver.notes, now);
+        self.driver.deliver_done(&mut self.k);
+        self.k.drain_backlog();
+        if let Some(iv) = self.driver.interests().tick_interval_ns {
+            if now >= self.k.last_tick_ns.saturating_add(iv) {
+                self.k.last_tick_ns = now;
+                self.driver.tick(&mut self.k, now);
             }
         }
-        self.quality_control(now);
+        self.k.sync();
+        self.driver.poll(&mut self.k, now);
+        self.k.recheck_cgroup(now, false);
+        self.tell_budget();
     }
 
     fn on_fault(&mut self, why: &str) {
-        self.disabled.get_or_insert_with(|| why.to_string());
+        self.k.disabled.get_or_insert_with(|| why.to_string());
     }
 
     fn on_finish(&mut self, _now_ns: u64) {
+        let k = &mut self.k;
         // The program is done: what still waits would come too late, and
         // was never prefetched.
-        for (id, o, len, _) in std::mem::take(&mut self.backlog) {
+        for (id, o, len, _) in std::mem::take(&mut k.backlog) {
             for q in o / BLOCK_SIZE..(o + len) / BLOCK_SIZE {
-                if self.unused.remove(&(id, q)).is_some() {
-                    self.stats.prefetched_pages -= 1;
+                if k.unused.remove(&(id, q)).is_some() {
+                    k.stats.prefetched_pages -= 1;
                 }
             }
         }
-        let _ = self.pool.wait();
-        self.apply_worker_skips();
+        let _ = k.pool.wait();
+        k.apply_worker_skips();
+        k.apply_submitted();
+        k.sync();
+        self.driver.check(&self.k);
+        let k = &mut self.k;
         // What is still unused at exit was never used.
-        self.stats.wasted_pages += self.unused.len() as u64;
-        self.unused.clear();
+        k.stats.wasted_pages += k.unused.len() as u64;
+        k.unused.clear();
+        k.sync();
+        self.driver.check(&self.k);
     }
 }
 
 mod actuate;
+mod events;
 mod memory;
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 use super::memory::{CGROUP_SETTLE_NS, SETTLE_BUDGET_BYTES};
 use super::*;
-use outrider_core::Policy;
+use outrider_core::{Interests, Policy, Sink};
 
 /// What a recording policy saw.
 #[derive(Default)]
@@ -170,7 +170,10 @@ fn device_reads_of_the_tree_feed_the_device_stream() {
             (8, 10, 2, 42, Origin::Demand)
         ]
     );
-    assert_eq!((c.stats.device_reads, c.stats.device_read_blocks), (2, 4));
+    assert_eq!(
+        (c.k.stats.device_reads, c.k.stats.device_read_blocks),
+        (2, 4)
+    );
 }
 
 #[test]
@@ -195,7 +198,7 @@ fn ticks_follow_wall_clock_and_a_request_that_submits_nothing_completes() {
         );
         assert!(s.done.is_empty());
     }
-    assert_eq!(c.stats.untranslated_requests, 1);
+    assert_eq!(c.k.stats.untranslated_requests, 1);
     // The next poll tells the policy it is done, so a policy pacing by
     // completions (flashy `depth`) is never stalled.
     c.on_poll(T0 + 601_000_000);
@@ -215,11 +218,11 @@ fn ticks_follow_wall_clock_and_a_request_that_submits_nothing_completes() {
 #[test]
 fn pages_the_program_read_first_are_late_not_waste() {
     let (mut c, _seen) = controller();
-    let id = c.file_id(7, 1234).unwrap();
-    c.unused.insert((id, 5), 10);
-    c.unused.insert((id, 6), 10);
-    c.stats.prefetched_pages = 2;
-    c.submitted
+    let id = c.k.file_id(7, 1234).unwrap();
+    c.k.unused.insert((id, 5), 10);
+    c.k.unused.insert((id, 6), 10);
+    c.k.stats.prefetched_pages = 2;
+    c.k.submitted
         .lock()
         .unwrap()
         .push((id, 6 * BLOCK_SIZE, BLOCK_SIZE));
@@ -244,12 +247,12 @@ fn pages_the_program_read_first_are_late_not_waste() {
         },
     };
     c.on_events(&[add(20, 5), add(21, 6), read], &[true, true, true]);
-    assert_eq!(c.stats.late_pages, 1);
-    assert_eq!(c.stats.wasted_pages, 1);
-    assert_eq!(c.stats.prefetched_pages, 1);
-    assert_eq!(c.stats.miss_pages, 2);
-    assert_eq!(c.qc_wasted, 1);
-    assert!(c.unused.is_empty());
+    assert_eq!(c.k.stats.late_pages, 1);
+    assert_eq!(c.k.stats.wasted_pages, 1);
+    assert_eq!(c.k.stats.prefetched_pages, 1);
+    assert_eq!(c.k.stats.miss_pages, 2);
+
+    assert!(c.k.unused.is_empty());
 }
 
 /// With unused pages holding more than half the budget, the sweep
@@ -266,11 +269,11 @@ fn evicted_unused_pages_are_swept_when_they_fill_the_budget() {
     w.write_all(&vec![1u8; 8 * 4096]).unwrap();
     w.sync_all().unwrap(); // clean pages: DONTNEED drops them
     let (mut c, _seen) = controller();
-    c.opts.budget_bytes = 12 * BLOCK_SIZE;
-    let id = c
-        .files
-        .insert_file(std::fs::File::open(&path).unwrap(), path.clone())
-        .unwrap();
+    c.k.opts.budget_bytes = 12 * BLOCK_SIZE;
+    let id =
+        c.k.files
+            .insert_file(std::fs::File::open(&path).unwrap(), path.clone())
+            .unwrap();
     let f = std::fs::File::open(&path).unwrap();
     // All evicted, then pages 0..4 read back without readahead.
     outrider_sys::advise(f.as_fd(), 0, 0, outrider_sys::Advice::DontNeed).unwrap();
@@ -288,17 +291,17 @@ fn evicted_unused_pages_are_swept_when_they_fill_the_budget() {
         "set-up: 0..4 resident, 4..8 not"
     );
     for q in 0..8 {
-        c.unused.insert((id, q), 5 | SUBMITTED);
+        c.k.unused.insert((id, q), 5 | SUBMITTED);
     }
-    c.stats.prefetched_pages = 8;
-    c.sweep_evicted();
-    assert_eq!(c.stats.evicted_unused_pages, 4);
-    assert_eq!(c.stats.wasted_pages, 4);
-    let mut left: Vec<u64> = c.unused.keys().map(|k| k.1).collect();
+    c.k.stats.prefetched_pages = 8;
+    c.k.sweep_evicted();
+    assert_eq!(c.k.stats.evicted_unused_pages, 4);
+    assert_eq!(c.k.stats.wasted_pages, 4);
+    let mut left: Vec<u64> = c.k.unused.keys().map(|k| k.1).collect();
     left.sort_unstable();
     assert_eq!(left, vec![0, 1, 2, 3]);
     // Under half the budget now: no sweep (nothing changes).
-    c.unused.insert((id, 6), 5 | SUBMITTED);
-    c.sweep_evicted();
-    assert_eq!(c.stats.evicted_unused_pages, 4);
+    c.k.unused.insert((id, 6), 5 | SUBMITTED);
+    c.k.sweep_evicted();
+    assert_eq!(c.k.stats.evicted_unused_pages, 4);
 }

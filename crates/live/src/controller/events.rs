@@ -1,0 +1,293 @@
+//! From events to the policy: a read or fault of the traced tree becomes
+//! an access with its outcome (hits, misses, prefetched pages used), the
+//! pages a task brought in become misses or the kernel's readahead, and
+//! reads that reached the device go to a policy that follows the device
+//! stream (see the module documentation of the controller).
+
+use super::*;
+
+impl Live {
+    pub(super) fn rel(&self, ts_ns: u64) -> u64 {
+        ts_ns.saturating_sub(self.t0_ns)
+    }
+
+    pub(super) fn note_recent(&mut self, id: FileId) {
+        if self.recent.first() == Some(&id) {
+            return;
+        }
+        self.recent.retain(|f| *f != id);
+        self.recent.insert(0, id);
+        self.recent.truncate(RECENT_FILES);
+    }
+
+    pub(super) fn file_id(&mut self, dev: u64, ino: u64) -> Option<FileId> {
+        let id = self.files.id_of(dev, ino)?;
+        if self.seen_files.insert(id) {
+            self.stats.files += 1;
+        }
+        Some(id)
+    }
+
+    /// Deliver one demand access of `pages` pages from `index`.
+    pub(super) fn access(
+        &mut self,
+        d: &mut LiveDriver,
+        e: &LiveEvent,
+        (dev, ino): (u64, u64),
+        index: u64,
+        pages: u64,
+    ) {
+        let Some(id) = self.file_id(dev, ino) else {
+            return;
+        };
+        let pages = self.clip(id, e.pid, index, pages.clamp(1, u64::from(u32::MAX)));
+        let missed = self.misses(id, e.pid, index..index + pages);
+        let miss = (missed.len() as u64).min(pages);
+        let used = self.use_prefetched(id, index..index + pages, self.rel(e.ts_ns));
+        self.stats.accesses += 1;
+        self.stats.demand_pages += pages;
+        self.stats.miss_pages += miss;
+        self.note_recent(id);
+        // lbn: physical block from the extent map when known (an open
+        // file's, or the one a history registered with the file: the same
+        // block in both runs, as a block-level policy's history needs).
+        let lbn = self
+            .extents_of(id)
+            .and_then(|ex| physical_of(&ex, index * BLOCK_SIZE))
+            .map_or(index, |b| b / BLOCK_SIZE);
+        self.seq += 1;
+        let access = Access {
+            seq: self.seq,
+            time_ns: self.rel(e.ts_ns),
+            pid: e.pid,
+            dev: dev as u32,
+            lbn,
+            file: id,
+            page: index,
+            blocks: pages as u32,
+            op: outrider_core::Op::Read,
+            origin: Origin::Demand,
+        };
+        let outcome = Outcome {
+            hit_blocks: (pages - miss) as u32,
+            prefetched_hit_blocks: used.min(pages - miss) as u32,
+            inflight_blocks: 0,
+            miss_blocks: miss as u32,
+        };
+        // A file seen for the first time was opened above (resolve)
+        // before the policy answers, so its requests can be acted on.
+        self.tell_missed(d, id, dev, &missed);
+        d.on_access(self, &access, &outcome);
+        if d.interests().access_done {
+            // mm_filemap_get_pages fires once the read holds its pages, so
+            // the access is complete in memory: DiskSeen §3.1 records its
+            // timestamps here, as the simulator does at completion.
+            d.on_feedback(self, &Feedback::AccessDone(&access));
+        }
+    }
+
+    /// `pages` clipped to the file's size. mm_filemap_get_pages reports
+    /// the read's requested range, not clipped to the file: a 2 KiB file
+    /// read with a 96 KiB buffer (grep) would count 24 demand pages. A
+    /// file known from history (or opened before and since closed) is not
+    /// reopened for this: its size is known, and opening it again for
+    /// every read of a replayed history of small files cost more than the
+    /// replay. The policy's requests for it reopen it.
+    fn clip(&mut self, id: FileId, pid: u32, index: u64, pages: u64) -> u64 {
+        let size = match self.files.get(id) {
+            Some(f) => Some(f.size),
+            None => match self.files.info(id) {
+                Some(i) => Some(i.size),
+                None => self.files.resolve(id, pid).map(|f| f.size),
+            },
+        };
+        match size.map(|s| s.div_ceil(BLOCK_SIZE)) {
+            Some(size_pages) if size_pages > index => pages.min(size_pages - index),
+            _ => pages,
+        }
+    }
+
+    /// The pages of `range` task `pid` brought in itself since its last
+    /// read (its adds inside the range; beyond it: the kernel's
+    /// readahead). A page of our unused set among them was read by a
+    /// worker and evicted before use (waste), or still queued (late).
+    fn misses(&mut self, id: FileId, pid: u32, range: std::ops::Range<u64>) -> Vec<u64> {
+        let mut missed = Vec::new();
+        let Some(list) = self.adds.remove(&pid) else {
+            return missed;
+        };
+        for (f, p, n) in list {
+            if f != id {
+                continue;
+            }
+            for q in p..p + u64::from(n) {
+                if range.contains(&q) {
+                    missed.push(q);
+                } else {
+                    self.stats.kernel_readahead_pages += 1;
+                }
+                match self.unused.remove(&(id, q)) {
+                    Some(t) if t & SUBMITTED != 0 => self.stats.wasted_pages += 1,
+                    Some(_) => {
+                        self.stats.prefetched_pages -= 1;
+                        self.stats.late_pages += 1;
+                    }
+                    None => {}
+                }
+            }
+        }
+        missed
+    }
+
+    /// Pages of `range` outrider prefetched: used now, with their lead
+    /// time. Returns how many.
+    fn use_prefetched(&mut self, id: FileId, range: std::ops::Range<u64>, now: u64) -> u64 {
+        let mut used = 0u64;
+        if !self.unused.is_empty() {
+            for q in range {
+                if let Some(t) = self.unused.remove(&(id, q)) {
+                    used += 1;
+                    self.stats.lead_time_sum_ns += now.saturating_sub(t & !SUBMITTED);
+                }
+            }
+        }
+        self.stats.used_pages += used;
+        self.stats.served_pages += used;
+        used
+    }
+
+    /// A page the program had to bring in was not resident: tell a
+    /// block-level policy that keeps its own residency model (DiskSeen's
+    /// block table, §3.1) that the block left memory, as the simulator
+    /// does at eviction. Without it, blocks read once stay "resident" in
+    /// the model forever and a second pass (DiskSeen's history, §3.4)
+    /// finds nothing to prefetch.
+    fn tell_missed(&mut self, d: &mut LiveDriver, id: FileId, dev: u64, missed: &[u64]) {
+        if missed.is_empty() {
+            return;
+        }
+        let Some(ex) = self.extents_of(id) else {
+            return;
+        };
+        for &q in missed {
+            if let Some(b) = physical_of(&ex, q * BLOCK_SIZE) {
+                let e = Eviction {
+                    dev: dev as u32,
+                    lbn: b / BLOCK_SIZE,
+                    prefetched: false,
+                    used: false,
+                    window: None,
+                };
+                d.on_feedback(self, &Feedback::Evicted(&e));
+            }
+        }
+    }
+
+    /// The extent map of `id`: computed for an open file, else the one
+    /// known without opening it (registered from history).
+    pub(super) fn extents_of(&mut self, id: FileId) -> Option<Arc<Vec<outrider_sys::Extent>>> {
+        self.files
+            .extents(id)
+            .or_else(|| self.files.known_extents(id))
+    }
+
+    /// The policy is to hear its memory budget: at the start (`changed`
+    /// false) with everything else it is told then, later when it changed
+    /// (told by the controller after the current step).
+    pub(super) fn tell_budget(&mut self, bytes: u64, changed: bool) {
+        let changed = changed || self.pending_budget.is_some_and(|(_, c)| c);
+        self.pending_budget = Some((bytes, changed));
+    }
+
+    pub(super) fn on_event(&mut self, d: &mut LiveDriver, e: &LiveEvent) {
+        match e.kind {
+            EventKind::GetPages {
+                dev,
+                ino,
+                index,
+                last_index,
+            } => self.access(
+                d,
+                e,
+                (dev, ino),
+                index,
+                last_index.saturating_sub(index) + 1,
+            ),
+            EventKind::Fault { dev, ino, index } => self.access(d, e, (dev, ino), index, 1),
+            EventKind::AddToCache {
+                dev,
+                ino,
+                index,
+                order,
+            } => {
+                if let Some(id) = self.file_id(dev, ino) {
+                    let list = self.adds.entry(e.pid).or_default();
+                    if list.len() < MAX_PENDING_ADDS {
+                        list.push((id, index, 1u32 << order.min(20)));
+                    }
+                }
+            }
+            EventKind::MapPages {
+                dev,
+                ino,
+                index,
+                last_index,
+            } => {
+                if let Some(id) = self.file_id(dev, ino) {
+                    for q in index..=last_index.min(index + 1024) {
+                        if self.unused.remove(&(id, q)).is_some() {
+                            self.stats.used_pages += 1;
+                        }
+                    }
+                }
+            }
+            EventKind::BlockIssue {
+                dev,
+                sector,
+                nr_sector,
+                write: false,
+            } if d.interests().device_requests && nr_sector > 0 => {
+                self.device_read(d, e, dev, sector, nr_sector)
+            }
+            _ => {}
+        }
+    }
+
+    /// A read the traced tree sent to the device (`block_rq_issue` in one
+    /// of its tasks): flashy's second stream (§IV-A, "every I/O request
+    /// that actually reaches the disk"). Demand misses and the kernel's
+    /// readahead for the program both arrive here, as they reach blktrace
+    /// in the paper; outrider's own reads never do: its I/O workers are
+    /// not in the traced set (the kernel filters on `set_event_pid`, and
+    /// `in_tree` again), so they are told apart by pid as prefetchd does
+    /// (§V-A) and reported by the controller itself as
+    /// [`Origin::OurPrefetch`] when it submits them. Sectors are 512 bytes
+    /// from the start of the device the event names; the policy's blocks
+    /// are 4 KiB blocks of the file system's device (the same here when the
+    /// file system sits on the whole disk; a partition's offset is not
+    /// subtracted).
+    pub(super) fn device_read(
+        &mut self,
+        d: &mut LiveDriver,
+        e: &LiveEvent,
+        dev: u64,
+        sector: u64,
+        nr_sector: u32,
+    ) {
+        let first = sector / 8;
+        let end = (sector + u64::from(nr_sector)).div_ceil(8);
+        let blocks = (end - first).min(u64::from(u32::MAX)) as u32;
+        self.stats.device_reads += 1;
+        self.stats.device_read_blocks += u64::from(blocks);
+        let r = DeviceRequest {
+            time_ns: self.rel(e.ts_ns),
+            pid: e.pid,
+            dev: dev as u32,
+            lbn: first,
+            blocks,
+            origin: Origin::Demand,
+            window: None,
+        };
+        d.on_feedback(self, &Feedback::DeviceRequest(&r));
+    }
+}
