@@ -17,8 +17,9 @@
 //!
 //! # The policy contract
 //!
-//! [`Policy`] has twelve methods; a driver (the simulator's engine, the
-//! live controller) calls them in this order:
+//! [`Policy`] has twelve methods; the driver (`outrider-driver`: one
+//! implementation, run by the simulator and the live runtime alike over
+//! their own kernels) calls them in this order:
 //!
 //! 1. [`Policy::load_history`] once, before anything else, if a history
 //!    saved by [`Policy::save_history`] of the same policy exists (the

@@ -212,13 +212,19 @@ impl Live {
     }
 }
 
-/// Has `pid` exited (a zombie, or gone)? From `/proc/PID/stat`'s state.
+/// Has `pid` exited or begun to (a zombie, gone, or `PF_EXITING` set)?
+/// From `/proc/PID/stat`'s state and flags. An exiting task leaves its
+/// cgroups (cgroup_exit) before it becomes a zombie.
 fn exited(pid: u32) -> bool {
+    const PF_EXITING: u64 = 0x4;
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return true;
     };
-    let state = stat
-        .rsplit_once(')')
-        .and_then(|(_, rest)| rest.trim_start().chars().next());
-    matches!(state, Some('Z' | 'X') | None)
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return true;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let state = fields.first().and_then(|s| s.chars().next());
+    let flags: u64 = fields.get(6).and_then(|f| f.parse().ok()).unwrap_or(0);
+    matches!(state, Some('Z' | 'X') | None) || flags & PF_EXITING != 0
 }
