@@ -33,9 +33,12 @@ cold() {
   # background (and removing its tracing instance): let it finish, as the
   # disk's in-flight I/O below, so it neither competes with nor delays the
   # next timed run (a run started meanwhile would wait for the save).
-  local k
+  # Only this script's binary ($bin, when set): other people's outrider
+  # runs on a shared machine are not ours to wait for.
+  local k mine=(-x outrider)
+  [ -n "${bin:-}" ] && mine=(-f -- "^$bin ")
   for k in $(seq 500); do
-    pgrep -x outrider > /dev/null || break
+    pgrep "${mine[@]}" > /dev/null || break
     sleep 0.01
   done
   sync; echo 3 > /proc/sys/vm/drop_caches

@@ -72,6 +72,12 @@ hist_args() { # program
 }
 policy_args=()
 [ -n "$POLICY" ] && policy_args=(--policy "$POLICY")
+# CPU seconds the machine has spent busy since boot (user, nice, system,
+# irq, softirq); less this shell's and its children's `times` over a
+# program's measurement, it is the CPU other work on the machine took.
+machine_busy() {
+  awk -v hz="$(getconf CLK_TCK)" '/^cpu / { printf "%.2f", ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat
+}
 
 # Run "$@" in this shell (no subshell, so `times` sees its CPU), output
 # discarded; sets WALL and CPU (seconds) and RC.
@@ -139,6 +145,8 @@ for p in $PROGRAMS; do
   fi
   hist_args "$p"
   load0=$(cut -d' ' -f1 /proc/loadavg)
+  busy0=$(machine_busy) t0=$EPOCHREALTIME
+  times > "$work/own0"
   FAILED=""
   if ! measure; then
     echo "suite: $p failed: $FAILED" >&2
@@ -146,14 +154,19 @@ for p in $PROGRAMS; do
     sed -i "/^$p /d" "$work/results"
     continue
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$p" "$CAT" "$TAGS" "$REPS_OF" "$load0" "$(cut -d' ' -f1 /proc/loadavg)" "$DESC" >> "$work/programs"
+  times > "$work/own1"
+  other=$(awk -v b0="$busy0" -v b1="$(machine_busy)" -v t0="$t0" -v t1="$EPOCHREALTIME" \
+    'function s(t) { sub(/s$/, "", t); split(t, p, "m"); return p[1] * 60 + p[2] }
+     { c[FILENAME] += s($1) + s($2) }
+     END { printf "%.2f", (b1 - b0 - (c[ARGV[2]] - c[ARGV[1]])) / (t1 - t0) }' "$work/own0" "$work/own1")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$p" "$CAT" "$TAGS" "$REPS_OF" "$load0" "$(cut -d' ' -f1 /proc/loadavg)" "$other" "$DESC" >> "$work/programs"
 done
 [ -d "$SUITE_CGROUP" ] && rmdir "$SUITE_CGROUP" 2> /dev/null || true
 
 # Fixed cost: a program that does no I/O (/bin/true, exec'd either way),
 # hot cache, the arms alternated; each outrider run's background history
 # save is awaited (at most 5 s) before the next run.
-saved() { local k; for k in $(seq 500); do pgrep -x outrider > /dev/null || break; sleep 0.01; done; }
+saved() { local k; for k in $(seq 500); do pgrep -f -- "^$bin " > /dev/null || break; sleep 0.01; done; }
 hist_args true
 "$bin" run -q "${HIST[@]}" -- /bin/true # a history to load on the timed runs
 saved

@@ -34,8 +34,9 @@ def load(work):
         cpu.setdefault((p, arm), []).append(float(c))
     programs = []
     for line in open(os.path.join(work, "programs")):
-        name, cat, tags, reps, l0, l1, desc = line.rstrip("\n").split("\t")
-        programs.append(dict(name=name, cat=cat, tags=tags.split(), reps=reps, load=(l0, l1), desc=desc))
+        f = line.rstrip("\n").split("\t")
+        other = float(f[6]) if len(f) == 8 else None
+        programs.append(dict(name=f[0], cat=f[1], tags=f[2].split(), reps=f[3], load=(f[4], f[5]), other=other, desc=f[-1]))
     skipped = [line.rstrip("\n").split("\t", 1) for line in open(os.path.join(work, "skipped"))]
     path = os.path.join(work, "fixed")
     if os.path.exists(path):
@@ -97,6 +98,12 @@ def misses(prog, r):
     return out
 
 
+def loaded(js):
+    """How many of the run-2 summaries say a history was loaded."""
+    n = sum(1 for j in js if j.get("history_policy_loaded") or (j.get("history") or {}).get("runs_before"))
+    return f"{n} of {len(js)}"
+
+
 def cpu_share(r):
     o, p = r["ocpu_run2"], r["prog_cpu"]
     return o / p if o is not None and p else None
@@ -122,9 +129,12 @@ def header(conf, programs):
           f"{conf.get('outrider')}); do not edit by hand.{quick}")
     print()
     loads = [float(x) for p in programs for x in p["load"]]
+    other = [p["other"] for p in programs if p["other"] is not None]
+    noise = (f" Other work on the machine (busy CPU less the suite's own, over each program's measurement): "
+             f"{min(other):.2f} to {max(other):.2f} cores, median {med(other):.2f}, of {os.cpu_count()}." if other else "")
     print(f"Suite wall time {int(conf['elapsed_s']) / 60:.1f} min. Load average (1 min) at the programs' starts and ends: "
-          f"{min(loads, default=0):.2f} to {max(loads, default=0):.2f}; at the end {conf.get('load_end')}. "
-          "The suite itself keeps about one core busy; more than that is other work on the machine.")
+          f"{min(loads, default=0):.2f} to {max(loads, default=0):.2f}; at the end {conf.get('load_end')} "
+          f"(it counts the suite's own programs too).{noise}")
     print()
     print("Arms: **stock** the program alone, cold cache; **hot** the program again right after stock, no cache drop (the floor; "
           "SQLite's file is first read in outside the cgroup); **none** `outrider run --policy none --no-history` (tracing and "
@@ -160,8 +170,8 @@ def cpu_table(rows):
     print("## Outrider's CPU")
     print()
     print("| program | program CPU (s, stock) | outrider CPU none / run 1 / run 2 (s) | outrider / program (run 2) | "
-          "events none / run 2 | us per event none / run 1 / run 2 | lost events | policy run 2 | event source |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|---|")
+          "events none / run 2 | us per event none / run 1 / run 2 | lost events | policy run 2 | history loaded run 2 | event source |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---|---|")
     for p, r in rows:
         js = r["js_none"] + r["js_run1"] + r["js_run2"]
         lost = sum(j.get("lost_events", 0) for j in js)
@@ -170,7 +180,7 @@ def cpu_table(rows):
         ev = f"{r['events_none']:.0f} / {r['events_run2']:.0f}" if r["events_none"] is not None and r["events_run2"] is not None else "-"
         us = " / ".join(f"{r[k]:.2f}" if r[k] is not None else "-" for k in ("us_none", "us_run1", "us_run2"))
         print(f"| {p['name']} | {f3(r['prog_cpu'])} | {f3(r['ocpu_none'])} / {f3(r['ocpu_run1'])} / {f3(r['ocpu_run2'])} | "
-              f"{pct(cpu_share(r))} | {ev} | {us} | {lost} | {pol} | {src} |")
+              f"{pct(cpu_share(r))} | {ev} | {us} | {lost} | {pol} | {loaded(r['js_run2'])} | {src} |")
     print()
     print("Outrider CPU = `outrider_cpu_s` of its `--json-file` (the outrider process's own user + system time, its threads "
           "included; the background history save after it exits is not in it). Program CPU = the user + system time of the "
@@ -218,12 +228,14 @@ def details(rows, skipped, wall, conf):
     print()
     print("## Every repetition")
     print()
-    print("Seconds per repetition, stock / none / run 1 / run 2 / hot; load average (1 min) before and after the program.")
+    print("Seconds per repetition, stock / none / run 1 / run 2 / hot; load average (1 min) before and after the program; "
+          "other work: cores other processes kept busy meanwhile.")
     print()
     for p, _r in rows:
         cols = [wall.get((p["name"], a), []) for a in ARMS]
         reps = ", ".join("/".join(f"{x:.3f}" for x in t) for t in zip(*cols))
-        print(f"- {p['name']}: {reps} (load {p['load'][0]} -> {p['load'][1]})")
+        other = f", other work {p['other']:.2f} cores" if p["other"] is not None else ""
+        print(f"- {p['name']}: {reps} (load {p['load'][0]} -> {p['load'][1]}{other})")
 
 
 def main():
