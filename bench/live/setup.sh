@@ -1,8 +1,9 @@
 # Sourced by bench/live/run.sh, sim-vs-live.sh, metadata.sh, metawalk.sh
 # and suite.sh (which uses setup_tree and cold): the live workloads
 # (cached setup in $DATA_DIR; CMD=( ... ) of each by command_of), among
-# them the Linux source tree in $DATA_DIR/linux (Debian linux-source-6.1, 1.5 GB, 79k files), unpacked
-# once, which sets $tree; and cold(), run before every timed run.
+# them the Linux source tree in $DATA_DIR/linux (Debian linux-source-6.1,
+# 1.5 GB, 79k files), unpacked once, which sets $tree; and cold(), run
+# before every timed run.
 #
 # Workloads (see run.sh for what each measures):
 #   reverse stride seq random   bench/live/reader.c over a 1 GiB file
