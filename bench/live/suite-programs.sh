@@ -37,13 +37,23 @@ suite_install() {
   for pair in "$@"; do
     command -v "${pair%%:*}" > /dev/null 2>&1 || want+=("${pair#*:}")
   done
-  [ ${#want[@]} = 0 ] && return 0
+  [ ${#want[@]} = 0 ] || suite_apt "${want[@]}"
+}
+
+# apt-get install PACKAGES (apt-get update once first); a failure is
+# reported, not fatal: the programs needing them are skipped.
+suite_apt() {
   if [ -z "${SUITE_APT_UPDATED:-}" ]; then
     apt-get update -qq || true
     SUITE_APT_UPDATED=1
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${want[@]}" > /dev/null ||
-    echo "suite: apt-get install ${want[*]} failed; programs needing them are skipped" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" > /dev/null ||
+    echo "suite: apt-get install $* failed; programs needing them are skipped" >&2
+}
+
+# What the suite itself and its fixtures need on a fresh Debian machine.
+suite_base() {
+  suite_install pgrep:procps lsblk:util-linux xz:xz-utils python3:python3 diff:diffutils
 }
 
 # The tree walkers' tree: a copy (written after the kernel tree, so its
@@ -144,7 +154,7 @@ suite_venv() {
   venv=$DATA_DIR/venv
   if [ ! -f "$venv/.complete" ]; then
     rm -rf "$venv"
-    /usr/bin/python3 -m venv "$venv" || return 1
+    /usr/bin/python3 -m venv "$venv" 2> /dev/null || { suite_apt python3-venv; /usr/bin/python3 -m venv "$venv"; } || return 1
     "$venv/bin/pip" install -q pandas matplotlib scikit-learn || return 1
     # matplotlib builds its font cache on the first import: not measured.
     "$venv/bin/python" -c "$SUITE_PY_IMPORT" || return 1
@@ -218,8 +228,7 @@ suite_program() {
       CMD=(java "$DATA_DIR/hello/Hello.java") ;;
     node) suite_install node:nodejs; CAT=start DESC="\`node -e\` requiring http, crypto, zlib"
       CMD=(node -e 'require("http"); require("crypto"); require("zlib")') ;;
-    python) suite_install python3:python3 && { dpkg -s python3-venv > /dev/null 2>&1 || suite_install no-such-command:python3-venv; }
-      suite_venv || { SKIP="venv or pip install failed"; return 0; }
+    python) suite_venv || { SKIP="venv or pip install failed"; return 0; }
       CAT=start DESC="Python \`$SUITE_PY_IMPORT\` from a venv of PyPI wheels"
       CMD=("$venv/bin/python" -c "$SUITE_PY_IMPORT") ;;
     sqlite-index) CAT=db TAGS=cgroup DESC="\`sqlite3\`: customers below $SUITE_SQL_CUST_BELOW of $SUITE_SQL_CUSTOMERS through the index on cust, $SUITE_SQL_ROWS-row table, in a $SUITE_SQL_LIMIT memory cgroup"

@@ -55,7 +55,9 @@ if [ -z "${OUTRIDER:-}" ]; then
 fi
 bin=${OUTRIDER:-$PWD/target/release/outrider}
 mkdir -p "$DATA_DIR"
-work=$(mktemp -d)
+suite_base
+# Not under /tmp: a shared machine's cleanups sweep /tmp/tmp.* there.
+work=$(mktemp -d "$DATA_DIR/run.XXXXXX")
 trap 'rm -rf "$work" /dev/shm/outrider-suite-out' EXIT
 mkdir -p "$work/json" "$work/hist"
 started=$EPOCHREALTIME
