@@ -207,7 +207,7 @@ def fixed_cost(work, fixed, conf):
         c = med([j["outrider_cpu_s"] for j in js if "outrider_cpu_s" in j])
         e = med([j["events"] for j in js if "events" in j])
         cs = f"{c * 1e3:.1f}" if c is not None else "-"
-        print(f"| {label} | {w * 1e3:.1f} | {(w - plain) * 1e3:.1f} | {cs} | {e if e is not None else '-'} |")
+        print(f"| {label} | {w * 1e3:.1f} | {(w - plain) * 1e3:.1f} | {cs} | {f'{e:.0f}' if e is not None else '-'} |")
     print()
     print("Target: at most 5 ms added.")
     print()
