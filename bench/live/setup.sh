@@ -1,8 +1,9 @@
-# Sourced by bench/live/run.sh, sim-vs-live.sh, metadata.sh and
-# metawalk.sh: the live workloads (cached setup in $DATA_DIR; CMD=( ... )
-# of each by command_of), among them the Linux source tree in
-# $DATA_DIR/linux (Debian linux-source-6.1, 1.5 GB, 79k files), unpacked
-# once, which sets $tree; and cold(), run before every timed run.
+# Sourced by bench/live/run.sh, sim-vs-live.sh, metadata.sh, metawalk.sh
+# and suite.sh (which uses setup_tree and cold): the live workloads
+# (cached setup in $DATA_DIR; CMD=( ... ) of each by command_of), among
+# them the Linux source tree in $DATA_DIR/linux (Debian linux-source-6.1,
+# 1.5 GB, 79k files), unpacked once, which sets $tree; and cold(), run
+# before every timed run.
 #
 # Workloads (see run.sh for what each measures):
 #   reverse stride seq random   bench/live/reader.c over a 1 GiB file
@@ -33,9 +34,12 @@ cold() {
   # background (and removing its tracing instance): let it finish, as the
   # disk's in-flight I/O below, so it neither competes with nor delays the
   # next timed run (a run started meanwhile would wait for the save).
-  local k
+  # Only this script's binary ($bin, when set): other people's outrider
+  # runs on a shared machine are not ours to wait for.
+  local k mine=(-x outrider)
+  [ -n "${bin:-}" ] && mine=(-f -- "^$bin ")
   for k in $(seq 500); do
-    pgrep -x outrider > /dev/null || break
+    pgrep "${mine[@]}" > /dev/null || break
     sleep 0.01
   done
   sync; echo 3 > /proc/sys/vm/drop_caches
