@@ -57,27 +57,8 @@ impl Live {
         match r.target {
             Target::File { file, page } => Some((file, page, u64::from(r.blocks))),
             Target::Block { dev, lbn } => {
-                let phys = lbn * BLOCK_SIZE;
-                for id in self.recent.clone() {
-                    if self.files.key_of(id).is_some_and(|k| k.0 as u32 != dev) {
-                        continue;
-                    }
-                    let Some(ex) = self.extents_of(id) else {
-                        continue;
-                    };
-                    for x in ex.iter() {
-                        if phys >= x.physical && phys < x.physical + x.length {
-                            let off = x.logical + (phys - x.physical);
-                            let room = (x.physical + x.length - phys) / BLOCK_SIZE;
-                            return Some((
-                                id,
-                                off / BLOCK_SIZE,
-                                u64::from(r.blocks).min(room.max(1)),
-                            ));
-                        }
-                    }
-                }
-                None
+                let (id, page, room) = self.file_of_block(dev, lbn)?;
+                Some((id, page, u64::from(r.blocks).min(room)))
             }
         }
     }

@@ -11,13 +11,29 @@ impl Live {
         ts_ns.saturating_sub(self.t0_ns)
     }
 
-    pub(super) fn note_recent(&mut self, id: FileId) {
-        if self.recent.first() == Some(&id) {
+    /// Enter the extents of `id` (on device `dev`) in the block → file
+    /// map, once per file.
+    pub(super) fn map_extents(&mut self, id: FileId, dev: u32, ex: &[outrider_sys::Extent]) {
+        if !self.mapped.insert(id) {
             return;
         }
-        self.recent.retain(|f| *f != id);
-        self.recent.insert(0, id);
-        self.recent.truncate(RECENT_FILES);
+        for x in ex {
+            self.phys_map
+                .insert((dev, x.physical), (id, x.logical, x.length));
+        }
+    }
+
+    /// The file page at block `lbn` of device `dev`, and how many blocks
+    /// of its extent follow it (from the extents of the files the program
+    /// touched: every one, on the device the request names).
+    pub(super) fn file_of_block(&self, dev: u32, lbn: u64) -> Option<(FileId, u64, u64)> {
+        let phys = lbn * BLOCK_SIZE;
+        let (&(d, start), &(id, logical, len)) = self.phys_map.range(..=(dev, phys)).next_back()?;
+        if d != dev || phys >= start + len {
+            return None;
+        }
+        let room = (start + len - phys) / BLOCK_SIZE;
+        Some((id, (logical + phys - start) / BLOCK_SIZE, room.max(1)))
     }
 
     pub(super) fn file_id(&mut self, dev: u64, ino: u64) -> Option<FileId> {
@@ -47,12 +63,14 @@ impl Live {
         self.stats.accesses += 1;
         self.stats.demand_pages += pages;
         self.stats.miss_pages += miss;
-        self.note_recent(id);
         // lbn: physical block from the extent map when known (an open
         // file's, or the one a history registered with the file: the same
         // block in both runs, as a block-level policy's history needs).
-        let lbn = self
-            .extents_of(id)
+        let ex = self.extents_of(id);
+        if let Some(ex) = &ex {
+            self.map_extents(id, dev as u32, ex);
+        }
+        let lbn = ex
             .and_then(|ex| physical_of(&ex, index * BLOCK_SIZE))
             .map_or(index, |b| b / BLOCK_SIZE);
         self.seq += 1;

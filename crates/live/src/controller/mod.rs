@@ -18,8 +18,8 @@
 //! # From requests to system calls
 //!
 //! After each batch of events the requests are translated to file ranges
-//! (block targets through the extent map of the files the program touched
-//! recently), sorted by physical address (by file and page when unknown),
+//! (block targets through the extent maps of every file the program
+//! touched), sorted by physical address (by file and page when unknown),
 //! clipped to the file size, screened (pages already prefetched and unused
 //! are skipped; a range `cachestat(2)` reports fully resident is skipped)
 //! and queued to the I/O pool in chunks no larger than the device's
@@ -264,9 +264,6 @@ impl LiveStats {
     }
 }
 
-/// Most recently accessed files remembered per device for block → file
-/// translation.
-const RECENT_FILES: usize = 8;
 /// How often the program's memory cgroup is looked up again while
 /// prefetching (10 ms; always before the first prefetch). A program that
 /// moves itself into a cgroup as it starts (cgexec, a wrapper writing
@@ -331,7 +328,12 @@ pub(crate) struct Live {
     unused: FxHashMap<(FileId, u64), u64>,
     /// Per task: (file, page, pages) added to the cache since its last read.
     adds: FxHashMap<u32, Vec<(FileId, u64, u32)>>,
-    recent: Vec<FileId>,
+    /// Block → file translation: every extent of the files the program
+    /// touched, by (device, physical start): (file, logical start,
+    /// length), in bytes.
+    phys_map: std::collections::BTreeMap<(u32, u64), (FileId, u64, u64)>,
+    /// Files whose extents are in `phys_map`.
+    mapped: FxHashSet<FileId>,
     seq: u64,
     t0_ns: u64,
     last_tick_ns: u64,
@@ -531,7 +533,8 @@ impl Live {
             jobs_in_flight: Arc::new(AtomicUsize::new(0)),
             unused: FxHashMap::default(),
             adds: FxHashMap::default(),
-            recent: Vec::new(),
+            phys_map: std::collections::BTreeMap::new(),
+            mapped: FxHashSet::default(),
             seq: 0,
             t0_ns: 0,
             last_tick_ns: 0,

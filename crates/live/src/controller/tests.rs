@@ -305,3 +305,42 @@ fn evicted_unused_pages_are_swept_when_they_fill_the_budget() {
     c.k.sweep_evicted();
     assert_eq!(c.k.stats.evicted_unused_pages, 4);
 }
+
+/// Block → file translation covers every extent of every file the
+/// program touched, on the device the request names only: a block inside
+/// an extent maps to its file page with the rest of the extent as room; a
+/// block in a hole, past an extent's end or on another device maps to
+/// nothing.
+#[test]
+fn blocks_translate_through_every_touched_files_extents() {
+    let (mut c, _seen) = controller();
+    let a = c.k.file_id(7, 100).unwrap();
+    let b = c.k.file_id(7, 200).unwrap();
+    let x = |logical: u64, physical: u64, length: u64| outrider_sys::Extent {
+        logical,
+        physical,
+        length,
+        flags: 0,
+    };
+    // a: pages 0..4 at block 1000, pages 4..6 at block 5000; b: pages 0..8
+    // at block 2000.
+    c.k.map_extents(
+        a,
+        7,
+        &[
+            x(0, 1000 * BLOCK_SIZE, 4 * BLOCK_SIZE),
+            x(4 * BLOCK_SIZE, 5000 * BLOCK_SIZE, 2 * BLOCK_SIZE),
+        ],
+    );
+    c.k.map_extents(b, 7, &[x(0, 2000 * BLOCK_SIZE, 8 * BLOCK_SIZE)]);
+    assert_eq!(c.k.file_of_block(7, 1000), Some((a, 0, 4)));
+    assert_eq!(c.k.file_of_block(7, 1003), Some((a, 3, 1)));
+    assert_eq!(c.k.file_of_block(7, 5001), Some((a, 5, 1)));
+    assert_eq!(c.k.file_of_block(7, 2005), Some((b, 5, 3)));
+    assert_eq!(c.k.file_of_block(7, 1004), None, "past an extent");
+    assert_eq!(c.k.file_of_block(7, 10), None, "below every extent");
+    assert_eq!(c.k.file_of_block(8, 1000), None, "another device");
+    // A file's extents are entered once.
+    c.k.map_extents(a, 7, &[x(0, 9000 * BLOCK_SIZE, BLOCK_SIZE)]);
+    assert_eq!(c.k.file_of_block(7, 9000), None);
+}
