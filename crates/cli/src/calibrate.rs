@@ -334,7 +334,7 @@ fn model(
         }
     }
     if !c.direct {
-        eprintln!(
+        outrider_sys::warnln!(
             "outrider: {}: O_DIRECT refused; no device model measured",
             canon.display()
         );
@@ -486,7 +486,7 @@ pub fn for_run(args: &[std::ffi::OsString], quiet: bool) -> Vec<(u64, u64)> {
                     reused: false,
                 };
                 if !quiet {
-                    eprintln!(
+                    outrider_sys::warnln!(
                         "outrider: calibrated {}: {:.1} MB/s (stored in {})",
                         node.display(),
                         c.bytes_per_s as f64 / 1e6,
@@ -494,12 +494,12 @@ pub fn for_run(args: &[std::ffi::OsString], quiet: bool) -> Vec<(u64, u64)> {
                     );
                 }
                 if let Err(e) = store(&dir, &c) {
-                    eprintln!("outrider: warning: {e}");
+                    outrider_sys::warnln!("outrider: warning: {e}");
                 }
                 out.push((dev, c.bytes_per_s));
             }
             Ok(_) | Err(_) => {
-                eprintln!(
+                outrider_sys::warnln!(
                     "outrider: warning: cannot calibrate device {ma}:{mi} (run `outrider calibrate` on it); its throughput cap is not applied"
                 );
             }

@@ -156,7 +156,7 @@ fn die_quietly_on_closed_pipe() {
 /// One of our own errors: its message on stderr, exit code 2 for bad input
 /// ([`Usage`]), 1 for anything else.
 fn error_exit(e: anyhow::Error) -> ExitCode {
-    eprintln!("outrider: {e:#}");
+    outrider_sys::warnln!("outrider: {e:#}");
     if e.downcast_ref::<Usage>().is_some() {
         ExitCode::from(2)
     } else {

@@ -74,7 +74,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
     let trace = rec.into_trace(format!("outrider record -- {source}"));
     let files = trace.meta.files.len();
     outrider_trace::write_native(&a.out, &trace, a.zstd).map_err(|e| anyhow::anyhow!("{e}"))?;
-    eprintln!(
+    outrider_sys::warnln!(
         "outrider: recorded {n} records ({files} files, {} events read, {} lost{}) to {}",
         out.source.events,
         out.source.lost_events,
@@ -86,7 +86,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
         a.out.display()
     );
     if !out.warnings.is_empty() {
-        eprintln!(
+        outrider_sys::warnln!(
             "outrider: the trace is incomplete: {}",
             out.warnings.join("; ")
         );
@@ -97,6 +97,6 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
 /// A program that could not be started: say why, and end as `env` and
 /// `timeout` do (127 not found, 126 not executable).
 pub fn cannot_run(cmd: &[OsString], e: &std::io::Error) -> u8 {
-    eprintln!("outrider: cannot run {}: {e}", cmd[0].to_string_lossy());
+    outrider_sys::warnln!("outrider: cannot run {}: {e}", cmd[0].to_string_lossy());
     outrider_sys::launch::spawn_failure_code(e)
 }

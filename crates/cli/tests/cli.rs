@@ -2,6 +2,7 @@
 //! sample trace, and bad input (exit code 2 with a message naming the file,
 //! the record and what was expected).
 
+use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -384,4 +385,32 @@ fn compare_writes_an_html_page() {
     assert!(o.status.success(), "{}", stderr(&o));
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("<table") && html.contains("readahead"));
+}
+
+/// `run` and `record` with their own stderr a pipe nobody reads: the
+/// program still runs to its end and its exit code comes through (the
+/// summary and warnings are lost, nothing else; no panic, no SIGPIPE).
+#[test]
+fn run_and_record_survive_a_closed_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.otr").display().to_string();
+    for args in [
+        vec!["run", "--no-history", "--", "sh", "-c", "exit 3"],
+        vec!["record", "--out", &trace, "--", "sh", "-c", "exit 3"],
+    ] {
+        let mut fds = [0; 2];
+        // SAFETY: pipe writes two descriptors into the array we pass.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both descriptors are ours; the read end is closed at once.
+        let write_end = unsafe {
+            libc::close(fds[0]);
+            std::os::fd::OwnedFd::from_raw_fd(fds[1])
+        };
+        let status = Command::new(env!("CARGO_BIN_EXE_outrider"))
+            .args(&args)
+            .stderr(std::process::Stdio::from(write_end))
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(3), "{args:?}: {status:?}");
+    }
 }

@@ -288,7 +288,7 @@ fn load(st: &Store, key: &str, opts: &RunOptions, ctl: &mut Controller) -> Loade
             l.policy_loaded = match st.load_into(key, &opts.policy_spec, ctl.policy_mut()) {
                 Ok(loaded) => loaded,
                 Err(e) => {
-                    eprintln!("outrider: warning: {e}; starting fresh");
+                    outrider_sys::warnln!("outrider: warning: {e}; starting fresh");
                     false
                 }
             };
@@ -310,7 +310,7 @@ fn load(st: &Store, key: &str, opts: &RunOptions, ctl: &mut Controller) -> Loade
             l.files = Some((files, runs));
         }
         Ok(None) => {}
-        Err(e) => eprintln!("outrider: warning: {e}; starting without history"),
+        Err(e) => outrider_sys::warnln!("outrider: warning: {e}; starting without history"),
     }
     l
 }

@@ -98,7 +98,7 @@ pub fn run_traced_on(
     install_signal_handlers();
     let mut warnings: Vec<String> = Vec::new();
     let warn = |w: String, h: &mut dyn Handler, warnings: &mut Vec<String>| {
-        eprintln!("outrider: warning: {w}; running without prefetching");
+        outrider_sys::warnln!("outrider: warning: {w}; running without prefetching");
         h.on_fault(&w);
         warnings.push(w);
     };

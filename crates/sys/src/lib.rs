@@ -31,6 +31,17 @@
 //! and `EOPNOTSUPP` apart from real failures.
 #![deny(missing_docs)]
 
+/// `eprintln!` that never panics: a message to a closed or full stderr is
+/// lost, nothing else (`eprintln!` panics when the write fails, and a
+/// program outrider runs must not lose its supervisor to a closed pipe).
+#[macro_export]
+macro_rules! warnln {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod access;
 pub mod advise;
 pub mod cachestat;

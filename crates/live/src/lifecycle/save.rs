@@ -42,7 +42,7 @@ impl SaveJob<'_> {
             None => st.save_run(self.key, &h, &blobs),
         };
         if let Err(e) = saved {
-            eprintln!("outrider: warning: {e}; history not saved");
+            outrider_sys::warnln!("outrider: warning: {e}; history not saved");
         }
     }
 }
@@ -104,7 +104,7 @@ pub(super) fn save_in_background(
     if let Ok(st) = Store::open(db) {
         job.save(st, ctl);
     } else {
-        eprintln!(
+        outrider_sys::warnln!(
             "outrider: warning: {}: cannot open the history store; history not saved",
             db.display()
         );
@@ -155,7 +155,7 @@ pub(super) fn open_store(path: &Path) -> Option<Store> {
     match Store::open(path) {
         Ok(s) => Some(s),
         Err(e) => {
-            eprintln!("outrider: warning: {e}; running without history");
+            outrider_sys::warnln!("outrider: warning: {e}; running without history");
             None
         }
     }
