@@ -300,7 +300,9 @@ fn run_auto_twice_replays_history() {
         ]);
         let o = outrider(&args);
         assert!(o.status.success(), "{}", stderr(&o));
-        json_of(&json)
+        let v = json_of(&json);
+        assert!(v["disabled"].is_null(), "invariants held: {v}");
+        v
     };
     let r1 = run(1, &[]);
     assert_eq!(r1["policy"], "auto");
@@ -614,7 +616,11 @@ fn run_policy(
         script,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    json_of(&json)
+    let v = json_of(&json);
+    // The driver's invariants held throughout (a broken one turns
+    // prefetching off and says so here).
+    assert!(v["disabled"].is_null(), "{v}");
+    v
 }
 
 /// DiskSeen live: a 256 MiB file read backwards in 4 KiB reads (each

@@ -258,6 +258,8 @@ pub struct Driver<P> {
     pub notes: Notes,
     guard: Guard,
     stats: GuardStats,
+    /// The first invariant found broken ([`Driver::broken`]).
+    broken: Option<String>,
 }
 
 impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
@@ -285,6 +287,7 @@ impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
                 start_shift: 0,
             },
             stats: GuardStats::default(),
+            broken: None,
         }
     }
 
@@ -428,6 +431,10 @@ impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
         if self.out.is_empty() {
             return;
         }
+        if self.broken.is_some() {
+            self.out.clear();
+            return;
+        }
         for r in self.out.drain(..) {
             self.stats.requests += 1;
             if !self.guard.admit() {
@@ -468,30 +475,51 @@ impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
         self.guard.last_used = c.prefetched_used_blocks;
         self.guard.last_unused = c.prefetched_unused_blocks;
         self.guard.adapt(used, wasted);
-        self.check(k);
+        if self.broken.is_none() {
+            self.broken = self.verify(k).err();
+        }
         written
     }
 
-    /// Assert the invariants of the crate documentation on `k`'s counters.
+    /// Assert the invariants of the crate documentation on `k`'s counters
+    /// (and that none broke at an earlier [`Driver::poll`]).
     pub fn check<K: Kernel>(&self, k: &K) {
-        let c = k.counters();
-        assert_eq!(
-            c.hit_blocks + c.miss_blocks + c.inflight_blocks,
-            c.demand_blocks,
-            "every demand block is a hit, a miss or waits on a prefetch"
-        );
-        let unused = k.unused_blocks();
-        assert_eq!(
-            c.prefetched_used_blocks + c.prefetched_unused_blocks + unused,
-            c.prefetched_blocks,
-            "every prefetched block is used, unused or pending, once"
-        );
-        if let Some(b) = self.guard.opts.budget_blocks {
-            assert!(
-                unused <= b,
-                "{unused} unused blocks exceed the budget of {b}"
-            );
+        if let Err(e) = self.verify(k).and(self.broken.clone().map_or(Ok(()), Err)) {
+            panic!("{e}");
         }
+    }
+
+    /// The invariants of the crate documentation on `k`'s counters.
+    pub fn verify<K: Kernel>(&self, k: &K) -> Result<(), String> {
+        let c = k.counters();
+        if c.hit_blocks + c.miss_blocks + c.inflight_blocks != c.demand_blocks {
+            return Err(format!(
+                "every demand block is a hit, a miss or waits on a prefetch: {} + {} + {} != {}",
+                c.hit_blocks, c.miss_blocks, c.inflight_blocks, c.demand_blocks
+            ));
+        }
+        let unused = k.unused_blocks();
+        let resolved = c.prefetched_used_blocks + c.prefetched_unused_blocks + unused;
+        if resolved != c.prefetched_blocks {
+            return Err(format!(
+                "every prefetched block is used, unused or pending, once: {} + {} + {unused} != {}",
+                c.prefetched_used_blocks, c.prefetched_unused_blocks, c.prefetched_blocks
+            ));
+        }
+        match self.guard.opts.budget_blocks {
+            Some(b) if unused > b => {
+                Err(format!("{unused} unused blocks exceed the budget of {b}"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The first invariant [`Driver::poll`] found broken, if any: from
+    /// then on nothing is fetched (a driver whose accounting is wrong
+    /// cannot keep its promises; the live runtime turns prefetching off
+    /// and says why rather than end the program's supervisor).
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.as_deref()
     }
 }
 

@@ -261,3 +261,24 @@ fn a_limited_application_is_told_and_held_to_its_share() {
     assert_eq!(d.stats().throttled_requests, 6);
     assert!(k.fetched.is_empty());
 }
+
+/// An invariant broken at a poll is remembered, stops all fetching, and
+/// is reported rather than panicking there ([`Driver::check`] panics).
+#[test]
+fn a_broken_invariant_stops_fetching() {
+    let mut d: Driver<Box<dyn Policy>> =
+        Driver::new(Box::new(Ahead::default()), GuardOptions::live(1000));
+    start(&mut d);
+    let mut k = Fake::default();
+    d.access(&mut k, &access(0, 0), &Outcome::default());
+    assert_eq!(k.fetched.len(), 1);
+    k.c.prefetched_blocks += 5; // five blocks nobody accounts for
+    d.poll(&mut k, 1_000_000_000);
+    assert!(
+        d.broken().unwrap().contains("used, unused or pending"),
+        "{:?}",
+        d.broken()
+    );
+    d.access(&mut k, &access(10, 2_000_000_000), &Outcome::default());
+    assert_eq!(k.fetched.len(), 1, "nothing fetched once broken");
+}

@@ -676,6 +676,11 @@ impl Handler for Controller {
         }
         self.k.sync();
         self.driver.poll(&mut self.k, now);
+        if let (Some(e), None) = (self.driver.broken(), &self.k.disabled) {
+            let why = format!("outrider's accounting is inconsistent ({e})");
+            outrider_sys::warnln!("outrider: warning: {why}; prefetching turned off");
+            self.k.disabled = Some(why);
+        }
         self.k.recheck_cgroup(now, false);
         self.tell_budget();
     }
@@ -699,13 +704,22 @@ impl Handler for Controller {
         k.apply_worker_skips();
         k.apply_submitted();
         k.sync();
-        self.driver.check(&self.k);
+        let before = self.driver.verify(&self.k);
         let k = &mut self.k;
         // What is still unused at exit was never used.
         k.stats.wasted_pages += k.unused.len() as u64;
         k.unused.clear();
         k.sync();
-        self.driver.check(&self.k);
+        // A broken invariant turns prefetching off (and is reported as
+        // such) instead of ending outrider while the program runs.
+        if let Some(e) = (before.and(self.driver.verify(&self.k)).err())
+            .or(self.driver.broken().map(str::to_string))
+        {
+            let _ = self
+                .k
+                .disabled
+                .get_or_insert(format!("outrider's accounting is inconsistent ({e})"));
+        }
     }
 }
 
