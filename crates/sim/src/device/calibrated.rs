@@ -42,9 +42,7 @@
 //! the command line turns `calibrated` / `calibrated:PATH` into it from
 //! the calibration store.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
+use super::pending::Pending;
 use super::{DevRequest, Device, BLOCK_BYTES, MAX_PENDING_REQUESTS};
 
 /// Most servers a calibrated model may have (threads the calibration
@@ -233,9 +231,6 @@ pub fn fit(m: &Measurements) -> Result<Fit, String> {
     })
 }
 
-/// Bits of a completion key's tie-breaker that hold the slot index.
-const SLOT_BITS: u32 = MAX_PENDING_REQUESTS.trailing_zeros();
-
 /// The calibrated device (see the module documentation).
 #[derive(Clone, Debug)]
 pub struct Calibrated {
@@ -244,11 +239,8 @@ pub struct Calibrated {
     server_free_ns: Vec<u64>,
     link_free_ns: u64,
     last_submit_ns: u64,
-    /// Submitted requests by completion time: `(end, seq << 24 | slot)`.
-    done: BinaryHeap<Reverse<(u64, u64)>>,
-    slots: Vec<(DevRequest, u64)>,
-    free_slots: Vec<u32>,
-    seq: u64,
+    /// Submitted requests by completion time, with their service time.
+    done: Pending<(DevRequest, u64)>,
     busy_ns: u64,
 }
 
@@ -261,10 +253,7 @@ impl Calibrated {
             p,
             link_free_ns: 0,
             last_submit_ns: 0,
-            done: BinaryHeap::new(),
-            slots: Vec::new(),
-            free_slots: Vec::new(),
-            seq: 0,
+            done: Pending::default(),
             busy_ns: 0,
         }
     }
@@ -286,10 +275,6 @@ impl Device for Calibrated {
             self.pending() < MAX_PENDING_REQUESTS,
             "device queue overflow"
         );
-        assert!(
-            self.seq < 1 << (64 - SLOT_BITS),
-            "sequence overflow; reset between runs"
-        );
         self.last_submit_ns = now_ns;
         let bytes = u64::from(req.blocks) * BLOCK_BYTES;
         let link_end = self.link_free_ns.max(now_ns) + ns_at(bytes, self.p.bandwidth_bytes_per_s);
@@ -304,32 +289,15 @@ impl Device for Calibrated {
             .expect("depth >= 1");
         let server_end = free.max(now_ns) + service;
         self.server_free_ns[i] = server_end;
-        let slot = (req, service);
-        let ix = match self.free_slots.pop() {
-            Some(ix) => {
-                self.slots[ix as usize] = slot;
-                ix
-            }
-            None => {
-                self.slots.push(slot);
-                (self.slots.len() - 1) as u32
-            }
-        };
-        let end = server_end.max(link_end);
-        self.done
-            .push(Reverse((end, self.seq << SLOT_BITS | u64::from(ix))));
-        self.seq += 1;
+        self.done.push(server_end.max(link_end), (req, service));
     }
 
     fn next_completion_ns(&mut self) -> Option<u64> {
-        self.done.peek().map(|Reverse((end, _))| *end)
+        self.done.next_ns()
     }
 
     fn complete_next(&mut self) -> Option<(u64, DevRequest)> {
-        let Reverse((end, key)) = self.done.pop()?;
-        let ix = (key & ((1 << SLOT_BITS) - 1)) as u32;
-        self.free_slots.push(ix);
-        let (req, service) = self.slots[ix as usize];
+        let (end, (req, service)) = self.done.pop()?;
         self.busy_ns += service;
         Some((end, req))
     }
@@ -348,9 +316,6 @@ impl Device for Calibrated {
         self.link_free_ns = 0;
         self.last_submit_ns = 0;
         self.done.clear();
-        self.slots.clear();
-        self.free_slots.clear();
-        self.seq = 0;
         self.busy_ns = 0;
     }
 

@@ -17,17 +17,10 @@
 //! served in this sweep, a tiny backward seek, rather than deferred to the
 //! next; exact C-LOOK with an ordered map would defer it.
 
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{DevRequest, MAX_PENDING_REQUESTS};
-
-/// Bits of a heap key's tie-breaker that hold the slot index.
-const SLOT_BITS: u32 = MAX_PENDING_REQUESTS.trailing_zeros();
-/// Arrival sequence numbers must fit above the slot bits.
-const MAX_SEQ: u64 = 1 << (64 - SLOT_BITS);
-
-const _: () = assert!(MAX_PENDING_REQUESTS.is_power_of_two());
+use super::pending::{Key, Slab};
+use super::DevRequest;
 
 /// Requests waiting for one arm, served in C-LOOK order.
 ///
@@ -36,11 +29,9 @@ const _: () = assert!(MAX_PENDING_REQUESTS.is_power_of_two());
 /// small keys and ties on position break by arrival order.
 #[derive(Clone, Debug, Default)]
 pub struct CLookQueue {
-    sweep: BinaryHeap<Reverse<(u64, u64)>>,
-    next: BinaryHeap<Reverse<(u64, u64)>>,
-    slots: Vec<DevRequest>,
-    free_slots: Vec<u32>,
-    seq: u64,
+    sweep: BinaryHeap<Key>,
+    next: BinaryHeap<Key>,
+    slab: Slab<DevRequest>,
 }
 
 impl CLookQueue {
@@ -48,26 +39,7 @@ impl CLookQueue {
     /// `head` (the block after the last request started).
     #[inline]
     pub fn push(&mut self, head: u64, pos: u64, req: DevRequest) {
-        let slot = match self.free_slots.pop() {
-            Some(i) => {
-                self.slots[i as usize] = req;
-                i
-            }
-            None => {
-                assert!(
-                    self.slots.len() < MAX_PENDING_REQUESTS,
-                    "C-LOOK queue overflow"
-                );
-                self.slots.push(req);
-                (self.slots.len() - 1) as u32
-            }
-        };
-        assert!(
-            self.seq < MAX_SEQ,
-            "C-LOOK sequence overflow; reset between runs"
-        );
-        let e = Reverse((pos, self.seq << SLOT_BITS | slot as u64));
-        self.seq += 1;
+        let e = self.slab.insert(pos, req);
         if pos >= head {
             self.sweep.push(e);
         } else {
@@ -82,10 +54,8 @@ impl CLookQueue {
         if self.sweep.is_empty() {
             std::mem::swap(&mut self.sweep, &mut self.next);
         }
-        let Reverse((pos, key)) = self.sweep.pop()?;
-        let slot = (key & ((1 << SLOT_BITS) - 1)) as u32;
-        self.free_slots.push(slot);
-        Some((pos, self.slots[slot as usize]))
+        let key = self.sweep.pop()?;
+        Some(self.slab.take(key))
     }
 
     /// Requests queued.
@@ -102,9 +72,7 @@ impl CLookQueue {
     pub fn clear(&mut self) {
         self.sweep.clear();
         self.next.clear();
-        self.slots.clear();
-        self.free_slots.clear();
-        self.seq = 0;
+        self.slab.clear();
     }
 }
 

@@ -22,9 +22,7 @@
 //! Device numbers do not change the channel mapping: partitions of one
 //! drive share its channels.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
+use super::pending::Pending;
 use super::{block_ns, DevRequest, Device, DeviceKind, MAX_PENDING_REQUESTS};
 
 /// The constants of one flash device class.
@@ -73,9 +71,6 @@ pub const NVME_PARAMS: FlashParams = FlashParams {
     link_bytes_per_s: 3_200_000_000,
 };
 
-/// Bits of a completion key's tie-breaker that hold the slot index.
-const SLOT_BITS: u32 = MAX_PENDING_REQUESTS.trailing_zeros();
-
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     req: DevRequest,
@@ -92,12 +87,8 @@ pub struct Flash {
     channel_free_ns: Vec<u64>,
     link_free_ns: u64,
     last_submit_ns: u64,
-    /// Submitted requests by completion time: `(end, seq << 24 | slot)`,
-    /// ties broken by submission order.
-    done: BinaryHeap<Reverse<(u64, u64)>>,
-    slots: Vec<Slot>,
-    free_slots: Vec<u32>,
-    seq: u64,
+    /// Submitted requests by completion time.
+    done: Pending<Slot>,
     busy_ns: u64,
 }
 
@@ -113,10 +104,7 @@ impl Flash {
             channel_free_ns: vec![0; params.channels],
             link_free_ns: 0,
             last_submit_ns: 0,
-            done: BinaryHeap::new(),
-            slots: Vec::new(),
-            free_slots: Vec::new(),
-            seq: 0,
+            done: Pending::default(),
             busy_ns: 0,
         }
     }
@@ -200,35 +188,15 @@ impl Device for Flash {
                 channel = 0;
             }
         }
-        assert!(
-            self.seq < 1 << (64 - SLOT_BITS),
-            "sequence overflow; reset between runs"
-        );
-        let slot = Slot { req, busy_ns: busy };
-        let slot_ix = match self.free_slots.pop() {
-            Some(i) => {
-                self.slots[i as usize] = slot;
-                i
-            }
-            None => {
-                self.slots.push(slot);
-                (self.slots.len() - 1) as u32
-            }
-        };
-        self.done
-            .push(Reverse((end_ns, self.seq << SLOT_BITS | slot_ix as u64)));
-        self.seq += 1;
+        self.done.push(end_ns, Slot { req, busy_ns: busy });
     }
 
     fn next_completion_ns(&mut self) -> Option<u64> {
-        self.done.peek().map(|Reverse((end_ns, _))| *end_ns)
+        self.done.next_ns()
     }
 
     fn complete_next(&mut self) -> Option<(u64, DevRequest)> {
-        let Reverse((end_ns, key)) = self.done.pop()?;
-        let slot_ix = (key & ((1 << SLOT_BITS) - 1)) as u32;
-        self.free_slots.push(slot_ix);
-        let slot = self.slots[slot_ix as usize];
+        let (end_ns, slot) = self.done.pop()?;
         self.busy_ns += slot.busy_ns;
         Some((end_ns, slot.req))
     }
@@ -247,9 +215,6 @@ impl Device for Flash {
         self.link_free_ns = 0;
         self.last_submit_ns = 0;
         self.done.clear();
-        self.slots.clear();
-        self.free_slots.clear();
-        self.seq = 0;
         self.busy_ns = 0;
     }
 

@@ -47,6 +47,7 @@ mod clook;
 mod flash;
 mod hdd;
 mod instant;
+mod pending;
 mod raid;
 mod spec;
 
