@@ -1,13 +1,9 @@
 //! `outrider calibrate`: measures, stores, reuses; bad input exits 2.
 
-use std::process::{Command, Output};
+mod common;
+use common::*;
 
-fn outrider(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_outrider"))
-        .args(args)
-        .output()
-        .expect("the outrider binary runs")
-}
+use std::process::{Command, Output};
 
 fn json(o: &Output) -> serde_json::Value {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -2,24 +2,12 @@
 //! sample trace, and bad input (exit code 2 with a message naming the file,
 //! the record and what was expected).
 
+mod common;
+use common::*;
+
 use std::os::fd::FromRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn outrider(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_outrider"))
-        .args(args)
-        .output()
-        .expect("the outrider binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::Command;
 
 fn traces() -> PathBuf {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");

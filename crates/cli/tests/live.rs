@@ -3,24 +3,11 @@
 //! (argument errors, the exit code passed through with prefetching
 //! disabled).
 
+mod common;
+use common::*;
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn outrider(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_outrider"))
-        .args(args)
-        .output()
-        .expect("the outrider binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn is_root() -> bool {
-    // SAFETY: no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use std::process::Command;
 
 /// No tracing instance named `pid_prefix...` exists, or it disappears
 /// within 2 s (`outrider run` removes it from a detached process).

@@ -2,23 +2,11 @@
 //! or panicked: each is a clear exit-2 message now; and commands whose
 //! reader goes away end quietly.
 
+mod common;
+use common::*;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-
-fn outrider(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_outrider"))
-        .args(args)
-        .output()
-        .expect("the outrider binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// Exit code 2 and a message containing every needle.
 #[track_caller]

@@ -6,6 +6,9 @@
 //! so and skip without it; the second user (`outrider-test`, in group
 //! `outrider-test-grp`) is created by the test if missing and reused.
 
+mod common;
+use common::*;
+
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -14,22 +17,6 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_outrider");
-
-fn outrider(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("the outrider binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn is_root() -> bool {
-    // SAFETY: no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 fn id_of(args: &[&str]) -> Option<u32> {
     let o = Command::new("id").args(args).output().ok()?;

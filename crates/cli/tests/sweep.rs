@@ -1,14 +1,10 @@
 //! `outrider sweep`: a TOML grid with flags on top, the output files, the
 //! rows matching `outrider sim --json`, resuming, bad input exits 2.
 
-use std::process::{Command, Output};
+mod common;
+use common::*;
 
-fn outrider(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_outrider"))
-        .args(args)
-        .output()
-        .expect("the outrider binary runs")
-}
+use std::process::Output;
 
 fn ok(o: &Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

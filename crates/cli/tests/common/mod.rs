@@ -42,3 +42,9 @@ pub const SAMPLE_NAMES: [&str; 6] = [
     "lirs_cs.trc",
     "lirs_multi2.trc",
 ];
+
+/// Do the tests run as root (tracefs, drop_caches, cgroups)?
+pub fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
