@@ -76,8 +76,9 @@ run() {
     [ "$tool" = cachesim-2^24 ] && hp=24
     local pf=()
     [ "$pol" = obl ] && pf=(-p OBL --prefetch-params "block-size=4096,sequential-confidence-k=4")
-    LCS_HASHPOWER=$hp /usr/bin/time -f '%e %U %S %M' -o "$work/t" "$cachesim" "$trace" oracleGeneral LRU "$bytes" \
-      "${pf[@]}" --num-thread 1 >"$work/out" 2>&1
+    # (in $work: cachesim writes its results under ./result/)
+    (cd "$work" && LCS_HASHPOWER=$hp /usr/bin/time -f '%e %U %S %M' -o "$work/t" "$cachesim" "$trace" \
+      oracleGeneral LRU "$bytes" "${pf[@]}" --num-thread 1 >"$work/out" 2>&1)
     read -r miss own < <(python3 -c '
 import re, sys
 t = open(sys.argv[1]).read()
