@@ -92,30 +92,6 @@ impl Record {
     }
 }
 
-/// An empty record vector with room for `n` records. A large one asks
-/// for transparent huge pages: filling 10 M records (400 MB) otherwise
-/// takes one page fault per 4 KiB, about a tenth of a whole `sim` run on
-/// the 10 M-request page trace (perf), and the simulation's pass over the
-/// records then walks 2 MiB pages.
-pub(crate) fn records_with_capacity(n: usize) -> Vec<Record> {
-    let v: Vec<Record> = Vec::with_capacity(n);
-    let bytes = n * std::mem::size_of::<Record>();
-    const HUGE: usize = 2 << 20;
-    if bytes >= 4 * HUGE {
-        let start = (v.as_ptr() as usize).next_multiple_of(HUGE);
-        let end = (v.as_ptr() as usize + bytes) & !(HUGE - 1);
-        if end > start {
-            // SAFETY: the range lies inside the vector's own allocation,
-            // and MADV_HUGEPAGE is advice only: it changes neither the
-            // mapping's contents nor its validity (an error is ignored).
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    v
-}
-
 /// One contiguous piece of a file on the device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Extent {
@@ -217,7 +193,7 @@ impl Trace {
     /// to pass [`Record::check_ranges`]; the arithmetic saturates rather
     /// than wrap for one that does not.
     pub fn split_pages(&self) -> Trace {
-        let mut out = records_with_capacity(self.records.len());
+        let mut out = Vec::with_capacity(self.records.len());
         for r in self.records.iter() {
             let first = r.first_block();
             for i in 0..u64::from(r.block_count()) {
