@@ -66,14 +66,14 @@ fn multi_page_requests_are_refused_with_the_fix() {
 }
 
 /// A plain file is mapped, a compressed one streamed in chunks: both
-/// paths must decode the same records (2^14 + 3 records: more than one
-/// chunk, and not a whole number of them).
+/// paths must decode the same records (2^19 + 3 records: more than one
+/// 12 MiB map window and one read chunk, and not a whole number of either).
 #[test]
 fn mapped_and_streamed_reads_agree() {
     use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     let plain = dir.path().join("p.bin");
-    let blocks: Vec<u64> = (0..(1u64 << 14) + 3).map(|i| (i * 7919) % 5000).collect();
+    let blocks: Vec<u64> = (0..(1u64 << 19) + 3).map(|i| (i * 7919) % 5000).collect();
     write_trace(&plain, &pages(&blocks), Format::OraclePages, false).unwrap();
     let gz = dir.path().join("p.bin.gz");
     let mut enc = flate2::write::GzEncoder::new(

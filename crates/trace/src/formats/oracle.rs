@@ -60,6 +60,10 @@ impl ObjId {
 /// Bytes per record.
 pub(crate) const RECORD_BYTES: usize = 24;
 
+/// Bytes of a mapped file decoded at a time: whole records and whole
+/// 4 KiB pages (12 MiB = 512 x lcm(24, 4096)).
+const MAP_WINDOW_BYTES: usize = 512 * 3 * 4096;
+
 /// Records decoded per read (192 KiB).
 const CHUNK_RECORDS: usize = 8192;
 
@@ -136,9 +140,22 @@ pub(crate) fn read(
         // rewrites it while mapped; the map is dropped before returning,
         // and outrider never rewrites a trace in place.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| ctx.io(e))?;
-        #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);
-        d.decode(ctx, &map, &mut records)?;
+        for start in (0..map.len()).step_by(MAP_WINDOW_BYTES) {
+            let end = (start + MAP_WINDOW_BYTES).min(map.len());
+            d.decode(ctx, &map[start..end], &mut records)?;
+            // Decoded windows leave the process's resident set (the file
+            // stays in the page cache): mapped whole, the file added its
+            // size to the peak RSS on top of the decoded records.
+            // SAFETY: a read-only mapping of a file; MADV_DONTNEED only
+            // drops this process's page-table entries for the window, which
+            // nothing borrows any more (the slice above ended), and a later
+            // access would read the file again. `start` is page-aligned
+            // (a multiple of MAP_WINDOW_BYTES).
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+            };
+        }
     } else {
         let mut reader = ctx.reader()?;
         // Whole chunks of records per read: one call per record cost a
