@@ -52,7 +52,6 @@ cat "$trace" "$native" >/dev/null # both in the page cache before the first time
 read -r requests distinct < <($bin trace info --json --format oracle-pages "$trace" |
   python3 -c 'import sys,json; d=json.load(sys.stdin); print(d["requests"], d["distinct_blocks"])')
 
-declare -A POLICY_NAME=([none]=LRU [obl]=LRU+OBL)
 blocks_of() { python3 -c "print(max(1, int($distinct * $1 / 100)))"; }
 hashpower_of() { python3 -c "import math; print(max(4, math.ceil(math.log2($1))))"; }
 
@@ -127,16 +126,20 @@ for tool in outrider outrider-native cachesim lcs-python; do
   done
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-# Where outrider's time goes: perf samples of LRU+OBL at 10% on the
-# oracle-pages trace, self time per symbol.
+# Where outrider's time goes: perf samples of one process at 10% on the
+# oracle-pages trace, self time per symbol (all symbols, for grouping).
 profile() {
-  command -v perf >/dev/null || { echo "(perf not installed: no profile)"; return; }
   local pol=$1
   perf record -q -o "$work/perf.data" "$bin" sim --policy "$pol" --device none --cache-model lru \
     --cache $(($(blocks_of 10) * 4096)) --format oracle-pages --trace "$trace" >/dev/null 2>&1
-  perf report -q -i "$work/perf.data" --no-children --sort symbol --percent-limit 1.5 --stdio 2>/dev/null |
-    sed -e 's/^ *//' -e 's/  */ /g' -e 's/ - -.*$//' | head -20
+  perf report -q -i "$work/perf.data" --no-children --sort symbol --percent-limit 0 --stdio 2>/dev/null |
+    sed -e 's/^ *//' -e 's/  */ /g' -e 's/ - -.*$//' >"$work/profile-$pol"
 }
+have_perf=0
+if command -v perf >/dev/null; then
+  have_perf=1
+  for pol in none obl; do profile "$pol"; done
+fi
 
 out=bench/results/sim-vs-libcachesim.md
 {
@@ -162,15 +165,10 @@ out=bench/results/sim-vs-libcachesim.md
   echo
   echo "## Profile of outrider"
   echo
-  echo "\`perf record\` of one \`sim\` process at 10%, self time per symbol (>= 1.5%); \`[k]\` is"
-  echo "the kernel (reading the trace file, faulting in the record array)."
-  for pol in none obl; do
-    echo
-    echo "${POLICY_NAME[$pol]}:"
-    echo
-    echo '```'
-    profile "$pol"
-    echo '```'
-  done
+  if [ "$have_perf" = 1 ]; then
+    python3 bench/libcachesim/report.py --profile "$work/profile-none" "$work/profile-obl"
+  else
+    echo "(perf not installed: no profile)"
+  fi
 } >"$out"
 cat "$out"

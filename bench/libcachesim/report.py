@@ -137,7 +137,57 @@ def memory_table(mem, distinct):
     print("native file, libCacheSim's mapped trace) is the same at both sizes and cancels.")
 
 
+# Symbol prefixes -> where the time is spent (first match wins).
+GROUPS = [
+    ("driver: simulation loop, accounting (crates/sim/src/engine.rs, windows.rs)",
+     ("outrider_sim::engine", "outrider_sim::windows", "alloc::collections::binary_heap")),
+    ("cache model: LRU list, slab, hash slots (crates/sim/src/cache.rs, blockmap.rs)",
+     ("outrider_sim::cache", "outrider_sim::blockmap")),
+    ("policy (crates/core)", ("<outrider_core::policies", "outrider_core::")),
+    ("trace reading and checking (crates/trace)", ("outrider_trace::", "<std::io")),
+    ("kernel: reading the file, faulting in memory", ("[k]",)),
+]
+
+
+def profile(paths):
+    """Group `perf report` lines ('12.3% [.] symbol') into GROUPS."""
+    print("`perf record` of one `sim` process per policy at 10% on the oracle-pages trace;")
+    print("self time per symbol, grouped (the driver's functions are inlined into")
+    print("`engine::simulate_on`, so its share is the per-request driver work: building the")
+    print("access, the ready queue, window and lead-time accounting, policy calls).")
+    for path, name in zip(paths, ("LRU", "LRU+OBL")):
+        share = {g: 0.0 for g, _ in GROUPS}
+        other = 0.0
+        top = []
+        for line in open(path):
+            parts = line.split(None, 2)
+            if len(parts) < 3 or not parts[0].endswith("%"):
+                continue
+            pct = float(parts[0].rstrip("%"))
+            sym = parts[2].strip() if parts[1] == "[.]" else "[k] " + parts[2].strip()
+            top.append((pct, sym))
+            for g, prefixes in GROUPS:
+                if any(p in sym for p in prefixes):
+                    share[g] += pct
+                    break
+            else:
+                other += pct
+        print()
+        print(f"{name}:")
+        print()
+        print("| where | share of samples |")
+        print("|---|---:|")
+        for g, _ in GROUPS:
+            print(f"| {g} | {share[g]:.1f}% |")
+        print(f"| other (libc, allocator, startup) | {other:.1f}% |")
+        print()
+        print("Top symbols: " + "; ".join(f"{s} {p:.1f}%" for p, s in sorted(top, reverse=True)[:8]) + ".")
+
+
 def main():
+    if sys.argv[1] == "--profile":
+        profile(sys.argv[2:])
+        return
     runs, mem = load(sys.argv[1])
     requests = int(sys.argv[2])
     distinct = int(sys.argv[3])
