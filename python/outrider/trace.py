@@ -27,8 +27,10 @@ def info(path, format="auto", lenient=False):
 
 def convert(input, output, from_format="auto", to="native", zstd=False, lenient=False,
             split_pages=False):
-    """Convert ``input`` to ``output`` in format ``to`` (``native`` or
-    ``lcs-csv``); ``zstd`` compresses a native trace's records. Returns the
-    number of requests written."""
+    """Convert ``input`` to ``output`` in format ``to`` (``native``,
+    ``lcs-csv``, or ``oracle-pages``: libCacheSim's oracleGeneral with obj_id
+    in 4 KiB pages, which needs ``split_pages=True`` or single-page requests);
+    ``zstd`` compresses a native trace's records. Returns the number of
+    requests written."""
     return _outrider.trace_convert(str(input), str(output), from_format, to, bool(zstd),
                                    bool(lenient), bool(split_pages))

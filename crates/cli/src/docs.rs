@@ -16,7 +16,7 @@ Examples:
   outrider sim --policy obl --trace t.trc --device none --think 20us --json
 
 Devices (--device): hdd, ssd, nvme, none (instantaneous), raid0:N, raid0:N:MEMBER (MEMBER hdd, ssd or nvme).
-Trace formats (--format): auto, native, lcs-csv, oracle, disksim, spc, msr, blkparse, lines, strace.
+Trace formats (--format): auto, native, lcs-csv, oracle, oracle-pages, disksim, spc, msr, blkparse, lines, strace.
 Sizes: 64KiB, 256MiB, 1.5GiB (powers of 1024; also K, M, G), 100MB (powers of 1000). Durations: 0, 250ns, 20us, 1.5ms, 2s.
 Metrics (table and --json): see docs/metrics.md.";
 
@@ -30,7 +30,7 @@ Examples:
   outrider compare --workload tree-scan --policies readahead,readahead+none
 
 Devices (--device): hdd, ssd, nvme, none (instantaneous), raid0:N, raid0:N:MEMBER (MEMBER hdd, ssd or nvme).
-Trace formats (--format): auto, native, lcs-csv, oracle, disksim, spc, msr, blkparse, lines, strace.
+Trace formats (--format): auto, native, lcs-csv, oracle, oracle-pages, disksim, spc, msr, blkparse, lines, strace.
 Suites (--workload): paper-suite, paper-suite-large; `outrider workloads` lists the rest.
 Metrics (table and --json): see docs/metrics.md.";
 

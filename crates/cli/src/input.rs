@@ -10,8 +10,8 @@ pub struct InputArgs {
     /// Trace file to replay (this or --workload).
     #[arg(long, conflicts_with = "workload")]
     pub trace: Option<PathBuf>,
-    /// Trace format: auto, native, lcs-csv, oracle, disksim, spc, msr,
-    /// blkparse, lines, strace, or csv:MAPPING (e.g.
+    /// Trace format: auto, native, lcs-csv, oracle, oracle-pages, disksim,
+    /// spc, msr, blkparse, lines, strace, or csv:MAPPING (e.g.
     /// csv:time=1:us,op=3,lbn=5,size=4). zstd and gzip files are read
     /// transparently.
     #[arg(long, default_value = "auto")]

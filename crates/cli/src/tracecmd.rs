@@ -21,8 +21,9 @@ pub enum TraceCmd {
         /// Trace files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Format: auto (detect), native, lcs-csv, oracle, disksim, spc, msr,
-        /// blkparse, lines, strace, or csv:MAPPING for any delimited text.
+        /// Format: auto (detect), native, lcs-csv, oracle, oracle-pages,
+        /// disksim, spc, msr, blkparse, lines, strace, or csv:MAPPING for any
+        /// delimited text.
         #[arg(long, default_value = "auto")]
         format: String,
         /// Skip malformed records, reporting how many.
@@ -36,17 +37,20 @@ pub enum TraceCmd {
     #[command(after_help = "Examples:\n  \
         outrider trace convert ../shared/traces/mqsim_tpcc-small.trace tpcc.otr --zstd\n  \
         outrider trace convert ../shared/traces/cloudPhysicsIO.csv big.otr --split-pages --repeat 9\n  \
-        outrider trace convert prog.otr prog.csv --to lcs-csv")]
+        outrider trace convert prog.otr prog.csv --to lcs-csv\n  \
+        outrider trace convert ../shared/traces/cloudPhysicsIO.csv pages.bin --split-pages --to oracle-pages")]
     Convert {
         /// Input trace.
         input: PathBuf,
         /// Output file.
         output: PathBuf,
-        /// Input format: auto (detect), native, lcs-csv, oracle, disksim, spc,
-        /// msr, blkparse, lines, strace.
+        /// Input format: auto (detect), native, lcs-csv, oracle, oracle-pages,
+        /// disksim, spc, msr, blkparse, lines, strace.
         #[arg(long, default_value = "auto")]
         from: String,
-        /// Output format: native or lcs-csv.
+        /// Output format: native, lcs-csv, or oracle-pages (libCacheSim's
+        /// oracleGeneral with obj_id in 4 KiB pages; needs --split-pages or a
+        /// trace of single pages).
         #[arg(long, default_value = "native")]
         to: String,
         /// Compress the native record section with zstd.

@@ -95,7 +95,7 @@ pub fn trace_seeds(format: Format, scratch: &Path) -> Vec<Vec<u8>> {
             "version,time,op,size,lbn\n1,5633898,2a,512,42932745\n1,5633899,28,4096,8\n",
             "1;0;2a;512;1\n1;0;28;512;1\n",
         ]),
-        Format::Oracle => vec![oracle_seed()],
+        Format::Oracle | Format::OraclePages => vec![oracle_seed()],
         Format::Disksim => text(&[
             "938513000 4 264719034 16 0\n938828000 3 197570570 16 1\n",
             "0.5 0 8 16 1\n2.25 0 8 16 0\n",

@@ -118,7 +118,7 @@ impl Target {
         let mut b = self.seeds[rng.below(self.seeds.len() as u64) as usize].clone();
         let binary = matches!(
             self.kind,
-            Kind::Trace(Some(Format::Native | Format::Oracle))
+            Kind::Trace(Some(Format::Native | Format::Oracle | Format::OraclePages))
         );
         for _ in 0..=rng.below(8) {
             mutate_once(&mut b, &self.seeds, binary, rng);

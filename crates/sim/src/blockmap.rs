@@ -8,14 +8,30 @@
 //! per remove on a 10 M-request trace. This table uses linear probing with
 //! backward-shift deletion (Knuth, TAOCP vol. 3, Algorithm R), so it has no
 //! tombstones and probe runs stay short at load ≤ 1/2.
+//!
+//! A slot holds its key and value side by side in 12 bytes (packed), so a
+//! probe touches one cache line, not one in a key array and another in a
+//! value array: the simulation loop is bound by these loads on caches
+//! larger than the CPU's L2 (perf on the 10 M-request page trace:
+//! `BlockMap::remove` and the lookups in `Cache::insert` were about a
+//! quarter of LRU+OBL's samples with split arrays).
 
 const EMPTY: u64 = u64::MAX;
+
+/// One slot: a key (`EMPTY` when free) and its value, 12 bytes.
+#[derive(Clone, Copy)]
+#[repr(C, packed(4))]
+struct Slot {
+    key: u64,
+    val: u32,
+}
+
+const FREE: Slot = Slot { key: EMPTY, val: 0 };
 
 /// Block key → node index.
 #[derive(Clone)]
 pub struct BlockMap {
-    keys: Vec<u64>,
-    vals: Vec<u32>,
+    slots: Vec<Slot>,
     len: usize,
     mask: usize,
 }
@@ -55,8 +71,7 @@ impl BlockMap {
     pub fn with_capacity(n: usize) -> Self {
         let slots = (n.max(8) * 2).next_power_of_two();
         BlockMap {
-            keys: vec![EMPTY; slots],
-            vals: vec![0; slots],
+            slots: vec![FREE; slots],
             len: 0,
             mask: slots - 1,
         }
@@ -74,14 +89,14 @@ impl BlockMap {
 
     /// Bytes per slot (key + value) and slots per key at most (2 at load 1/2).
     pub fn bytes_per_key_max() -> usize {
-        2 * (8 + 4)
+        2 * std::mem::size_of::<Slot>()
     }
 
     #[inline]
     fn slot_of(&self, key: u64) -> Result<usize, usize> {
         let mut i = hash(key) & self.mask;
         loop {
-            let k = self.keys[i];
+            let k = self.slots[i].key;
             if k == key {
                 return Ok(i);
             }
@@ -97,16 +112,14 @@ impl BlockMap {
     /// memory (the loop is otherwise bound by cache misses on large caches).
     #[inline]
     pub fn prefetch(&self, key: u64) {
-        let i = hash(key) & self.mask;
-        prefetch_read(&self.keys[i]);
-        prefetch_read(&self.vals[i]);
+        prefetch_read(&self.slots[hash(key) & self.mask]);
     }
 
     /// The value for `key`.
     #[inline]
     pub fn get(&self, key: u64) -> Option<u32> {
         debug_assert_ne!(key, EMPTY);
-        self.slot_of(key).ok().map(|i| self.vals[i])
+        self.slot_of(key).ok().map(|i| self.slots[i].val)
     }
 
     /// Is `key` present?
@@ -118,14 +131,13 @@ impl BlockMap {
     /// Insert or replace.
     pub fn insert(&mut self, key: u64, val: u32) {
         assert_ne!(key, EMPTY, "u64::MAX is reserved as the empty key");
-        if (self.len + 1) * 2 > self.keys.len() {
+        if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
         match self.slot_of(key) {
-            Ok(i) => self.vals[i] = val,
+            Ok(i) => self.slots[i].val = val,
             Err(i) => {
-                self.keys[i] = key;
-                self.vals[i] = val;
+                self.slots[i] = Slot { key, val };
                 self.len += 1;
             }
         }
@@ -135,27 +147,28 @@ impl BlockMap {
     #[inline]
     pub fn replace(&mut self, key: u64, val: u32) -> Option<u32> {
         debug_assert_ne!(key, EMPTY, "u64::MAX is reserved as the empty key");
-        if (self.len + 1) * 2 > self.keys.len() {
+        if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
         match self.slot_of(key) {
-            Ok(i) => Some(std::mem::replace(&mut self.vals[i], val)),
+            Ok(i) => {
+                let old = self.slots[i].val;
+                self.slots[i].val = val;
+                Some(old)
+            }
             Err(i) => {
-                self.keys[i] = key;
-                self.vals[i] = val;
+                self.slots[i] = Slot { key, val };
                 self.len += 1;
                 None
             }
         }
     }
 
-    /// Every value, mutably (in no particular order).
-    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut u32> {
-        self.keys
-            .iter()
-            .zip(self.vals.iter_mut())
-            .filter(|(k, _)| **k != EMPTY)
-            .map(|(_, v)| v)
+    /// Apply `f` to every value (in no particular order).
+    pub fn update_values(&mut self, mut f: impl FnMut(u32) -> u32) {
+        for s in self.slots.iter_mut().filter(|s| s.key != EMPTY) {
+            s.val = f(s.val);
+        }
     }
 
     /// Insert a key known to be absent (one probe loop, no equality test).
@@ -163,29 +176,28 @@ impl BlockMap {
     pub fn insert_absent(&mut self, key: u64, val: u32) {
         debug_assert!(!self.contains_key(key));
         debug_assert_ne!(key, EMPTY, "u64::MAX is reserved as the empty key");
-        if (self.len + 1) * 2 > self.keys.len() {
+        if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
         let mut i = hash(key) & self.mask;
-        while self.keys[i] != EMPTY {
+        while self.slots[i].key != EMPTY {
             i = (i + 1) & self.mask;
         }
-        self.keys[i] = key;
-        self.vals[i] = val;
+        self.slots[i] = Slot { key, val };
         self.len += 1;
     }
 
     /// Remove `key`, returning its value.
     pub fn remove(&mut self, key: u64) -> Option<u32> {
         let mut i = self.slot_of(key).ok()?;
-        let val = self.vals[i];
+        let val = self.slots[i].val;
         self.len -= 1;
         // Algorithm R: shift back later entries of the run that may not be
         // found past the hole.
         let mut j = i;
         loop {
             j = (j + 1) & self.mask;
-            let k = self.keys[j];
+            let k = self.slots[j].key;
             if k == EMPTY {
                 break;
             }
@@ -197,33 +209,29 @@ impl BlockMap {
                 i < home || home <= j
             };
             if !stays {
-                self.keys[i] = k;
-                self.vals[i] = self.vals[j];
+                self.slots[i] = self.slots[j];
                 i = j;
             }
         }
-        self.keys[i] = EMPTY;
+        self.slots[i].key = EMPTY;
         Some(val)
     }
 
     fn grow(&mut self) {
-        let old_keys = std::mem::take(&mut self.keys);
-        let old_vals = std::mem::take(&mut self.vals);
-        let slots = old_keys.len() * 2;
-        self.keys = vec![EMPTY; slots];
-        self.vals = vec![0; slots];
-        self.mask = slots - 1;
+        let n = self.slots.len() * 2;
+        let old = std::mem::replace(&mut self.slots, vec![FREE; n]);
+        self.mask = n - 1;
         self.len = 0;
-        for (k, v) in old_keys.into_iter().zip(old_vals) {
-            if k != EMPTY {
-                self.insert(k, v);
+        for s in old {
+            if s.key != EMPTY {
+                self.insert(s.key, s.val);
             }
         }
     }
 
     /// Remove everything, keeping the allocation.
     pub fn clear(&mut self) {
-        self.keys.iter_mut().for_each(|k| *k = EMPTY);
+        self.slots.iter_mut().for_each(|s| s.key = EMPTY);
         self.len = 0;
     }
 }

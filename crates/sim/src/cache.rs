@@ -263,16 +263,24 @@ impl Cache {
         self.map.prefetch(key);
     }
 
-    /// Warm the next LRU victims: the head's hash slot and the node after
-    /// it, so the next evictions do not stall on memory.
+    /// Warm the next LRU victims: the head's hash slot, and the node two
+    /// places behind it, so that every node has been fetched two
+    /// evictions before its own (one eviction ahead left the load of the
+    /// new head's key the costliest instruction of `insert`, perf on the
+    /// 10 M-request page trace).
     #[inline]
     fn prefetch_victims(&self) {
         let h = self.lru.head;
-        if h != NIL {
-            let n = &self.nodes[h as usize];
-            self.map.prefetch(n.key);
-            if n.next != NIL {
-                crate::blockmap::prefetch_read(&self.nodes[n.next as usize]);
+        if h == NIL {
+            return;
+        }
+        let n = &self.nodes[h as usize];
+        self.map.prefetch(n.key);
+        if n.next != NIL {
+            let n1 = &self.nodes[n.next as usize];
+            self.map.prefetch(n1.key);
+            if n1.next != NIL {
+                crate::blockmap::prefetch_read(&self.nodes[n1.next as usize]);
             }
         }
     }

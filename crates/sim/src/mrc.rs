@@ -163,9 +163,9 @@ impl Stack {
     /// [`SLOTS_PER_BLOCK`] times as many slots.
     fn renumber(&mut self) {
         let live = self.marks.total as usize;
-        for s in self.slot_of.values_mut() {
-            *s = self.marks.ones_before(*s as usize) as u32;
-        }
+        let marks = &self.marks;
+        self.slot_of
+            .update_values(|s| marks.ones_before(s as usize) as u32);
         self.marks = Marks::new((live * SLOTS_PER_BLOCK).max(MIN_SLOTS));
         for s in 0..live {
             self.marks.set(s);

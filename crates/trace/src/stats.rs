@@ -10,7 +10,7 @@
 //! how skewed the accesses are. Both count 4 KiB block accesses, the unit
 //! of `--split-pages` and of libCacheSim's block-trace replay.
 
-use crate::Trace;
+use crate::{Record, Trace};
 use outrider_core::BLOCK_SIZE;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -172,9 +172,69 @@ impl TraceStats {
 
 /// Distinct `(device, 4 KiB block)` pairs of `trace`, alone: what
 /// `--cache N%` needs, without the other statistics' cost.
+///
+/// A bitmap over each device's block span when the spans are small
+/// (at most [`BITMAP_BITS_PER_RECORD`] bits per record), else a hash set.
+/// On the 10 M-request page trace the hash set took 0.9 s, most of a
+/// whole `sim` run; the bitmap (32 MiB there) is one sequential pass.
 pub fn distinct_blocks(trace: &Trace) -> u64 {
+    let records = &trace.records[..];
+    let spans = block_spans(records);
+    let bits = spans
+        .iter()
+        .fold(0u64, |sum, &(_, lo, end)| sum.saturating_add(end - lo));
+    let budget = (records.len() as u64).saturating_mul(BITMAP_BITS_PER_RECORD);
+    if bits > budget.max(1 << 20) || spans.len() > MAX_BITMAP_DEVICES {
+        return distinct_blocks_hashed(records);
+    }
+    let mut total = 0;
+    for &(dev, lo, end) in &spans {
+        let mut map = vec![0u64; (end - lo).div_ceil(64) as usize];
+        for r in records.iter().filter(|r| r.dev == dev) {
+            let first = r.first_block() - lo;
+            for b in first..first + u64::from(r.block_count()) {
+                map[(b / 64) as usize] |= 1 << (b % 64);
+            }
+        }
+        total += map.iter().map(|w| u64::from(w.count_ones())).sum::<u64>();
+    }
+    total
+}
+
+/// Bitmap bits allowed per record before [`distinct_blocks`] falls back
+/// to a hash set (8 bytes per record, a fifth of the record itself).
+const BITMAP_BITS_PER_RECORD: u64 = 64;
+
+/// Devices beyond which [`distinct_blocks`] uses the hash set (the bitmap
+/// pass reads the records once per device).
+const MAX_BITMAP_DEVICES: usize = 8;
+
+/// Each device's `(dev, first block, end block)`, in order of appearance.
+fn block_spans(records: &[Record]) -> Vec<(u16, u64, u64)> {
+    let mut spans: Vec<(u16, u64, u64)> = Vec::new();
+    let mut cur = usize::MAX;
+    for r in records {
+        let first = r.first_block();
+        let end = first.saturating_add(u64::from(r.block_count()));
+        if cur == usize::MAX || spans[cur].0 != r.dev {
+            cur = match spans.iter().position(|s| s.0 == r.dev) {
+                Some(i) => i,
+                None => {
+                    spans.push((r.dev, first, end));
+                    spans.len() - 1
+                }
+            };
+        }
+        let s = &mut spans[cur];
+        s.1 = s.1.min(first);
+        s.2 = s.2.max(end);
+    }
+    spans
+}
+
+fn distinct_blocks_hashed(records: &[Record]) -> u64 {
     let mut blocks: FxHashSet<(u16, u64)> = FxHashSet::default();
-    for r in trace.records.iter() {
+    for r in records {
         let first = r.first_block();
         for b in first..first.saturating_add(u64::from(r.block_count())) {
             blocks.insert((r.dev, b));
@@ -363,6 +423,30 @@ impl std::fmt::Display for TraceStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // The bitmap path of `distinct_blocks` must count exactly what the
+        // hash set counts: several devices, multi-block requests, spans
+        // wide enough (offsets up to 2^46) to take the hash-set fallback.
+        #[test]
+        fn distinct_blocks_bitmap_agrees_with_hash_set(
+            reqs in proptest::collection::vec((0u16..3, 0u64..5000, 1u32..20_000), 1..200),
+            wide in any::<bool>(),
+        ) {
+            let records: Vec<Record> = reqs
+                .iter()
+                .enumerate()
+                .map(|(i, &(dev, off, size))| {
+                    let offset = if wide && i == 0 { off << 34 } else { off * 512 };
+                    Record::block(0, dev, offset, size, false, 0)
+                })
+                .collect();
+            let t = Trace::new(crate::TraceMeta::default(), records.clone());
+            prop_assert_eq!(distinct_blocks(&t), distinct_blocks_hashed(&records));
+        }
+    }
+
     use crate::{Record, TraceMeta};
 
     #[test]

@@ -378,7 +378,9 @@ fn format_names() {
     let e = Format::from_name("vscsi").unwrap_err().to_string();
     assert!(
         e.contains("'vscsi'")
-            && e.contains("native, lcs-csv, oracle, disksim, spc, msr, blkparse, lines"),
+            && e.contains(
+                "native, lcs-csv, oracle, oracle-pages, disksim, spc, msr, blkparse, lines"
+            ),
         "{e}"
     );
 }
@@ -421,7 +423,7 @@ fn empty_and_blank_files_are_errors_in_every_text_format() {
             continue;
         }
         // (oracle is binary: blank text there is a truncated record.)
-        let inputs: &[&[u8]] = if f == Format::Oracle {
+        let inputs: &[&[u8]] = if matches!(f, Format::Oracle | Format::OraclePages) {
             &[b""]
         } else {
             &[b"", b"  \n\n\t\r\n"]

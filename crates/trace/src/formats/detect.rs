@@ -188,7 +188,7 @@ fn accepts(format: Format, line: &str) -> bool {
             let event = blkparse::dev_pair(first).is_some() && line.split_whitespace().count() >= 6;
             (event || blkparse::is_summary(line)) && blkparse::parse_line(line, "Q", 1).is_ok()
         }
-        Format::Native | Format::Oracle | Format::Csv(_) => false,
+        Format::Native | Format::Oracle | Format::OraclePages | Format::Csv(_) => false,
     }
 }
 
