@@ -419,9 +419,14 @@ impl Cache {
         node
     }
 
-    /// Remove every block, appending them to `out` (end of run accounting).
-    pub fn drain(&mut self, out: &mut Vec<Node>) {
-        out.extend(self.nodes.iter().filter(|n| n.list != LIST_FREE).copied());
+    /// Remove every block, showing each to `f` first (end of run
+    /// accounting; no copy of the nodes: a copy cost 48 bytes per cached
+    /// block of peak memory).
+    pub fn drain_each(&mut self, mut f: impl FnMut(&Node)) {
+        self.nodes
+            .iter()
+            .filter(|n| n.list != LIST_FREE)
+            .for_each(&mut f);
         self.clear();
     }
 

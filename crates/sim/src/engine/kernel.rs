@@ -328,15 +328,14 @@ impl Engine<'_> {
     /// End of run: prefetched blocks still unused count as unused; the
     /// driver checks the counts add up.
     pub(super) fn finish_run(&mut self, d: &SimDriver<'_>) {
-        let mut left = Vec::new();
-        self.cache.drain(&mut left);
-        for n in &left {
+        let (c, windows, pending) = (&mut self.c, &mut self.windows, &mut self.pending_prefetched);
+        self.cache.drain_each(|n| {
             if n.prefetched {
-                self.pending_prefetched -= 1;
-                self.c.prefetched_unused_blocks += 1;
-                self.resolve_window(n.window_slot, false);
+                *pending -= 1;
+                c.prefetched_unused_blocks += 1;
+                super::resolve_window(windows, c, n.window_slot, false);
             }
-        }
+        });
         // Windows whose blocks were evicted while in flight and re-read are
         // already resolved; anything left never saw a use.
         debug_assert!(

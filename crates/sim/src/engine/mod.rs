@@ -657,9 +657,7 @@ impl Engine<'_> {
 
     /// One prefetched block of the window in `slot` was used or evicted.
     fn resolve_window(&mut self, slot: u32, used: bool) {
-        if self.windows.resolve(slot, used) == Some(true) {
-            self.c.mis_prefetched_windows += 1;
-        }
+        resolve_window(&mut self.windows, &mut self.c, slot, used);
     }
 
     fn wait_on(&mut self, p: usize, req: u32) {
@@ -710,6 +708,14 @@ impl Engine<'_> {
         }
         self.wait_on(p, id);
         self.submit(id, key, blocks, now, 0);
+    }
+}
+
+/// One prefetched block of the window in `slot` was used or evicted; a
+/// window that closes with none used is mis-prefetched.
+fn resolve_window(windows: &mut WindowTable, c: &mut Counters, slot: u32, used: bool) {
+    if windows.resolve(slot, used) == Some(true) {
+        c.mis_prefetched_windows += 1;
     }
 }
 
