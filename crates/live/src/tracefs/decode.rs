@@ -16,6 +16,11 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("sched", "sched_process_fork"),
 ];
 
+/// `sched_process_exec`: not in [`EVENTS`] (`outrider run` follows one
+/// tree it started itself); the machine-wide daemon enables it to see
+/// every program start.
+pub const EXEC_EVENT: (&str, &str) = ("sched", "sched_process_exec");
+
 /// A decoded kernel event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LiveEvent {
@@ -106,6 +111,12 @@ pub enum EventKind {
         /// New task.
         child: u32,
     },
+    /// `sched_process_exec`: process `pid` replaced its image (its new
+    /// executable is `/proc/PID/exe`).
+    Exec {
+        /// The process.
+        pid: u32,
+    },
 }
 
 /// Convert the kernel's internal `dev_t` (major << 20 | minor) to the
@@ -140,6 +151,7 @@ enum Which {
     Issue,
     Complete,
     Fork,
+    Exec,
 }
 
 #[derive(Clone, Debug)]
@@ -207,6 +219,7 @@ impl Decoder {
                     Which::Fork,
                     [get("parent_pid")?, get("child_pid")?, unused, unused],
                 ),
+                "sched_process_exec" => (Which::Exec, [get("pid")?, unused, unused, unused]),
                 _ => continue,
             };
             by_id.insert(f.id, Layout { which, f: fields });
@@ -265,6 +278,7 @@ impl Decoder {
                 parent: v(0) as u32,
                 child: v(1) as u32,
             },
+            Which::Exec => EventKind::Exec { pid: v(0) as u32 },
         };
         Some(LiveEvent { ts_ns, pid, kind })
     }
