@@ -3,6 +3,7 @@
 
 use clap::Args;
 use outrider_daemon::{Config, ConfigError, Daemon, DEFAULT_CONFIG};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// `outrider daemon` options.
@@ -24,7 +25,7 @@ pub struct DaemonArgs {
 pub fn run(a: DaemonArgs) -> anyhow::Result<()> {
     let cfg = load(&a.config)?;
     if a.check_config {
-        println!("{}: ok", a.config.display());
+        let _ = writeln!(std::io::stdout(), "{}: ok", a.config.display());
         return Ok(());
     }
     // SAFETY: no preconditions.
@@ -33,7 +34,7 @@ pub fn run(a: DaemonArgs) -> anyhow::Result<()> {
     }
     if a.replay_boot {
         let st = outrider_daemon::replay_boot(&cfg).map_err(anyhow::Error::msg)?;
-        println!("{}", serde_json::to_string(&st)?);
+        let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string(&st)?);
         return Ok(());
     }
     Daemon::new(cfg)

@@ -151,7 +151,9 @@ fn main() -> ExitCode {
 /// away (`outrider workloads | head -3`): killed by SIGPIPE, silently,
 /// instead of a panic in `println!` (Rust ignores SIGPIPE by default).
 /// `run` and `record` keep the default: their program's output is not
-/// ours, and they must outlive a closed pipe to pass its exit code on.
+/// ours, and they must outlive a closed pipe to pass its exit code on;
+/// so does `daemon`, which must not stop prefetching (or lose what it
+/// recorded) when its log reader goes away.
 fn die_quietly_on_closed_pipe() {
     // SAFETY: restoring the default disposition of one signal before any
     // thread is started.

@@ -183,7 +183,7 @@ impl Daemon {
             ..InstanceOptions::default()
         };
         let mut inst = Instance::open(&opts).map_err(|e| format!("tracing: {e}"))?;
-        eprintln!(
+        log(format!(
             "outrider daemon: watching {}; history {}",
             if self.cfg.watch.is_empty() {
                 "every program".to_string()
@@ -191,7 +191,7 @@ impl Daemon {
                 format!("{} executables", self.cfg.watch.len())
             },
             self.status.store
-        );
+        ));
         let mut events = Vec::new();
         while outrider_sys::launch::last_signal().is_none() {
             events.clear();
@@ -211,7 +211,7 @@ impl Daemon {
         }
         drop(inst);
         self.tick(u64::MAX, true);
-        eprintln!("outrider daemon: stopped, history saved");
+        log(format!("outrider daemon: stopped, history saved"));
         Ok(())
     }
 
@@ -415,14 +415,14 @@ impl Daemon {
                     None => self.status.boot.saved = true,
                 },
                 Err(e) => {
-                    eprintln!("outrider daemon: saving {key}: {e}");
+                    log(format!("outrider daemon: saving {key}: {e}"));
                     self.status.save_errors += 1;
                 }
             }
         }
         match store::enforce_bound(&self.store, self.cfg.history_max_apps) {
             Ok(n) => self.status.launch_sets_forgotten += n,
-            Err(e) => eprintln!("outrider daemon: bounding the history: {e}"),
+            Err(e) => log(format!("outrider daemon: bounding the history: {e}")),
         }
         self.status.launch_sets_stored = store::launch_sets(&self.store);
         self.dirty = true;
@@ -438,6 +438,13 @@ impl Daemon {
             let _ = std::fs::rename(&tmp, &self.status_path);
         }
     }
+}
+
+/// One line on stderr (the journal under systemd); a closed stderr is
+/// not a reason to stop prefetching.
+fn log(line: String) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// The status entry of launch `id` (ids increase along the list).
