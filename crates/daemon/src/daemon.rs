@@ -158,7 +158,12 @@ impl Daemon {
     }
 
     fn start_boot(&mut self) {
-        if let Ok(Some(h)) = self.store.load_run(BOOT_KEY) {
+        let stamp = store::package_stamp(store::PACKAGE_DBS);
+        let loaded = store::load_boot(&self.store, &stamp).unwrap_or_else(|e| {
+            log(format!("outrider daemon: {e}"));
+            None
+        });
+        if let Some(h) = loaded {
             let budget = self.cfg.memory_budget_mib << 20;
             let tx = self.done_tx.clone();
             std::thread::spawn(move || {
@@ -404,7 +409,14 @@ impl Daemon {
 
     fn save_pending(&mut self) {
         for (key, h, id) in std::mem::take(&mut self.pending) {
-            match store::save(&mut self.store, &key, &h) {
+            let saved = match id {
+                Some(_) => store::save(&mut self.store, &key, &h),
+                None => {
+                    let stamp = store::package_stamp(store::PACKAGE_DBS);
+                    store::save_boot(&mut self.store, &h, &stamp)
+                }
+            };
+            match saved {
                 Ok(()) => match id {
                     Some(id) => {
                         self.status.launch_sets_saved += 1;
@@ -456,7 +468,7 @@ fn status_of(status: &mut Status, id: u64) -> Option<&mut LaunchStatus> {
 /// `outrider daemon --replay-boot`: replay the saved boot set now.
 pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
     let store = open_store(cfg)?;
-    match store.load_run(BOOT_KEY).map_err(|e| e.to_string())? {
+    match store::load_boot(&store, &store::package_stamp(store::PACKAGE_DBS))? {
         Some(h) => Ok(replay(&h, cfg.memory_budget_mib << 20)),
         None => Err(format!(
             "{}: no boot set recorded (start the daemon with boot_prefetch = true first)",

@@ -51,8 +51,9 @@
 //! machine (its own excepted) in its first
 //! [`config::Config::boot_window_s`] seconds, saves it under
 //! [`store::BOOT_KEY`] and replays it, in physical order, at its next
-//! start (ureadahead's scheme). `outrider daemon --replay-boot` replays it
-//! now.
+//! start (ureadahead's scheme). A changed file is dropped at replay; after
+//! a package upgrade (dpkg's, rpm's or pacman's database changed) the
+//! whole set is discarded. `outrider daemon --replay-boot` replays it now.
 //!
 //! # Saving
 //!
