@@ -338,6 +338,29 @@ format:
     }
 
     #[test]
+    fn decodes_exec_with_the_pid_field() {
+        let text = "name: sched_process_exec
+ID: 365
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:__data_loc char[] filename;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:pid_t pid;\toffset:12;\tsize:4;\tsigned:1;
+\tfield:pid_t old_pid;\toffset:16;\tsize:4;\tsigned:1;
+";
+        let d = Decoder::new(&[parse_format(text, "exec").unwrap()]).unwrap();
+        let mut rec = vec![0u8; 20];
+        rec[0..2].copy_from_slice(&365u16.to_le_bytes());
+        rec[4..8].copy_from_slice(&77u32.to_le_bytes());
+        rec[12..16].copy_from_slice(&88u32.to_le_bytes());
+        let e = d.decode(5, &rec).unwrap();
+        assert_eq!(e.kind, EventKind::Exec { pid: 88 });
+    }
+
+    #[test]
     fn kernel_dev_conversion_matches_makedev() {
         assert_eq!(kernel_dev_to_user((8 << 20) | 1), libc::makedev(8, 1));
         assert_eq!(kernel_dev_to_user(0), 0);
