@@ -44,6 +44,16 @@ Examples:
 
 Policies (--policy): `outrider policies`. Budget (--budget): a size (512MiB, 1.5GiB) or a fraction (0.25).";
 
+/// `daemon --help` examples.
+pub const DAEMON_EXAMPLES: &str = "\
+Examples:
+  sudo outrider daemon --config /etc/outrider/daemon.toml
+  outrider daemon --check-config --config dist/daemon.toml
+  sudo outrider daemon --replay-boot
+  sudo systemctl enable --now outrider   (dist/outrider.service; see the README)
+
+Status: <state_dir>/status.json, rewritten every second.";
+
 /// `record --help` examples.
 pub const RECORD_EXAMPLES: &str = "\
 Examples:

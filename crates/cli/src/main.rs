@@ -6,6 +6,7 @@
 
 mod cachecmd;
 mod calibrate;
+mod daemoncmd;
 mod devmodel;
 mod docs;
 mod history;
@@ -75,6 +76,11 @@ enum Cmd {
     /// Run a program, prefetching for it live; exit code passed through.
     #[command(after_help = docs::RUN_EXAMPLES)]
     Run(runcmd::RunArgs),
+    /// Machine-wide prefetching: record each program's launch set and
+    /// replay it at its next launch (and the boot set at start); runs in
+    /// the foreground (dist/outrider.service).
+    #[command(after_help = docs::DAEMON_EXAMPLES)]
+    Daemon(daemoncmd::DaemonArgs),
     /// Run a program and write what it read as a native trace.
     #[command(after_help = docs::RECORD_EXAMPLES)]
     Record(recordcmd::RecordArgs),
@@ -117,12 +123,13 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if !matches!(cli.cmd, Cmd::Run(_) | Cmd::Record(_)) {
+    if !matches!(cli.cmd, Cmd::Run(_) | Cmd::Record(_) | Cmd::Daemon(_)) {
         die_quietly_on_closed_pipe();
     }
     let result = match cli.cmd {
         Cmd::Run(a) => return runcmd::run(a).map_or_else(error_exit, ExitCode::from),
         Cmd::Record(a) => return recordcmd::run(a).map_or_else(error_exit, ExitCode::from),
+        Cmd::Daemon(a) => daemoncmd::run(a),
         Cmd::Sim(a) => simcmd::sim(a),
         Cmd::Compare(a) => simcmd::compare(a),
         Cmd::Sweep(a) => sweepcmd::run(a),
@@ -144,7 +151,9 @@ fn main() -> ExitCode {
 /// away (`outrider workloads | head -3`): killed by SIGPIPE, silently,
 /// instead of a panic in `println!` (Rust ignores SIGPIPE by default).
 /// `run` and `record` keep the default: their program's output is not
-/// ours, and they must outlive a closed pipe to pass its exit code on.
+/// ours, and they must outlive a closed pipe to pass its exit code on;
+/// so does `daemon`, which must not stop prefetching (or lose what it
+/// recorded) when its log reader goes away.
 fn die_quietly_on_closed_pipe() {
     // SAFETY: restoring the default disposition of one signal before any
     // thread is started.

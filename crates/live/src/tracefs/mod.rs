@@ -17,7 +17,7 @@ pub mod decode;
 pub mod format;
 pub mod ring;
 
-pub use decode::{EventKind, LiveEvent, EVENTS};
+pub use decode::{EventKind, LiveEvent, EVENTS, EXEC_EVENT};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};

@@ -1,0 +1,279 @@
+//! `outrider daemon` against the real kernel: a program launched twice
+//! with every cache dropped between has its launch set recorded at the
+//! first launch and replayed at the second, which then misses far less; a
+//! `kill -9` of the daemon keeps the saved sets; the boot set replays on
+//! demand and drops a changed file; bad configurations exit 2. Tracing
+//! needs root: without it only the configuration checks run.
+
+mod common;
+
+use common::{outrider, stderr};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Tests that drop every cache take this first (as in live.rs; test
+/// binaries run one at a time).
+static COLD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn cold_lock() -> std::sync::MutexGuard<'static, ()> {
+    COLD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Written back first: dirty pages (the data files the test just wrote)
+/// are not dropped.
+fn drop_caches() {
+    // SAFETY: no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3").expect("root drops caches");
+}
+
+/// A daemon on `config`, stopped (SIGTERM) when dropped.
+struct Daemon(Child);
+
+impl Daemon {
+    /// Start it and wait for its first status file (tracing is on then).
+    fn start(config: &Path, state: &Path) -> Daemon {
+        let before = status(state).map(|s| s["pid"].clone());
+        let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
+            .args(["daemon", "--config", &config.display().to_string()])
+            .spawn()
+            .expect("the daemon starts");
+        let pid = Value::from(child.id());
+        let d = Daemon(child);
+        wait_for(state, "the daemon's first status", |s| {
+            s["pid"] == pid && Some(&s["pid"]) != before.as_ref()
+        });
+        d
+    }
+
+    fn signal(&mut self, sig: i32) -> std::process::ExitStatus {
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(self.0.id() as i32, sig) };
+        self.0.wait().unwrap()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            self.signal(libc::SIGTERM);
+        }
+    }
+}
+
+fn status(state: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(state.join("status.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Poll the status file until `ok` holds (at most 30 s); the status then.
+fn wait_for(state: &Path, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = status(state).filter(|s| ok(s)) {
+            return s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "waiting for {what}: {:?}",
+            status(state)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The launch of process `pid` in the status, once saved.
+fn saved_launch(state: &Path, pid: u32) -> Value {
+    let s = wait_for(state, "the launch set saved", |s| {
+        s["launches"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|l| l["pid"] == pid && l["saved"] == true))
+    });
+    let l = s["launches"].as_array().unwrap();
+    l.iter().find(|l| l["pid"] == pid).unwrap().clone()
+}
+
+/// The real python3 (not a wrapper script), if there is one.
+fn python() -> Option<PathBuf> {
+    std::fs::canonicalize("/usr/bin/python3").ok()
+}
+
+/// Four 8 MiB data files in `dir`, and a script that waits 0.5 s and then
+/// reads them all.
+fn program(dir: &Path) -> PathBuf {
+    for i in 0..4 {
+        std::fs::write(dir.join(format!("data{i}")), vec![i as u8 + 1; 8 << 20]).unwrap();
+    }
+    let script = dir.join("prog.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import time\ntime.sleep(0.5)\nfor i in range(4):\n    \
+             with open('{}/data%d' % i, 'rb') as f:\n        while f.read(1 << 20): pass\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    script
+}
+
+fn write_config(dir: &Path, extra: &str) -> (PathBuf, PathBuf) {
+    let state = dir.join("state");
+    let cfg = dir.join("daemon.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "state_dir = \"{}\"\nlaunch_window_s = 3\nsave_interval_s = 0.2\n{extra}",
+            state.display()
+        ),
+    )
+    .unwrap();
+    (cfg, state)
+}
+
+#[test]
+fn a_launch_is_recorded_then_replayed_and_survives_kill_9() {
+    let Some(py) = python().filter(|_| is_root()) else {
+        eprintln!("skipped: needs root and /usr/bin/python3");
+        return;
+    };
+    let _cold = cold_lock();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let script = program(dir.path());
+    let (cfg, state) = write_config(dir.path(), &format!("watch = [\"{}\"]\n", py.display()));
+    let launch = |state: &Path| {
+        drop_caches();
+        let mut c = Command::new(&py).arg(&script).spawn().unwrap();
+        let pid = c.id();
+        assert!(c.wait().unwrap().success());
+        saved_launch(state, pid)
+    };
+    let mut d = Daemon::start(&cfg, &state);
+    let l1 = launch(&state);
+    // kill -9: the saved launch set stays.
+    d.signal(libc::SIGKILL);
+    let d = Daemon::start(&cfg, &state);
+    let s = status(&state).unwrap();
+    assert_eq!(s["launch_sets_stored"], 1, "{s}");
+    let l2 = launch(&state);
+    drop(d);
+    assert_eq!(l1["known"], false, "{l1}");
+    assert_eq!(l1["exe"], py.display().to_string(), "{l1}");
+    let recorded = l1["recorded_pages"].as_u64().unwrap();
+    let missed1 = l1["missed_pages"].as_u64().unwrap();
+    // 32 MiB of data (8192 pages), all read cold, plus the interpreter.
+    assert!(recorded >= 8192 && missed1 >= 8192, "{l1}");
+    assert_eq!(l2["known"], true, "{l2}");
+    let r = &l2["replay"];
+    assert!(
+        r["files_kept"].as_u64().unwrap() >= 5,
+        "python and 4 data files: {l2}"
+    );
+    assert_eq!(
+        r["pages_requested"], recorded,
+        "the whole set replayed: {l2}"
+    );
+    // The second launch found its pages in the cache: it brought in less
+    // than a quarter of what the first did.
+    let missed2 = l2["missed_pages"].as_u64().unwrap();
+    assert!(missed2 * 4 < missed1, "launch 1 {l1}\nlaunch 2 {l2}");
+    assert!(l2["read_pages"].as_u64().unwrap() >= 8192, "{l2}");
+}
+
+#[test]
+fn the_boot_set_replays_on_demand_and_drops_changed_files() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs and drop_caches");
+        return;
+    }
+    let _cold = cold_lock();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (cfg, state) = write_config(
+        dir.path(),
+        "watch = [\"/nonexistent\"]\nboot_prefetch = true\nboot_window_s = 2\n",
+    );
+    let file = dir.path().join("boot-data");
+    std::fs::write(&file, vec![3u8; 4 << 20]).unwrap();
+    let d = Daemon::start(&cfg, &state);
+    drop_caches();
+    let read = std::fs::read(&file).unwrap();
+    assert_eq!(read.len(), 4 << 20);
+    let s = wait_for(&state, "the boot set saved", |s| s["boot"]["saved"] == true);
+    drop(d);
+    assert!(s["boot"]["recorded_pages"].as_u64().unwrap() >= 1024, "{s}");
+    let replay = |what: &str| -> Value {
+        let o = outrider(&[
+            "daemon",
+            "--replay-boot",
+            "--config",
+            &cfg.display().to_string(),
+        ]);
+        assert!(o.status.success(), "{what}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let r1 = replay("unchanged");
+    assert!(r1["pages_requested"].as_u64().unwrap() >= 1024, "{r1}");
+    std::fs::write(&file, vec![4u8; 1 << 20]).unwrap();
+    let r2 = replay("changed");
+    assert_eq!(
+        r2["files_dropped"].as_u64().unwrap(),
+        r1["files_dropped"].as_u64().unwrap() + 1,
+        "{r1}\n{r2}"
+    );
+    assert!(
+        r2["pages_requested"].as_u64().unwrap() + 1024 <= r1["pages_requested"].as_u64().unwrap(),
+        "{r1}\n{r2}"
+    );
+}
+
+#[test]
+fn bad_configurations_exit_2_naming_the_file_and_key() {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let check = |text: &str| {
+        let p = dir.path().join("d.toml");
+        std::fs::write(&p, text).unwrap();
+        let o = outrider(&[
+            "daemon",
+            "--check-config",
+            "--config",
+            &p.display().to_string(),
+        ]);
+        (o.status.code(), stderr(&o), p.display().to_string())
+    };
+    let (code, err, p) = check("launch_cap_mib = 0\n");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains(&p) && err.contains("`launch_cap_mib`: expected a positive"),
+        "{err}"
+    );
+    let (code, err, _) = check("boot_prefetch = \"yes\"\n");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("boot_prefetch") && err.contains("expected a boolean"),
+        "{err}"
+    );
+    let (code, err, _) = check("watched = []\n");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("unknown field `watched`"), "{err}");
+    let (code, err, _) = check(include_str!("../../../dist/daemon.toml"));
+    assert_eq!(code, Some(0), "{err}");
+    let o = outrider(&[
+        "daemon",
+        "--check-config",
+        "--config",
+        "/nonexistent/d.toml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("/nonexistent/d.toml: cannot read"),
+        "{}",
+        stderr(&o)
+    );
+}

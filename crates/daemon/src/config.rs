@@ -1,0 +1,238 @@
+//! The daemon's TOML configuration (`/etc/outrider/daemon.toml`; the
+//! commented example is `dist/daemon.toml`). Every key is optional:
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `watch` | `[]` | executables (absolute paths) whose launches are recorded and replayed; empty: every program |
+//! | `exclude` | `[]` | executables never watched (absolute paths), even when `watch` names them |
+//! | `memory_budget_mib` | `256` | bytes one replay (launch or boot) may ask the kernel to read, at most |
+//! | `state_dir` | `/var/lib/outrider` | where the history store (`history.db`) lives |
+//! | `history_max_apps` | `512` | launch sets kept; beyond it the least recently launched are forgotten |
+//! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set |
+//! | `launch_cap_mib` | `64` | bytes one launch set holds at most |
+//! | `max_recording` | `64` | launches recorded at once at most (more are not recorded) |
+//! | `save_interval_s` | `2` | finished launch sets are saved at most this long after they end |
+//! | `boot_prefetch` | `false` | record the boot set (the first `boot_window_s` after start) and replay it at the next start |
+//! | `boot_window_s` | `30` | seconds after the daemon starts that form the boot set |
+//! | `boot_cap_mib` | `256` | bytes the boot set holds at most |
+//!
+//! A bad file is refused with a message naming the file, the key and what
+//! was expected ([`ConfigError`]); `outrider daemon --check-config` prints
+//! it and exits 2.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Where the daemon looks for its configuration by default.
+pub const DEFAULT_CONFIG: &str = "/etc/outrider/daemon.toml";
+
+/// The daemon's settings (see the module documentation for each key).
+#[derive(Clone, Debug, Deserialize, PartialEq, serde::Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Executables watched; empty: all.
+    pub watch: Vec<PathBuf>,
+    /// Executables never watched.
+    pub exclude: Vec<PathBuf>,
+    /// Bytes one replay may request, MiB.
+    pub memory_budget_mib: u64,
+    /// Directory of the history store.
+    pub state_dir: PathBuf,
+    /// Launch sets kept at most.
+    pub history_max_apps: u64,
+    /// Launch window, seconds.
+    pub launch_window_s: f64,
+    /// Launch-set cap, MiB.
+    pub launch_cap_mib: u64,
+    /// Launches recorded at once at most.
+    pub max_recording: usize,
+    /// Save delay bound, seconds.
+    pub save_interval_s: f64,
+    /// Boot prefetch on/off.
+    pub boot_prefetch: bool,
+    /// Boot window, seconds.
+    pub boot_window_s: f64,
+    /// Boot-set cap, MiB.
+    pub boot_cap_mib: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            watch: Vec::new(),
+            exclude: Vec::new(),
+            memory_budget_mib: 256,
+            state_dir: PathBuf::from("/var/lib/outrider"),
+            history_max_apps: 512,
+            launch_window_s: 5.0,
+            launch_cap_mib: 64,
+            max_recording: 64,
+            save_interval_s: 2.0,
+            boot_prefetch: false,
+            boot_window_s: 30.0,
+            boot_cap_mib: 256,
+        }
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: cannot read the configuration: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Not TOML, an unknown key, or a value of the wrong type.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (it names the line, the key and what was expected).
+        message: String,
+    },
+    /// A value of the right type outside its range.
+    #[error("{path}: key `{key}`: expected {expected}")]
+    Value {
+        /// The file.
+        path: PathBuf,
+        /// The key.
+        key: &'static str,
+        /// What was expected.
+        expected: &'static str,
+    },
+}
+
+impl Config {
+    /// Read and check `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Parse and check `text` (read from `path`, named in messages).
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let c: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().replace('\n', "\n  "),
+        })?;
+        c.check(path)?;
+        Ok(c)
+    }
+
+    fn check(&self, path: &Path) -> Result<(), ConfigError> {
+        let bad = |key, expected| {
+            Err(ConfigError::Value {
+                path: path.to_path_buf(),
+                key,
+                expected,
+            })
+        };
+        let positive = |s: f64| s.is_finite() && s > 0.0 && s <= 3600.0;
+        if self.watch.iter().any(|p| !p.is_absolute()) {
+            return bad("watch", "absolute executable paths");
+        }
+        if self.exclude.iter().any(|p| !p.is_absolute()) {
+            return bad("exclude", "absolute executable paths");
+        }
+        if !self.state_dir.is_absolute() {
+            return bad("state_dir", "an absolute directory path");
+        }
+        if self.memory_budget_mib == 0 {
+            return bad("memory_budget_mib", "a positive number of MiB");
+        }
+        if self.launch_cap_mib == 0 || self.boot_cap_mib == 0 {
+            let key = if self.launch_cap_mib == 0 {
+                "launch_cap_mib"
+            } else {
+                "boot_cap_mib"
+            };
+            return bad(key, "a positive number of MiB");
+        }
+        if self.history_max_apps == 0 {
+            return bad("history_max_apps", "a positive number of applications");
+        }
+        if self.max_recording == 0 {
+            return bad("max_recording", "a positive number of launches");
+        }
+        for (key, v) in [
+            ("launch_window_s", self.launch_window_s),
+            ("save_interval_s", self.save_interval_s),
+            ("boot_window_s", self.boot_window_s),
+        ] {
+            if !positive(v) {
+                return bad(key, "seconds, more than 0 and at most 3600");
+            }
+        }
+        Ok(())
+    }
+
+    /// Is `exe` watched (named by `watch`, or `watch` empty, and not excluded)?
+    pub fn watches(&self, exe: &Path) -> bool {
+        (self.watch.is_empty() || self.watch.iter().any(|w| w == exe))
+            && !self.exclude.iter().any(|x| x == exe)
+    }
+
+    /// The history store's file.
+    pub fn store_path(&self) -> PathBuf {
+        self.state_dir.join("history.db")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(t: &str) -> Result<Config, String> {
+        Config::parse(t, Path::new("/etc/d.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn an_empty_file_is_the_defaults() {
+        assert_eq!(parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn the_example_file_parses() {
+        let text = include_str!("../../../dist/daemon.toml");
+        let c = parse(text).unwrap();
+        assert_eq!(c, Config::default(), "the example shows the defaults");
+    }
+
+    #[test]
+    fn errors_name_the_file_the_key_and_what_was_expected() {
+        let e = parse("launch_cap_mib = \"big\"").unwrap_err();
+        assert!(
+            e.starts_with("/etc/d.toml:") && e.contains("launch_cap_mib"),
+            "{e}"
+        );
+        let e = parse("lunch_window_s = 3").unwrap_err();
+        assert!(
+            e.contains("lunch_window_s") && e.contains("launch_window_s"),
+            "{e}"
+        );
+        let e = parse("launch_window_s = 0").unwrap_err();
+        assert_eq!(
+            e,
+            "/etc/d.toml: key `launch_window_s`: expected seconds, more than 0 and at most 3600"
+        );
+        let e = parse("watch = [\"python3\"]").unwrap_err();
+        assert!(e.contains("`watch`") && e.contains("absolute"), "{e}");
+    }
+
+    #[test]
+    fn watch_and_exclude_select_executables() {
+        let c =
+            parse("watch = [\"/usr/bin/a\", \"/usr/bin/b\"]\nexclude = [\"/usr/bin/b\"]").unwrap();
+        assert!(c.watches(Path::new("/usr/bin/a")));
+        assert!(!c.watches(Path::new("/usr/bin/b")));
+        assert!(!c.watches(Path::new("/usr/bin/c")));
+        assert!(parse("").unwrap().watches(Path::new("/usr/bin/c")));
+    }
+}

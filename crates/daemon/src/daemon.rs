@@ -1,0 +1,478 @@
+//! The daemon's loop: one machine-wide tracefs instance, launches
+//! recorded and replayed, finished sets saved, the status file rewritten.
+
+use crate::config::Config;
+use crate::launchset::{replay, Recorder, ReplayStats};
+use crate::store::{self, BOOT_KEY};
+use outrider_live::tracefs::{EventKind, Instance, InstanceOptions, LiveEvent, EVENTS, EXEC_EVENT};
+use outrider_store::{AppHistory, Store};
+use outrider_sys::monotonic_ns;
+use rustc_hash::FxHashMap;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Sleep between polls when no event page was ready.
+const IDLE_SLEEP: Duration = Duration::from_millis(5);
+/// Launches kept in the status file.
+const STATUS_LAUNCHES: usize = 256;
+/// The status file is rewritten at most this often (ns) while nothing
+/// else changes it.
+const STATUS_EVERY_NS: u64 = 1_000_000_000;
+
+/// One launch in the status file.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct LaunchStatus {
+    /// Sequence number.
+    pub id: u64,
+    /// The executable.
+    pub exe: String,
+    /// The process that exec'd it.
+    pub pid: u32,
+    /// A launch set of this executable existed at exec.
+    pub known: bool,
+    /// What its replay did (once finished).
+    pub replay: Option<ReplayStats>,
+    /// Pages its process tree read in the window (hits and misses).
+    pub read_pages: u64,
+    /// Pages its process tree brought into the cache itself (misses).
+    pub missed_pages: u64,
+    /// Pages recorded into the new launch set.
+    pub recorded_pages: u64,
+    /// The window ended.
+    pub finished: bool,
+    /// Its launch set was saved.
+    pub saved: bool,
+}
+
+/// The boot set in the status file.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct BootStatus {
+    /// Recording now.
+    pub recording: bool,
+    /// Pages recorded.
+    pub recorded_pages: u64,
+    /// Saved to the store.
+    pub saved: bool,
+    /// The replay at start, if there was a boot set.
+    pub replay: Option<ReplayStats>,
+}
+
+/// What `<state_dir>/status.json` holds.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Status {
+    /// The daemon's pid.
+    pub pid: u32,
+    /// The history store.
+    pub store: String,
+    /// Events decoded.
+    pub events: u64,
+    /// Events the kernel lost (buffer overruns).
+    pub lost_events: u64,
+    /// Launches of watched executables seen.
+    pub launches_seen: u64,
+    /// Launches not recorded ([`Config::max_recording`] reached).
+    pub launches_not_recorded: u64,
+    /// Launch sets saved.
+    pub launch_sets_saved: u64,
+    /// Launch sets in the store.
+    pub launch_sets_stored: u64,
+    /// Launch sets forgotten by the size bound.
+    pub launch_sets_forgotten: u64,
+    /// Replays started.
+    pub replays: u64,
+    /// Save errors (each also printed).
+    pub save_errors: u64,
+    /// The last launches, oldest first.
+    pub launches: Vec<LaunchStatus>,
+    /// The boot set.
+    pub boot: BootStatus,
+}
+
+struct Launch {
+    exe: String,
+    started_ns: u64,
+    rec: Recorder,
+}
+
+enum Done {
+    Launch(u64, ReplayStats),
+    Boot(ReplayStats),
+}
+
+/// The running daemon.
+pub struct Daemon {
+    cfg: Config,
+    store: Store,
+    status_path: PathBuf,
+    status: Status,
+    status_written_ns: u64,
+    dirty: bool,
+    next_id: u64,
+    launches: FxHashMap<u64, Launch>,
+    tree: FxHashMap<u32, u64>,
+    boot: Option<(u64, Recorder)>,
+    own: FxHashMap<u32, bool>,
+    pending: Vec<(String, AppHistory, Option<u64>)>,
+    last_save_ns: u64,
+    done_tx: mpsc::Sender<Done>,
+    done_rx: mpsc::Receiver<Done>,
+}
+
+/// Open the history store of `cfg` (its directory created if missing).
+pub fn open_store(cfg: &Config) -> Result<Store, String> {
+    Store::open(cfg.store_path()).map_err(|e| e.to_string())
+}
+
+impl Daemon {
+    /// Open the store and start the boot replay and recording if configured.
+    pub fn new(cfg: Config) -> Result<Daemon, String> {
+        let store = open_store(&cfg)?;
+        let (done_tx, done_rx) = mpsc::channel();
+        let mut d = Daemon {
+            status_path: cfg.state_dir.join("status.json"),
+            status: Status {
+                pid: std::process::id(),
+                store: cfg.store_path().display().to_string(),
+                launch_sets_stored: store::launch_sets(&store),
+                ..Status::default()
+            },
+            store,
+            status_written_ns: 0,
+            dirty: true,
+            next_id: 1,
+            launches: FxHashMap::default(),
+            tree: FxHashMap::default(),
+            boot: None,
+            own: FxHashMap::default(),
+            pending: Vec::new(),
+            last_save_ns: monotonic_ns(),
+            done_tx,
+            done_rx,
+            cfg,
+        };
+        if d.cfg.boot_prefetch {
+            d.start_boot();
+        }
+        Ok(d)
+    }
+
+    fn start_boot(&mut self) {
+        let stamp = store::package_stamp(store::PACKAGE_DBS);
+        let loaded = store::load_boot(&self.store, &stamp).unwrap_or_else(|e| {
+            log(format!("outrider daemon: {e}"));
+            None
+        });
+        if let Some(h) = loaded {
+            let budget = self.cfg.memory_budget_mib << 20;
+            let tx = self.done_tx.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(Done::Boot(replay(&h, budget)));
+            });
+        }
+        self.boot = Some((monotonic_ns(), Recorder::new(self.cfg.boot_cap_mib << 20)));
+        self.status.boot.recording = true;
+    }
+
+    /// Run until SIGTERM, SIGINT or SIGHUP; save what was recorded.
+    pub fn run(mut self) -> Result<(), String> {
+        outrider_sys::launch::install_signal_handlers();
+        let mut events_list: Vec<(String, String)> = EVENTS
+            .iter()
+            .filter(|(s, _)| *s != "block")
+            .map(|(s, e)| (s.to_string(), e.to_string()))
+            .collect();
+        events_list.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
+        let opts = InstanceOptions {
+            events: events_list,
+            ..InstanceOptions::default()
+        };
+        let mut inst = Instance::open(&opts).map_err(|e| format!("tracing: {e}"))?;
+        log(format!(
+            "outrider daemon: watching {}; history {}",
+            if self.cfg.watch.is_empty() {
+                "every program".to_string()
+            } else {
+                format!("{} executables", self.cfg.watch.len())
+            },
+            self.status.store
+        ));
+        let mut events = Vec::new();
+        while outrider_sys::launch::last_signal().is_none() {
+            events.clear();
+            let pages = inst
+                .poll(&mut events, 256)
+                .map_err(|e| format!("reading events: {e}"))?;
+            events.sort_by_key(|e| e.ts_ns);
+            for e in &events {
+                self.on_event(e);
+            }
+            self.status.events = inst.stats.events;
+            self.status.lost_events = inst.stats.lost_events;
+            self.tick(monotonic_ns(), false);
+            if pages == 0 {
+                std::thread::sleep(IDLE_SLEEP);
+            }
+        }
+        drop(inst);
+        self.tick(u64::MAX, true);
+        log(format!("outrider daemon: stopped, history saved"));
+        Ok(())
+    }
+
+    fn on_event(&mut self, e: &LiveEvent) {
+        let read = match e.kind {
+            EventKind::Exec { pid } => return self.on_exec(pid),
+            EventKind::Fork { parent, child } => {
+                if let Some(&id) = self.tree.get(&parent) {
+                    self.tree.insert(child, id);
+                }
+                return;
+            }
+            EventKind::GetPages {
+                dev,
+                ino,
+                index,
+                last_index,
+            }
+            | EventKind::MapPages {
+                dev,
+                ino,
+                index,
+                last_index,
+            } => Some((dev, ino, index, last_index.saturating_sub(index) + 1)),
+            EventKind::Fault { dev, ino, index } => Some((dev, ino, index, 1)),
+            EventKind::AddToCache { order, .. } => {
+                self.on_miss(e.pid, 1u64 << order.min(20));
+                None
+            }
+            _ => None,
+        };
+        let Some((dev, ino, index, pages)) = read else {
+            return;
+        };
+        if let Some(&id) = self.tree.get(&e.pid) {
+            if let Some(l) = self.launches.get_mut(&id) {
+                l.rec.read(e.pid, dev, ino, index, pages);
+                let recorded = l.rec.pages;
+                if let Some(s) = status_of(&mut self.status, id) {
+                    s.read_pages += pages;
+                    s.recorded_pages = recorded;
+                }
+            }
+        }
+        if self.boot.is_some() && !self.is_own(e.pid) {
+            if let Some((_, rec)) = self.boot.as_mut() {
+                rec.read(e.pid, dev, ino, index, pages);
+                self.status.boot.recorded_pages = rec.pages;
+            }
+        }
+    }
+
+    fn on_miss(&mut self, pid: u32, pages: u64) {
+        if let Some(&id) = self.tree.get(&pid) {
+            if let Some(s) = status_of(&mut self.status, id) {
+                s.missed_pages += pages;
+            }
+        }
+    }
+
+    /// Is `tid` one of the daemon's own threads (its reads are its
+    /// replays and its store)?
+    fn is_own(&mut self, tid: u32) -> bool {
+        if self.own.len() > 4096 {
+            self.own.clear();
+        }
+        *self
+            .own
+            .entry(tid)
+            .or_insert_with(|| std::path::Path::new(&format!("/proc/self/task/{tid}")).exists())
+    }
+
+    fn on_exec(&mut self, pid: u32) {
+        if pid == std::process::id() {
+            return;
+        }
+        let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+            return;
+        };
+        if !self.cfg.watches(&exe) {
+            return;
+        }
+        let exe = exe.to_string_lossy().into_owned();
+        self.status.launches_seen += 1;
+        self.dirty = true;
+        if self.launches.len() >= self.cfg.max_recording {
+            self.status.launches_not_recorded += 1;
+            return;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let key = store::launch_key(&exe);
+        let known = match self.store.load_run(&key) {
+            Ok(Some(h)) => {
+                let budget = (self.cfg.memory_budget_mib << 20).min(self.cfg.launch_cap_mib << 20);
+                let tx = self.done_tx.clone();
+                std::thread::spawn(move || {
+                    let _ = tx.send(Done::Launch(id, replay(&h, budget)));
+                });
+                self.status.replays += 1;
+                true
+            }
+            _ => false,
+        };
+        if self.status.launches.len() >= STATUS_LAUNCHES {
+            self.compact_status();
+        }
+        self.status.launches.push(LaunchStatus {
+            id,
+            exe: exe.clone(),
+            pid,
+            known,
+            ..LaunchStatus::default()
+        });
+        self.tree.insert(pid, id);
+        self.launches.insert(
+            id,
+            Launch {
+                exe,
+                started_ns: monotonic_ns(),
+                rec: Recorder::new(self.cfg.launch_cap_mib << 20),
+            },
+        );
+    }
+
+    /// Drop the older half of the status list.
+    fn compact_status(&mut self) {
+        let cut = self.status.launches.len() / 2;
+        self.status.launches.drain(..cut);
+    }
+
+    /// Finish launches (and the boot set) whose window ended, save when
+    /// due, take replay results, rewrite the status file.
+    fn tick(&mut self, now: u64, stopping: bool) {
+        while let Ok(done) = self.done_rx.try_recv() {
+            self.dirty = true;
+            match done {
+                Done::Boot(st) => self.status.boot.replay = Some(st),
+                Done::Launch(id, st) => {
+                    if let Some(s) = status_of(&mut self.status, id) {
+                        s.replay = Some(st);
+                    }
+                }
+            }
+        }
+        let window = (self.cfg.launch_window_s * 1e9) as u64;
+        let ended: Vec<u64> = self
+            .launches
+            .iter()
+            .filter(|(_, l)| stopping || now.saturating_sub(l.started_ns) >= window)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ended {
+            let l = self.launches.remove(&id).expect("listed");
+            self.tree.retain(|_, v| *v != id);
+            if let Some(s) = status_of(&mut self.status, id) {
+                s.finished = true;
+            }
+            let key = store::launch_key(&l.exe);
+            if l.rec.pages > 0 {
+                self.pending.push((key, l.rec.finish(&l.exe), Some(id)));
+            }
+            self.dirty = true;
+        }
+        let boot_window = (self.cfg.boot_window_s * 1e9) as u64;
+        if self
+            .boot
+            .as_ref()
+            .is_some_and(|(t0, _)| stopping || now.saturating_sub(*t0) >= boot_window)
+        {
+            let (_, rec) = self.boot.take().expect("checked");
+            self.status.boot.recording = false;
+            if rec.pages > 0 {
+                self.pending
+                    .push((BOOT_KEY.into(), rec.finish("boot"), None));
+            }
+        }
+        let save_every = (self.cfg.save_interval_s * 1e9) as u64;
+        if !self.pending.is_empty()
+            && (stopping || now.saturating_sub(self.last_save_ns) >= save_every)
+        {
+            self.save_pending();
+            self.last_save_ns = now;
+        }
+        if self.dirty || now.saturating_sub(self.status_written_ns) >= STATUS_EVERY_NS {
+            self.write_status();
+            self.status_written_ns = now;
+        }
+    }
+
+    fn save_pending(&mut self) {
+        for (key, h, id) in std::mem::take(&mut self.pending) {
+            let saved = match id {
+                Some(_) => store::save(&mut self.store, &key, &h),
+                None => {
+                    let stamp = store::package_stamp(store::PACKAGE_DBS);
+                    store::save_boot(&mut self.store, &h, &stamp)
+                }
+            };
+            match saved {
+                Ok(()) => match id {
+                    Some(id) => {
+                        self.status.launch_sets_saved += 1;
+                        if let Some(s) = status_of(&mut self.status, id) {
+                            s.saved = true;
+                        }
+                    }
+                    None => self.status.boot.saved = true,
+                },
+                Err(e) => {
+                    log(format!("outrider daemon: saving {key}: {e}"));
+                    self.status.save_errors += 1;
+                }
+            }
+        }
+        match store::enforce_bound(&self.store, self.cfg.history_max_apps) {
+            Ok(n) => self.status.launch_sets_forgotten += n,
+            Err(e) => log(format!("outrider daemon: bounding the history: {e}")),
+        }
+        self.status.launch_sets_stored = store::launch_sets(&self.store);
+        self.dirty = true;
+    }
+
+    fn write_status(&mut self) {
+        self.dirty = false;
+        let tmp = self.status_path.with_extension("json.tmp");
+        let Ok(text) = serde_json::to_string_pretty(&self.status) else {
+            return;
+        };
+        if std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(&tmp, &self.status_path);
+        }
+    }
+}
+
+/// One line on stderr (the journal under systemd); a closed stderr is
+/// not a reason to stop prefetching.
+fn log(line: String) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// The status entry of launch `id` (ids increase along the list).
+fn status_of(status: &mut Status, id: u64) -> Option<&mut LaunchStatus> {
+    let i = status.launches.binary_search_by_key(&id, |s| s.id).ok()?;
+    status.launches.get_mut(i)
+}
+
+/// `outrider daemon --replay-boot`: replay the saved boot set now.
+pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
+    let store = open_store(cfg)?;
+    match store::load_boot(&store, &store::package_stamp(store::PACKAGE_DBS))? {
+        Some(h) => Ok(replay(&h, cfg.memory_budget_mib << 20)),
+        None => Err(format!(
+            "{}: no boot set recorded (start the daemon with boot_prefetch = true first)",
+            cfg.store_path().display()
+        )),
+    }
+}

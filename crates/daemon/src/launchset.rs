@@ -1,0 +1,238 @@
+//! Recording a launch set (or the boot set) from events, and replaying one.
+//!
+//! A [`Recorder`] takes the page ranges a process tree read (`GetPages`
+//! and `Fault` events: cache hits included, so a launch that was served by
+//! a replay is recorded as fully as a cold one) in first-touch order, each
+//! page once, up to its cap; files are identified through the live
+//! runtime's [`FileTable`] (opened by inode as root, so a file the program
+//! already closed is still found). [`Recorder::finish`] turns it into an
+//! [`AppHistory`] for `outrider_store`.
+//!
+//! [`replay`] verifies the saved files (handle, then path; dev, ino, size
+//! and mtime unchanged — [`outrider_live::history::restore`]), merges each
+//! file's ranges, and asks for them with `POSIX_FADV_WILLNEED` in physical
+//! order (FIEMAP), stopping at the byte budget.
+
+use outrider_core::FileId;
+use outrider_live::files::{FileTable, FileTableOptions};
+use outrider_live::history;
+use outrider_store::{AccessRecord, AppHistory};
+use outrider_sys::Fetch;
+use rustc_hash::FxHashSet;
+use std::os::fd::AsFd;
+use std::path::Path;
+
+/// Bytes per page in the access lists.
+pub const PAGE: u64 = 4096;
+
+/// Pages of one recorded range at most (a `GetPages` of a huge read is
+/// cut: the launch set is bounded by its cap anyway).
+const MAX_RANGE_PAGES: u64 = 1 << 16;
+
+/// The reads of one launch (or of the boot), as they come.
+pub struct Recorder {
+    table: FileTable,
+    accesses: Vec<AccessRecord>,
+    seen: FxHashSet<(u32, u64)>,
+    cap_pages: u64,
+    /// Pages recorded.
+    pub pages: u64,
+    /// Pages not recorded: over the cap, or of files not found.
+    pub dropped_pages: u64,
+}
+
+impl Recorder {
+    /// A recorder holding at most `cap_bytes`.
+    pub fn new(cap_bytes: u64) -> Recorder {
+        Recorder {
+            table: FileTable::new(FileTableOptions {
+                program_user: None,
+                max_open: 64,
+                ..FileTableOptions::default()
+            }),
+            accesses: Vec::new(),
+            seen: FxHashSet::default(),
+            cap_pages: cap_bytes / PAGE,
+            pages: 0,
+            dropped_pages: 0,
+        }
+    }
+
+    /// `pages` pages of (dev, ino) from `index` were read by task `pid`.
+    pub fn read(&mut self, pid: u32, dev: u64, ino: u64, index: u64, pages: u64) {
+        let pages = pages.min(MAX_RANGE_PAGES);
+        let Some(id) = self.table.id_of(dev, ino) else {
+            self.dropped_pages += pages;
+            return;
+        };
+        let Ok(fid) = u32::try_from(id.0) else {
+            return;
+        };
+        // Only regular files the table can open are kept (not pipes,
+        // not anonymous memory files).
+        if self.table.resolve(id, pid).is_none() {
+            self.dropped_pages += pages;
+            return;
+        }
+        let mut run: Option<AccessRecord> = None;
+        for p in index..index + pages {
+            if !self.seen.insert((fid, p)) {
+                continue;
+            }
+            if self.pages >= self.cap_pages {
+                self.dropped_pages += 1;
+                continue;
+            }
+            self.pages += 1;
+            match &mut run {
+                Some(r) if r.page + u64::from(r.pages) == p => r.pages += 1,
+                _ => {
+                    if let Some(r) = run.take() {
+                        self.accesses.push(r);
+                    }
+                    run = Some(AccessRecord {
+                        file: fid,
+                        page: p,
+                        pages: 1,
+                    });
+                }
+            }
+        }
+        self.accesses.extend(run);
+    }
+
+    /// The recorded set as a history for the store (`exe` for people).
+    pub fn finish(self, exe: &str) -> AppHistory {
+        let mut h = history::collect(&self.table, &[exe.into()], Path::new("/"));
+        h.accesses = self.accesses;
+        h
+    }
+}
+
+/// What one replay did.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct ReplayStats {
+    /// Files verified unchanged.
+    pub files_kept: u64,
+    /// Files changed, replaced or deleted since they were recorded.
+    pub files_dropped: u64,
+    /// Pages asked for (WILLNEED).
+    pub pages_requested: u64,
+    /// Pages not asked for: over the budget, or of dropped files.
+    pub pages_skipped: u64,
+}
+
+/// Replay `h`: ask the kernel for its pages in physical order, at most
+/// `budget_bytes`. Runs in the calling thread.
+pub fn replay(h: &AppHistory, budget_bytes: u64) -> ReplayStats {
+    let mut table = FileTable::new(FileTableOptions {
+        program_user: None,
+        ..FileTableOptions::default()
+    });
+    let restored = history::restore(h, &mut table);
+    let mut st = ReplayStats {
+        files_kept: restored.files_kept,
+        files_dropped: restored.files_dropped,
+        ..ReplayStats::default()
+    };
+    let mut ranges = merged_ranges(&h.accesses);
+    // Physical order: the disk address of each range's first page (files
+    // without a mapping last, in file order).
+    ranges.sort_by_cached_key(|&(file, page, _)| {
+        let phys = table.known_extents(FileId(u64::from(file))).and_then(|ex| {
+            ex.iter()
+                .find_map(|e| e.physical_of(page * PAGE))
+                .map(|p| (0u8, p))
+        });
+        (phys.unwrap_or((1, u64::from(file))), page)
+    });
+    let mut budget = budget_bytes / PAGE;
+    for (file, page, pages) in ranges {
+        let n = pages.min(budget);
+        let Some(f) = table.open_known(FileId(u64::from(file))) else {
+            st.pages_skipped += pages;
+            continue;
+        };
+        if n > 0
+            && outrider_sys::fetch_chunks(
+                f.fd.as_fd(),
+                page * PAGE,
+                n * PAGE,
+                1 << 21,
+                Fetch::WillNeed,
+            )
+            .is_ok()
+        {
+            st.pages_requested += n;
+            budget -= n;
+        }
+        st.pages_skipped += pages - n;
+    }
+    st
+}
+
+/// Each file's recorded pages as sorted, merged (file, first page, pages).
+fn merged_ranges(accesses: &[AccessRecord]) -> Vec<(u32, u64, u64)> {
+    let mut v: Vec<(u32, u64, u64)> = accesses
+        .iter()
+        .map(|a| (a.file, a.page, u64::from(a.pages)))
+        .collect();
+    v.sort_unstable();
+    let mut out: Vec<(u32, u64, u64)> = Vec::with_capacity(v.len());
+    for (f, p, n) in v {
+        match out.last_mut() {
+            Some((lf, lp, ln)) if *lf == f && *lp + *ln >= p => *ln = (*ln).max(p + n - *lp),
+            _ => out.push((f, p, n)),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn ranges_of_a_file_merge() {
+        let a = |file, page, pages| AccessRecord { file, page, pages };
+        let m = merged_ranges(&[
+            a(2, 10, 5),
+            a(1, 0, 2),
+            a(2, 0, 3),
+            a(2, 12, 10),
+            a(1, 2, 1),
+        ]);
+        assert_eq!(m, vec![(1, 0, 3), (2, 0, 3), (2, 10, 12)]);
+    }
+
+    /// Pages are recorded once, in first-touch order, up to the cap; the
+    /// history names the file so a replay finds it again (as root).
+    #[test]
+    fn a_recorder_keeps_first_touches_up_to_its_cap() {
+        if unsafe { libc::geteuid() } != 0 {
+            return; // files are found by inode, which needs root
+        }
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![1u8; 16 * 4096]).unwrap();
+        let md = std::fs::metadata(&p).unwrap();
+        let me = std::process::id();
+        let mut r = Recorder::new(6 * PAGE);
+        r.read(me, md.dev(), md.ino(), 4, 2);
+        r.read(me, md.dev(), md.ino(), 0, 2);
+        r.read(me, md.dev(), md.ino(), 4, 3); // 4, 5 again; 6 new
+        r.read(me, md.dev(), md.ino(), 10, 4); // over the cap after 1
+        assert_eq!((r.pages, r.dropped_pages), (6, 3));
+        let h = r.finish("/bin/x");
+        let pages: Vec<(u64, u32)> = h.accesses.iter().map(|a| (a.page, a.pages)).collect();
+        assert_eq!(pages, vec![(4, 2), (0, 2), (6, 1), (10, 1)]);
+        assert_eq!(h.files.len(), 1);
+        let st = replay(&h, 1 << 20);
+        assert_eq!((st.files_kept, st.pages_requested), (1, 6));
+        // Changed since: nothing is replayed.
+        std::fs::write(&p, vec![2u8; 4096]).unwrap();
+        let st = replay(&h, 1 << 20);
+        assert_eq!((st.files_dropped, st.pages_requested), (1, 0));
+    }
+}

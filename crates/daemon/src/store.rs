@@ -1,0 +1,171 @@
+//! The daemon's use of the history store: one `outrider_store` file,
+//! launch sets under `exe:PATH`, the boot set under [`BOOT_KEY`], and the
+//! size bound (least recently saved launch sets forgotten first).
+//!
+//! The boot set is saved with a stamp of the package managers' databases
+//! ([`PACKAGE_DBS`]: path and mtime of each present); a boot set whose
+//! stamp differs at load was recorded before a package upgrade and is
+//! discarded (ureadahead discards its pack the same way, when dpkg ran).
+
+use outrider_store::{AppHistory, Store, StoreError};
+use rusqlite::params;
+
+/// The store key of the boot set.
+pub const BOOT_KEY: &str = "daemon-boot";
+
+/// Package-manager databases whose change discards the boot set (dpkg,
+/// rpm, pacman).
+pub const PACKAGE_DBS: &[&str] = &[
+    "/var/lib/dpkg/status",
+    "/var/lib/rpm",
+    "/var/lib/pacman/local",
+];
+
+/// The history name of the boot set's package stamp.
+const STAMP: &str = "package-db";
+
+/// One line per present path of `paths`: the path and its mtime (ns).
+pub fn package_stamp(paths: &[&str]) -> Vec<u8> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = String::new();
+    for p in paths {
+        if let Ok(md) = std::fs::metadata(p) {
+            out.push_str(&format!("{p} {}.{:09}\n", md.mtime(), md.mtime_nsec()));
+        }
+    }
+    out.into_bytes()
+}
+
+/// Save the boot set `h` with the package `stamp` it was recorded under.
+pub fn save_boot(store: &mut Store, h: &AppHistory, stamp: &[u8]) -> Result<(), StoreError> {
+    store.save_run(BOOT_KEY, h, &[(STAMP, stamp.to_vec())])
+}
+
+/// The boot set, if one was saved under the same package `stamp`; one
+/// saved under another is deleted (`Err` says so).
+pub fn load_boot(store: &Store, stamp: &[u8]) -> Result<Option<AppHistory>, String> {
+    let Some(h) = store.load_run(BOOT_KEY).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let saved = store
+        .load_history(BOOT_KEY, STAMP)
+        .map_err(|e| e.to_string())?;
+    if saved.as_deref() == Some(stamp) {
+        return Ok(Some(h));
+    }
+    let c = store.connection();
+    for table in ["app_files", "models", "app_runs"] {
+        c.execute(
+            &format!("DELETE FROM {table} WHERE app_key = ?1"),
+            [BOOT_KEY],
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    Err(format!(
+        "{}: the package database changed since the boot set was recorded: boot set discarded",
+        store.path().display()
+    ))
+}
+
+/// The store key of an executable's launch set.
+pub fn launch_key(exe: &str) -> String {
+    format!("exe:{exe}")
+}
+
+/// Save `h` under `key` (the run counter goes on).
+pub fn save(store: &mut Store, key: &str, h: &AppHistory) -> Result<(), StoreError> {
+    store.save_run(key, h, &[])
+}
+
+/// Launch sets saved.
+pub fn launch_sets(store: &Store) -> u64 {
+    store
+        .connection()
+        .query_row(
+            "SELECT COUNT(*) FROM app_runs WHERE app_key LIKE 'exe:%'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_or(0, |n| n as u64)
+}
+
+/// Forget the least recently saved launch sets beyond `max_apps`;
+/// returns how many were forgotten.
+pub fn enforce_bound(store: &Store, max_apps: u64) -> Result<u64, rusqlite::Error> {
+    let n = launch_sets(store);
+    if n <= max_apps {
+        return Ok(0);
+    }
+    let excess = (n - max_apps) as i64;
+    let c = store.connection();
+    let tx = c.unchecked_transaction()?;
+    let victims = "SELECT app_key FROM app_runs WHERE app_key LIKE 'exe:%'
+                   ORDER BY saved_unix, app_key LIMIT ?1";
+    for table in ["app_files", "models", "app_runs"] {
+        tx.execute(
+            &format!("DELETE FROM {table} WHERE app_key IN ({victims})"),
+            params![excess],
+        )?;
+    }
+    tx.commit()?;
+    Ok(excess as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bound_forgets_the_oldest_launch_sets_only() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let mut s = Store::open(dir.path().join("h.db")).unwrap();
+        let h = AppHistory::default();
+        for k in ["exe:/a", "exe:/b", "exe:/c"] {
+            save(&mut s, k, &h).unwrap();
+        }
+        save(&mut s, BOOT_KEY, &h).unwrap();
+        // Make /a the oldest, /c the newest.
+        for (k, t) in [("exe:/a", 1), ("exe:/b", 2), ("exe:/c", 3)] {
+            s.connection()
+                .execute(
+                    "UPDATE app_runs SET saved_unix = ?1 WHERE app_key = ?2",
+                    params![t, k],
+                )
+                .unwrap();
+        }
+        assert_eq!(enforce_bound(&s, 2).unwrap(), 1);
+        assert_eq!(launch_sets(&s), 2);
+        assert!(s.load_run("exe:/a").unwrap().is_none());
+        assert!(s.load_run("exe:/c").unwrap().is_some());
+        assert!(
+            s.load_run(BOOT_KEY).unwrap().is_some(),
+            "the boot set is not a launch set"
+        );
+        assert_eq!(enforce_bound(&s, 2).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_package_upgrade_discards_the_boot_set() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let mut s = Store::open(dir.path().join("h.db")).unwrap();
+        let db = dir.path().join("status");
+        std::fs::write(&db, "a").unwrap();
+        let paths = [db.to_str().unwrap()];
+        let stamp = package_stamp(&paths);
+        assert!(!stamp.is_empty());
+        save_boot(&mut s, &AppHistory::default(), &stamp).unwrap();
+        assert!(load_boot(&s, &package_stamp(&paths)).unwrap().is_some());
+        // "dpkg ran": the database's mtime moves.
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&db)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        let e = load_boot(&s, &package_stamp(&paths)).unwrap_err();
+        assert!(e.contains("package database changed"), "{e}");
+        assert!(s.load_run(BOOT_KEY).unwrap().is_none(), "deleted");
+        assert_eq!(load_boot(&s, &package_stamp(&paths)), Ok(None));
+    }
+}
