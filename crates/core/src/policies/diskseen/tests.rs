@@ -789,6 +789,32 @@ fn saved_history_lets_a_new_process_follow_the_trail() {
     assert!(fresh.load_history(&flipped).is_err());
 }
 
+/// A demand read of `lbn` by pid 1 that the driver reports missed (the
+/// program brought the block in itself); the requests it caused.
+fn read_missed(h: &mut Harness, lbn: u64) -> Vec<(u64, u32)> {
+    let a = Access {
+        seq: 100,
+        pid: 1,
+        lbn,
+        page: lbn,
+        blocks: 1,
+        ..Access::default()
+    };
+    let missed = Outcome {
+        miss_blocks: 1,
+        ..Outcome::default()
+    };
+    let mut out = Vec::new();
+    let mut sink = Sink::new(&mut out, &mut h.next_window, &h.mem);
+    h.ds.on_access(&a, &missed, &mut sink);
+    out.iter()
+        .map(|r| match r.target {
+            Target::Block { lbn, .. } => (lbn, r.blocks),
+            Target::File { page, .. } => (page, r.blocks),
+        })
+        .collect()
+}
+
 /// A live driver hears of accesses late: a demand read that missed a
 /// block our window read means the read came after it. The stream then
 /// reads one more window ahead (lead.rs); the simulator never reports
@@ -801,31 +827,10 @@ fn a_late_window_makes_streams_read_one_more_window_ahead() {
     }
     // K = 8: windows 8..16 (current) and 16..24 (readahead) were read.
     assert_eq!(h.ds.lead_windows(), 1);
-    let a = Access {
-        seq: 100,
-        pid: 1,
-        lbn: 8,
-        page: 8,
-        blocks: 1,
-        ..Access::default()
-    };
-    let missed = Outcome {
-        miss_blocks: 1,
-        ..Outcome::default()
-    };
-    let mut out = Vec::new();
-    let mut sink = Sink::new(&mut out, &mut h.next_window, &h.mem);
-    h.ds.on_access(&a, &missed, &mut sink);
+    let reqs = read_missed(&mut h, 8);
     assert_eq!(h.ds.lead_windows(), 2);
     assert_eq!(h.ds.stats().late_windows, 1);
     // The extra window follows the readahead window: 24..32.
-    let reqs: Vec<(u64, u32)> = out
-        .iter()
-        .map(|r| match r.target {
-            Target::Block { lbn, .. } => (lbn, r.blocks),
-            Target::File { page, .. } => (page, r.blocks),
-        })
-        .collect();
     assert_eq!(reqs, vec![(24, 8)]);
 }
 
@@ -838,21 +843,6 @@ fn a_miss_after_an_unused_eviction_is_not_late() {
         h.read(1, b);
     }
     h.evict(9, false);
-    let a = Access {
-        seq: 100,
-        pid: 1,
-        lbn: 9,
-        page: 9,
-        blocks: 1,
-        ..Access::default()
-    };
-    let missed = Outcome {
-        miss_blocks: 1,
-        ..Outcome::default()
-    };
-    let mut out = Vec::new();
-    let mut sink = Sink::new(&mut out, &mut h.next_window, &h.mem);
-    h.ds.on_access(&a, &missed, &mut sink);
+    assert!(read_missed(&mut h, 9).is_empty());
     assert_eq!(h.ds.lead_windows(), 1);
-    assert!(out.is_empty());
 }
