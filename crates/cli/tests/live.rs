@@ -683,7 +683,7 @@ fn run_epcm_prefetches_the_next_files_from_its_saved_model() {
 /// Flashy live: a 1 GiB file read with a stride (64 KiB of every 128 KiB),
 /// cold: coverage ≥ 0.6 from its device-stream pattern detection.
 #[test]
-#[ignore = "open: live flashy covers 0.20 of this read where `outrider sim` on its recording covers 0.80-0.84; most of its requests arrive for pages the reader already has (skipped as resident)"]
+#[ignore = "open: live flashy covers 0.48-0.55 of this read (0.16-0.25 before the region-gap fix) where `outrider sim` on its recording covers 0.75: the sim replays gaps that include the recorded I/O wait (its reader is 2x slower: 7 ticks, live 3-4), and live completions (~1 ms: worker WILLNEED + next poll) pace 4 chunks of 64 KiB at about the reader's rate"]
 fn run_flashy_covers_a_strided_read() {
     if !is_root() {
         eprintln!("skipped: needs root for tracefs and drop_caches");

@@ -100,6 +100,19 @@ impl Stream {
             }
         }
     }
+
+    /// Does a request at `[start, end)` lie past this stream's previous
+    /// request, forward or backward, with at most `gap` units between
+    /// them (a scan that skipped over something it does not read)?
+    pub fn is_near(&self, start: u64, end: u64, gap: u64) -> bool {
+        match self.last {
+            None => false,
+            Some((pstart, plen)) => {
+                let pend = pstart + plen;
+                (start >= pend && start - pend <= gap) || (end <= pstart && pstart - end <= gap)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -174,5 +187,18 @@ mod tests {
         assert!(s.continues(15, 20)); // ends where the last started
         assert!(s.continues(30, 32)); // next stride
         assert!(!s.continues(40, 42));
+    }
+
+    #[test]
+    fn near_means_past_the_previous_request_within_the_gap() {
+        let mut s = Stream::default();
+        assert!(!s.is_near(0, 1, 100));
+        s.observe(100, 10);
+        assert!(s.is_near(110, 111, 0)); // consecutive
+        assert!(s.is_near(150, 160, 40)); // 40 past the end
+        assert!(!s.is_near(151, 160, 40));
+        assert!(s.is_near(50, 60, 40)); // 40 below the start
+        assert!(!s.is_near(50, 59, 40));
+        assert!(!s.is_near(105, 108, 1000)); // inside: not past it
     }
 }

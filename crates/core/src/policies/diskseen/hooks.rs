@@ -17,10 +17,11 @@ impl Policy for DiskSeen {
         NAME
     }
 
-    fn on_access(&mut self, a: &Access, _o: &Outcome, sink: &mut Sink<'_>) {
+    fn on_access(&mut self, a: &Access, o: &Outcome, sink: &mut Sink<'_>) {
         if !is_demand_read(a) {
             return;
         }
+        self.check_late(a, o, sink);
         for lbn in a.lbn..a.end_lbn() {
             // Resident from now on (busy until the read completes if it
             // was not); an on-demand access clears the §3.2 mark.
@@ -119,6 +120,8 @@ impl Policy for DiskSeen {
         self.trails.clear();
         self.windows.clear();
         self.window_order.clear();
+        self.lead_windows = 1;
+        self.late_window = None;
         self.table.clear_status_everywhere(RESIDENT | BUSY | CACHED);
     }
 
@@ -166,6 +169,7 @@ impl DiskSeen {
             if let Some(r) = self.windows.get_mut(&w.0) {
                 r.left = r.left.saturating_sub(1);
                 r.used |= e.used;
+                r.evicted_unused |= !e.used;
                 if r.left == 0 {
                     let (pid, used) = (r.pid, r.used);
                     self.windows.remove(&w.0);

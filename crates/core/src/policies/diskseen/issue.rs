@@ -36,10 +36,7 @@ impl DiskSeen {
                 self.streams
                     .get(slot)
                     .and_then(Option::as_ref)
-                    .is_some_and(|s| {
-                        s.dev == dev
-                            && (s.cur.position(lbn).is_some() || s.ra.position(lbn).is_some())
-                    })
+                    .is_some_and(|s| s.dev == dev && s.windows().any(|w| w.position(lbn).is_some()))
             })
     }
 
@@ -50,7 +47,8 @@ impl DiskSeen {
             self.owner.clear();
             for i in 0..self.streams.len() {
                 if let Some(s) = self.streams[i].take() {
-                    let all: Vec<u64> = s.cur.blocks.iter().chain(&s.ra.blocks).copied().collect();
+                    let all: Vec<u64> =
+                        s.windows().flat_map(|w| w.blocks.iter()).copied().collect();
                     self.index_chunks(i, s.dev, &all);
                     self.streams[i] = Some(s);
                 }
@@ -162,6 +160,7 @@ impl DiskSeen {
                 left,
                 used: false,
                 group,
+                evicted_unused: false,
             },
         );
         self.window_order.push_back(id.0);
@@ -187,13 +186,21 @@ impl DiskSeen {
         blocks.dedup();
         let id = sink.new_window();
         self.index_blocks(slot, dev, &blocks);
+        let mut read_mask = 0u64;
         if !virtual_only {
+            // What read_blocks reads: the blocks neither resident nor busy.
+            for (i, &b) in blocks.iter().enumerate().take(64) {
+                if self.table.status(dev, b) & (RESIDENT | BUSY) == 0 && !sink.is_cached(dev, b) {
+                    read_mask |= 1 << i;
+                }
+            }
             self.read_blocks(dev, &blocks, id, pid, group, sink);
         }
         Window {
             id,
             blocks,
             hit_mask: 0,
+            read_mask,
             virtual_only,
         }
     }

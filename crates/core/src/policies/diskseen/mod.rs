@@ -83,6 +83,7 @@
 mod history;
 mod hooks;
 mod issue;
+mod lead;
 pub mod quality;
 pub mod stream;
 pub mod table;
@@ -216,6 +217,9 @@ pub struct Stats {
     pub screened_resident: u64,
     /// Table purges (§2.2) and progressive clearings (§3.1).
     pub purges: u64,
+    /// Windows whose read came after the demand access (each raised the
+    /// lead, see `lead.rs`).
+    pub late_windows: u64,
 }
 
 /// Who a window is for.
@@ -232,6 +236,8 @@ struct WinRec {
     left: u32,
     used: bool,
     group: u32,
+    /// A block of it was evicted before use.
+    evicted_unused: bool,
 }
 
 /// The DiskSeen policy.
@@ -261,6 +267,11 @@ pub struct DiskSeen {
     next_group: u32,
     purge_cut: u64,
     stats: Stats,
+    /// Windows each stream keeps read ahead of the one in use: 1 (the
+    /// readahead window, §3.3.2) until prefetches come late (`lead.rs`).
+    lead_windows: u32,
+    /// The last window whose late read raised `lead_windows`.
+    late_window: Option<u64>,
 }
 
 #[inline]
@@ -302,6 +313,8 @@ impl DiskSeen {
             next_group: 0,
             purge_cut: 0,
             stats: Stats::default(),
+            lead_windows: 1,
+            late_window: None,
         }
     }
 
@@ -398,6 +411,9 @@ impl DiskSeen {
             let (cur, ra) = (std::mem::take(&mut s.cur), std::mem::take(&mut s.ra));
             self.retire(slot, &s, cur);
             self.retire(slot, &s, ra);
+            for w in std::mem::take(&mut s.beyond) {
+                self.retire(slot, &s, w);
+            }
         }
     }
 
@@ -443,10 +459,12 @@ impl DiskSeen {
             },
             cur,
             ra,
+            beyond: VecDeque::new(),
             last_ts: self.counter,
             group,
         });
         self.stats.sequence_streams += 1;
+        self.fill_lead(slot, sink);
     }
 
     /// §3.4.3: the next history window from `center` with `cursors`.
@@ -512,10 +530,12 @@ impl DiskSeen {
             },
             cur,
             ra,
+            beyond: VecDeque::new(),
             last_ts: self.counter,
             group,
         });
         self.stats.history_streams += 1;
+        self.fill_lead(slot, sink);
         true
     }
 
@@ -557,45 +577,16 @@ impl DiskSeen {
         let old = std::mem::take(&mut s.cur);
         self.retire(slot, &s, old);
         s.cur = std::mem::take(&mut s.ra);
-        let (blocks, virtual_only) = match &mut s.kind {
-            Kind::Sequence { next } => {
-                let b: Vec<u64> = (*next..*next + u64::from(size)).collect();
-                *next += u64::from(size);
-                (b, false)
+        // The new window goes at the far end: it is the readahead window,
+        // or the last of those beyond it (which move up by one).
+        let new = self.next_window(slot, &mut s, size, min, sink);
+        match s.beyond.pop_front() {
+            Some(next) => {
+                s.ra = next;
+                s.beyond.push_back(new);
             }
-            Kind::History {
-                cursors,
-                center,
-                before,
-            } => {
-                let (mut c, mut cs, before) = (*center, cursors.clone(), *before);
-                let b = self.history_blocks(s.dev, &mut c, &mut cs, size, before);
-                if let Kind::History {
-                    cursors, center, ..
-                } = &mut s.kind
-                {
-                    *center = c;
-                    *cursors = cs;
-                }
-                let b = if b.len() < min as usize {
-                    Vec::new()
-                } else {
-                    b
-                };
-                (b, !self.qc.history_enabled(s.pid))
-            }
-        };
-        s.ra = self.open_window(
-            slot,
-            Tag {
-                dev: s.dev,
-                pid: s.pid,
-                group: s.group,
-            },
-            blocks,
-            virtual_only,
-            sink,
-        );
+            None => s.ra = new,
+        }
         self.streams[slot] = Some(s);
     }
 

@@ -43,8 +43,18 @@ pub struct Window {
     pub blocks: Vec<u64>,
     /// Which of `blocks` were hit by a high-level request (bit i ↔ i).
     pub hit_mask: u64,
+    /// Which of `blocks` the window read (bit i ↔ i; the others were
+    /// resident or busy when it opened, or it is virtual).
+    pub read_mask: u64,
     /// Tracked but not read (quality control disabled history, §3.5).
     pub virtual_only: bool,
+}
+
+impl Stream {
+    /// The stream's windows: current, readahead, then those beyond.
+    pub fn windows(&self) -> impl Iterator<Item = &Window> {
+        [&self.cur, &self.ra].into_iter().chain(&self.beyond)
+    }
 }
 
 impl Window {
@@ -63,6 +73,12 @@ impl Window {
             _ => None,
         }
     }
+    /// Did the window read `lbn`?
+    pub fn read(&self, lbn: u64) -> bool {
+        self.position(lbn)
+            .is_some_and(|i| i < 64 && self.read_mask & (1 << i) != 0)
+    }
+
     /// Distinct blocks hit so far (f in §3.3.2).
     pub fn hits(&self) -> u32 {
         self.hit_mask.count_ones()
@@ -104,6 +120,9 @@ pub struct Stream {
     pub cur: Window,
     /// Readahead window.
     pub ra: Window,
+    /// Windows opened past the readahead window, nearest first: empty
+    /// unless prefetches came late (see `DiskSeen::late`).
+    pub beyond: std::collections::VecDeque<Window>,
     /// Access counter when the stream last moved (for replacing idle
     /// streams when [`super::DiskSeenParams::streams`] is reached).
     pub last_ts: u64,

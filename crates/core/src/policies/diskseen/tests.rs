@@ -788,3 +788,61 @@ fn saved_history_lets_a_new_process_follow_the_trail() {
     flipped[5 + 8 + 12] = 0xff; // its newest timestamp, far past the counter
     assert!(fresh.load_history(&flipped).is_err());
 }
+
+/// A demand read of `lbn` by pid 1 that the driver reports missed (the
+/// program brought the block in itself); the requests it caused.
+fn read_missed(h: &mut Harness, lbn: u64) -> Vec<(u64, u32)> {
+    let a = Access {
+        seq: 100,
+        pid: 1,
+        lbn,
+        page: lbn,
+        blocks: 1,
+        ..Access::default()
+    };
+    let missed = Outcome {
+        miss_blocks: 1,
+        ..Outcome::default()
+    };
+    let mut out = Vec::new();
+    let mut sink = Sink::new(&mut out, &mut h.next_window, &h.mem);
+    h.ds.on_access(&a, &missed, &mut sink);
+    out.iter()
+        .map(|r| match r.target {
+            Target::Block { lbn, .. } => (lbn, r.blocks),
+            Target::File { page, .. } => (page, r.blocks),
+        })
+        .collect()
+}
+
+/// A live driver hears of accesses late: a demand read that missed a
+/// block our window read means the read came after it. The stream then
+/// reads one more window ahead (lead.rs); the simulator never reports
+/// such a miss, so its runs are unchanged.
+#[test]
+fn a_late_window_makes_streams_read_one_more_window_ahead() {
+    let mut h = Harness::new(DiskSeenParams::default());
+    for b in 0..8 {
+        h.read(1, b);
+    }
+    // K = 8: windows 8..16 (current) and 16..24 (readahead) were read.
+    assert_eq!(h.ds.lead_windows(), 1);
+    let reqs = read_missed(&mut h, 8);
+    assert_eq!(h.ds.lead_windows(), 2);
+    assert_eq!(h.ds.stats().late_windows, 1);
+    // The extra window follows the readahead window: 24..32.
+    assert_eq!(reqs, vec![(24, 8)]);
+}
+
+/// A block evicted unused and then missed is not a late read: the lead
+/// stays (the simulator's case under memory pressure).
+#[test]
+fn a_miss_after_an_unused_eviction_is_not_late() {
+    let mut h = Harness::new(DiskSeenParams::default());
+    for b in 0..8 {
+        h.read(1, b);
+    }
+    h.evict(9, false);
+    assert!(read_missed(&mut h, 9).is_empty());
+    assert_eq!(h.ds.lead_windows(), 1);
+}
