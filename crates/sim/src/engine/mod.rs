@@ -284,7 +284,7 @@ pub fn simulate_on(
     let mut done_total = 0u64;
     // Oracle policies (libprefetch `directed`) get the trace's future.
     let oracle: Vec<Access> = if policy.interests().oracle {
-        records.iter().map(oracle_access).collect()
+        records.iter().map(record_access).collect()
     } else {
         Vec::new()
     };
@@ -360,9 +360,9 @@ fn process_lists(records: &[Record]) -> Vec<Vec<u32>> {
     lists
 }
 
-/// A record as the policy will see it (times and sequence numbers are
-/// unknown in advance and left 0).
-fn oracle_access(r: &Record) -> Access {
+/// A record as the policy will see it, without its time and sequence
+/// number (left 0: unknown in advance for the oracle, set when issued).
+fn record_access(r: &Record) -> Access {
     Access {
         pid: r.pid,
         dev: u32::from(r.dev),
@@ -558,14 +558,8 @@ impl Engine<'_> {
         let access = Access {
             seq: self.seq,
             time_ns: now,
-            pid: r.pid,
-            dev: u32::from(r.dev),
-            lbn: r.first_block(),
-            file: FileId(u64::from(r.file)),
-            page: r.first_page(),
-            blocks: r.block_count(),
-            op: if r.is_write() { Op::Write } else { Op::Read },
             origin: Origin::Demand,
+            ..record_access(&r)
         };
         let o = self.look_up(d, p, &access, now);
         self.settle_evictions(d);
