@@ -11,6 +11,10 @@ crate::params! {
     pub struct FlashyParams {
         /// polling interval in ms (section IV-B: 0.50 s)
         interval_ms: u64 = 500,
+        /// a new stream's first plan after this many ms of its reads instead of at the next polling tick (ours; 0 = wait for the tick, the paper)
+        first_ms: u64 = 100,
+        /// a stream that read past half its plan is planned again at the next first_ms tick instead of at the polling tick (ours; off = the paper)
+        refill: bool = true,
         /// pattern match threshold: fraction of the interval's blocks in one pattern (IV-B: 0.60)
         threshold: f64 = 0.60,
         /// application throughput scale factor, start value (IV-C: near 1.0)

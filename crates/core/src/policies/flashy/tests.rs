@@ -160,7 +160,12 @@ impl Harness {
         }
     }
     fn read(&mut self, pid: u32, lbn: u64, blocks: u32) {
+        self.read_at(0, pid, lbn, blocks);
+    }
+    /// A read at `t_ms` (the stream's birth time when it is the first).
+    fn read_at(&mut self, t_ms: u64, pid: u32, lbn: u64, blocks: u32) {
         let a = Access {
+            time_ns: t_ms * MS,
             pid,
             lbn,
             page: lbn,
@@ -440,6 +445,79 @@ fn pacing_keeps_at_most_depth_chunks_at_the_device() {
     h.seq(1, 101, 10, 1);
     let reqs = h.tick(1000);
     assert_eq!(reqs[0].0, 111);
+}
+
+#[test]
+fn pacing_counts_blocks_so_small_strides_keep_depth_chunks_outstanding() {
+    // Strides of 2 blocks every 8 (gap 6 blocks = 24 KiB, infill off), in
+    // 16 KiB (4-block) chunks, depth 2: 8 blocks may be outstanding, which
+    // is four 2-block strides, not two.
+    let mut h = Harness::new("chunk=16KiB,depth=2,infill=0,feedback=off,scale=4");
+    for i in 0..20 {
+        h.read(1, i * 8, 2);
+    }
+    let reqs = h.tick(500);
+    assert_eq!(
+        reqs,
+        vec![(160, 2, 1), (168, 2, 1), (176, 2, 1), (184, 2, 1)]
+    );
+}
+
+#[test]
+fn a_new_stream_is_planned_after_first_ms_not_at_the_polling_tick() {
+    // 51 one-block reads between 0 and 50 ms: at the 100 ms tick (the
+    // driver's tick is `first_ms` apart) the stream is planned from its
+    // rate over the 100 ms since its first read: 510 blocks/s x 50/51
+    // linear x 0.5 s = 250 blocks. With first_ms=0 (the paper) the 100 ms
+    // tick does nothing, and the driver ticks only every 500 ms.
+    let mut h = Harness::new("");
+    for i in 0..51 {
+        h.read_at(i, 1, i, 1);
+    }
+    assert_eq!(h.f.interests().tick_interval_ns, Some(100 * MS));
+    assert_eq!(h.tick(100), vec![(51, 250, 1)]);
+    // Planned once: the next early tick leaves the plan alone.
+    h.read_at(150, 1, 51, 1);
+    assert_eq!(h.tick(200), vec![]);
+    let mut paper = Harness::new("first_ms=0");
+    for i in 0..51 {
+        paper.read_at(i, 1, i, 1);
+    }
+    assert_eq!(paper.f.interests().tick_interval_ns, Some(500 * MS));
+    assert_eq!(paper.tick(100), vec![]);
+}
+
+#[test]
+fn a_stream_past_half_its_plan_is_planned_again_at_the_next_early_tick() {
+    // Planned at 100 ms: [51, 301) from its last read at 50, halfway 175.
+    // Reads up to 199 by 190 ms pass it; the 200 ms tick plans again from
+    // 199 at the rate since the run began: 200 blocks in 0.2 s, 199/200
+    // linear, x 0.5 s = 497 blocks. With refill=off it waits for 500 ms.
+    for (params, want) in [("", vec![(200, 497, 2)]), ("refill=off", vec![])] {
+        let mut h = Harness::new(params);
+        for i in 0..51 {
+            h.read_at(i, 1, i, 1);
+        }
+        assert_eq!(h.tick(100), vec![(51, 250, 1)], "{params}");
+        for i in 51..200 {
+            h.read_at(100 + (i - 51) * 90 / 149, 1, i, 1);
+        }
+        assert_eq!(h.tick(200), want, "{params}");
+    }
+}
+
+#[test]
+fn a_stream_born_inside_an_interval_has_its_rate_measured_from_birth() {
+    // First tick at 500 ms; a stream whose 101 reads start at 900 ms is
+    // measured over the 100 ms it existed at the 1000 ms tick (1010
+    // blocks/s, quota 1.0 x 100/101 x 1010 x 0.5 = 500), not over the
+    // whole 500 ms interval (quota 100).
+    let mut h = Harness::new("first_ms=0");
+    h.tick(500);
+    for i in 0..101 {
+        h.read_at(900, 1, i, 1);
+    }
+    assert_eq!(h.tick(1000), vec![(101, 500, 1)]);
 }
 
 // ---- §IV-D: the feedback monitor ----
