@@ -20,7 +20,8 @@ struct Plan {
 
 impl Flashy {
     /// A tick of the driver: the polling interval's work when it is due,
-    /// else the first plan of streams born since (`first_ms`).
+    /// else the plans of streams born or used up since (`first_ms`,
+    /// `refill`).
     pub(super) fn tick(&mut self, now_ns: u64, sink: &mut Sink<'_>) {
         let interval_ns = self.p.interval_ms.saturating_mul(1_000_000);
         if now_ns >= self.last_tick_ns.saturating_add(interval_ns) {
@@ -224,14 +225,14 @@ impl Flashy {
                 let descending = pattern == Pattern::StridedBackward;
                 infill::merge_ranges(&mut self.scratch, self.infill_blocks, descending);
             }
-            m.refill_at = halfway(&self.scratch, last.0, pattern);
+            let backward = matches!(pattern, Pattern::SeqBackward | Pattern::StridedBackward);
+            m.refill_at = halfway(&self.scratch, last.0, backward);
             report.push((plan.key, pattern, frac, q));
             let w = sink.new_window();
             self.win_owner.push((w.0, plan.key));
             // Nearest the application first: a backward stream needs the
             // top of its range soonest (paced chunks, `depth`, would
             // otherwise arrive farthest-first).
-            let backward = matches!(pattern, Pattern::SeqBackward | Pattern::StridedBackward);
             for &(start, n) in &self.scratch {
                 let end = (start + n).min(MAX_BLOCK);
                 for (s, len) in chunk::pieces(start, end, self.chunk_blocks, backward) {
@@ -250,8 +251,7 @@ impl Flashy {
 /// The block halfway between the application's last request at `last`
 /// and the far end of the planned `ranges`, and whether the plan runs
 /// backward.
-fn halfway(ranges: &[(u64, u64)], last: u64, pattern: Pattern) -> Option<(u64, bool)> {
-    let backward = matches!(pattern, Pattern::SeqBackward | Pattern::StridedBackward);
+fn halfway(ranges: &[(u64, u64)], last: u64, backward: bool) -> Option<(u64, bool)> {
     if backward {
         let far = ranges.iter().map(|r| r.0).min()?;
         Some((far + last.saturating_sub(far) / 2, true))
