@@ -68,7 +68,7 @@ typedef void (*outrider_callback)(outrider_client *c, void *user, int reason,
 typedef struct {
     uint64_t tracked_reads, rounds, premature_rounds, low_callbacks,
         stray_callbacks, round_pages, infill_pages, dropped_pages,
-        buffer_pages, infill_limit_pages;
+        buffer_pages, infill_limit_pages, readahead_rounds;
 } outrider_stats;
 
 /* NULL (errno EINVAL) if OUTRIDER_DIRECTED holds a bad setting. */

@@ -185,7 +185,8 @@ int main(int argc, char **argv) {
                (unsigned long long)s.low_callbacks, (unsigned long long)s.stray_callbacks,
                (unsigned long long)s.round_pages, (unsigned long long)s.infill_pages,
                (unsigned long long)s.dropped_pages, (unsigned long long)s.buffer_pages);
-        printf(" infill_limit_pages=%llu", (unsigned long long)s.infill_limit_pages);
+        printf(" infill_limit_pages=%llu readahead_rounds=%llu",
+               (unsigned long long)s.infill_limit_pages, (unsigned long long)s.readahead_rounds);
         outrider_free_client(c);
     }
     printf("\n");

@@ -50,7 +50,7 @@ class _Entry(ctypes.Structure):
 _STATS_FIELDS = [
     "tracked_reads", "rounds", "premature_rounds", "low_callbacks",
     "stray_callbacks", "round_pages", "infill_pages", "dropped_pages",
-    "buffer_pages", "infill_limit_pages",
+    "buffer_pages", "infill_limit_pages", "readahead_rounds",
 ]
 
 

@@ -52,7 +52,9 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use outrider_core::policies::directed::list::{AccessList, ListEntry, Mode, Observed};
-use outrider_core::policies::directed::plan::{plan_round, Aimd, Page, Run, PAPER_INFILL_PAGES};
+use outrider_core::policies::directed::plan::{
+    plan_round, Aimd, Page, Round, Run, PAPER_INFILL_PAGES,
+};
 use outrider_core::Params;
 use outrider_sys::{advise, cachestat, fiemap, Advice, Extent, Fetch, Pool};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -133,6 +135,9 @@ pub struct Stats {
     pub buffer_pages: u64,
     /// Infill limit in use, pages (`infill=auto`: from the device probe).
     pub infill_limit_pages: u64,
+    /// Rounds read in file order, left to the kernel's readahead
+    /// (`readahead=on`).
+    pub readahead_rounds: u64,
 }
 
 struct Region {
@@ -469,7 +474,8 @@ impl Client {
         if let Some(index) = index {
             if self.replan || index >= self.round_end {
                 self.new_round(index, false);
-            } else if self.pool.pending() == 0
+            } else if !self.round_pages.is_empty()
+                && self.pool.pending() == 0
                 && self.round_pages.remove(&key)
                 && !self.resident_checked(fd, page)
             {
@@ -598,6 +604,10 @@ impl Client {
             infill = Some(v);
         }
         self.infill_used = infill.unwrap_or(0);
+        if self.cfg.readahead && round.in_file_order() {
+            self.leave_to_readahead(index, round);
+            return;
+        }
         // §4.5 blocks the program for the round. `wait=auto` does so unless
         // the round will be read in the order it is fetched (ascending
         // physical order: a sequential list), where reading can overlap the
@@ -621,17 +631,7 @@ impl Client {
             // ones are still being dropped; a round read in fetch order
             // fills memory at the device's pace, far slower than dropping,
             // and does not stall the program for it.
-            let mut job: Vec<(u64, u64)> = Vec::new();
-            let mut job_fd: Option<RawFd> = None;
-            for (file, page, pages) in drop {
-                let fd = file as RawFd;
-                if job_fd != Some(fd) || job.len() >= MAX_RANGES_PER_JOB {
-                    self.drop_job(job_fd, &mut job);
-                    job_fd = Some(fd);
-                }
-                job.push((page * PAGE, pages * PAGE));
-            }
-            self.drop_job(job_fd, &mut job);
+            self.drop_ranges(drop);
             if wait {
                 let _ = self.pool.wait();
             }
@@ -676,6 +676,40 @@ impl Client {
         self.round_end = index + round.entries as u64;
         self.round_pages = round.pages.iter().map(|p| (p.file, p.page)).collect();
         self.round_runs = round.runs;
+    }
+
+    /// A round read in file order: the kernel's readahead fetches it as the
+    /// program reads, as it would without the library. The previous round's
+    /// fetched pages that this one does not read are dropped as usual; this
+    /// round fetched nothing, so it has nothing to drop or check for
+    /// premature eviction later.
+    fn leave_to_readahead(&mut self, index: u64, round: Round) {
+        if self.cfg.drop {
+            let drop = subtract_runs(&self.round_runs, &round.runs);
+            self.stats.dropped_pages += drop.iter().map(|d| d.2).sum::<u64>();
+            self.drop_ranges(drop);
+        }
+        self.stats.rounds += 1;
+        self.stats.readahead_rounds += 1;
+        self.stats.round_pages += round.pages.len() as u64;
+        self.round_end = index + round.entries as u64;
+        self.round_pages.clear();
+        self.round_runs.clear();
+    }
+
+    /// Queue DONTNEED of `(file, page, pages)` ranges, batched per file.
+    fn drop_ranges(&self, drop: Vec<(u64, u64, u64)>) {
+        let mut job: Vec<(u64, u64)> = Vec::new();
+        let mut job_fd: Option<RawFd> = None;
+        for (file, page, pages) in drop {
+            let fd = file as RawFd;
+            if job_fd != Some(fd) || job.len() >= MAX_RANGES_PER_JOB {
+                self.drop_job(job_fd, &mut job);
+                job_fd = Some(fd);
+            }
+            job.push((page * PAGE, pages * PAGE));
+        }
+        self.drop_job(job_fd, &mut job);
     }
 
     fn drop_job(&self, fd: Option<RawFd>, ranges: &mut Vec<(u64, u64)>) {

@@ -31,6 +31,8 @@ outrider_core::params! {
         drop: bool = true,
         /// wait for a round's submission before the read goes on: on (the paper, §4.5), off, or auto (on unless the round is read in the order it is fetched)
         wait: String = "auto".to_string(),
+        /// leave a round read page after page in file order to the kernel's sequential readahead (no WILLNEED, no drops, no residency checks); off = the paper: every round is fetched (§4.5)
+        readahead: bool = true,
     }
 }
 

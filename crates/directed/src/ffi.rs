@@ -45,6 +45,8 @@ pub struct OutriderStats {
     pub buffer_pages: u64,
     /// Infill limit in use, pages (`infill=auto`: from the device probe).
     pub infill_limit_pages: u64,
+    /// Rounds left to the kernel's readahead (read in file order).
+    pub readahead_rounds: u64,
 }
 
 /// `outrider_callback`: `(client, user, reason, fd, offset, marked_fd,
@@ -315,6 +317,7 @@ pub unsafe extern "C" fn outrider_get_stats(c: *const Client, out: *mut Outrider
         dropped_pages: s.dropped_pages,
         buffer_pages: s.buffer_pages,
         infill_limit_pages: s.infill_limit_pages,
+        readahead_rounds: s.readahead_rounds,
     };
     0
 }

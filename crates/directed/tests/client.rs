@@ -270,3 +270,38 @@ fn outrider_sys_pread(f: &File, buf: &mut [u8], page: u64) {
     use std::os::unix::fs::FileExt;
     f.read_exact_at(buf, page * PAGE).unwrap();
 }
+
+// A list read page after page in file order is what the kernel's
+// readahead serves: with `readahead=on` (the default) the round fetches
+// nothing; `readahead=off` (the paper) fetches it (`wait=on`: the test
+// reads residency once the round is submitted). The test file has
+// FADV_RANDOM, so nothing but the client's fetches makes pages resident.
+#[test]
+fn a_list_in_file_order_is_left_to_readahead() {
+    let (path, f) = temp_file(256);
+    let fd = f.as_raw_fd();
+    let log: Log = Arc::default();
+    let pages: Vec<u64> = (0..256).collect();
+    for (params, fetched) in [("low=0", false), ("low=0,readahead=off,wait=on", true)] {
+        advise(f.as_fd(), 0, 0, Advice::DontNeed).unwrap();
+        let mut c = client(params, &log);
+        c.register_region(f.as_fd(), 0, 256 * PAGE).unwrap();
+        c.request_prefetching(&entries(fd, &pages, 0), Mode::Replace);
+        read_page(&mut c, &f, 0);
+        let s = c.stats();
+        assert_eq!(s.rounds, 1, "{params}");
+        assert_eq!(s.readahead_rounds, u64::from(!fetched), "{params}");
+        assert_eq!(resident(&f, 200), fetched, "{params}");
+    }
+    // Shuffled, the same pages are fetched by the round.
+    let mut shuffled = pages.clone();
+    shuffled.swap(1, 200);
+    advise(f.as_fd(), 0, 0, Advice::DontNeed).unwrap();
+    let mut c = client("low=0", &log);
+    c.register_region(f.as_fd(), 0, 256 * PAGE).unwrap();
+    c.request_prefetching(&entries(fd, &shuffled, 0), Mode::Replace);
+    read_page(&mut c, &f, 0);
+    assert_eq!(c.stats().readahead_rounds, 0);
+    assert!(resident(&f, 200));
+    std::fs::remove_file(path).unwrap();
+}

@@ -5,7 +5,7 @@
 //! library (`outrider-directed`), one implementation each.
 
 use crate::mechanism::{clook, infill};
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// One page of a file with where it lives on the device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -98,6 +98,25 @@ pub struct Round {
     pub pages: Vec<Page>,
     /// What to read: C-LOOK ordered runs after infill.
     pub runs: Vec<Run>,
+}
+
+impl Round {
+    /// Is the round read page after page in file order — every page the
+    /// first of its file in the round or the one after the last page read
+    /// of that file (files may interleave: readahead state is per open
+    /// file)? Such a round is what the kernel's sequential readahead already
+    /// serves; fetching it as well only adds work (measured live: a 1 GiB
+    /// file read in order took 0.75–1.06 s fetched by rounds against
+    /// 0.53–0.66 s with readahead alone, this machine).
+    pub fn in_file_order(&self) -> bool {
+        let mut last: FxHashMap<u64, u64> = FxHashMap::default();
+        self.pages
+            .iter()
+            .all(|p| match last.insert(p.file, p.page) {
+                Some(prev) => p.page == prev + 1,
+                None => true,
+            })
+    }
 }
 
 /// Plan a round (§4.5): walk `upcoming` (the access list from the current

@@ -275,3 +275,21 @@ fn sim_policy_issues_rounds_in_clook_order() {
     assert_eq!(issued(&out), vec![60, 70, 20]);
     assert_eq!(p.stats().rounds, 2);
 }
+
+#[test]
+fn a_round_read_page_after_page_is_in_file_order() {
+    let round = |pages: &[(u64, u64)]| {
+        let list: Vec<Page> = pages.iter().map(|&(f, p)| pg(f, p, 1000 + p)).collect();
+        plan_round(list.iter().copied(), 64, 0, true, (0, 0))
+    };
+    // Two files, each read forwards from wherever it starts.
+    assert!(round(&[(1, 4), (1, 5), (1, 6), (2, 0), (2, 1)]).in_file_order());
+    // A repeat inside the round is not a new page: still in order.
+    assert!(round(&[(1, 4), (1, 5), (1, 5), (1, 6)]).in_file_order());
+    // Strided, backwards or shuffled: not what readahead serves.
+    assert!(!round(&[(1, 0), (1, 2), (1, 4)]).in_file_order());
+    assert!(!round(&[(1, 9), (1, 8), (1, 7)]).in_file_order());
+    assert!(!round(&[(1, 1), (1, 2), (2, 0), (1, 9)]).in_file_order());
+    // Two files read in turns, each forwards: readahead follows both.
+    assert!(round(&[(1, 1), (1, 2), (2, 0), (1, 3), (2, 1)]).in_file_order());
+}
