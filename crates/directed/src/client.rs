@@ -39,6 +39,11 @@
 //! default; `wait=on` is the paper): a round whose access order is its fetch
 //! order (a sequential list) does not block, so reading overlaps fetching as
 //! with kernel readahead; residency checks wait until its submission ends.
+//! A round read page after page in file order (`readahead=on`, the
+//! default; off is the paper) is not fetched at all: the kernel's
+//! readahead serves it as it would without the library, and fetching it
+//! as well measured 20–40 % slower than stock on a 1 GiB file
+//! (`bench/results/directed.md`, the seq rows).
 //!
 //! What stock Linux does not allow (§4.5's kernel changes): WILLNEED does not
 //! move pages already cached in the LRU, so the paper's second pass —
