@@ -141,6 +141,10 @@ pub struct Interests {
     /// [`Feedback::Tick`] every this many ns of driver time (default
     /// `None`: event-driven).
     pub tick_interval_ns: Option<u64>,
+    /// [`Access::lbn`] is the physical block (default true). A policy that
+    /// never looks at it says false: live, it costs one `FIEMAP` per file
+    /// the program opens, and the access then carries the file page.
+    pub block_numbers: bool,
 }
 
 impl Default for Interests {
@@ -162,6 +166,7 @@ impl Interests {
         device_requests: false,
         oracle: false,
         tick_interval_ns: None,
+        block_numbers: true,
     };
 
     /// What either of two stacked policies wants (ticks at the shorter
@@ -173,6 +178,7 @@ impl Interests {
             prefetch_done: self.prefetch_done || o.prefetch_done,
             device_requests: self.device_requests || o.device_requests,
             oracle: self.oracle || o.oracle,
+            block_numbers: self.block_numbers || o.block_numbers,
             tick_interval_ns: match (self.tick_interval_ns, o.tick_interval_ns) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),

@@ -102,8 +102,8 @@ impl Recorder {
     }
 
     /// The recorded set as a history for the store (`exe` for people).
-    pub fn finish(self, exe: &str) -> AppHistory {
-        let mut h = history::collect(&self.table, &[exe.into()], Path::new("/"));
+    pub fn finish(mut self, exe: &str) -> AppHistory {
+        let mut h = history::collect(&mut self.table, &[exe.into()], Path::new("/"));
         h.accesses = self.accesses;
         h
     }

@@ -131,6 +131,46 @@ pub struct FileInfo {
     pub mtime_ns: i64,
 }
 
+/// Size and mtime of a file as `fstat` saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime_ns: i64,
+}
+
+impl Stamp {
+    fn of_md(m: &fs::Metadata) -> Stamp {
+        Stamp {
+            size: m.size(),
+            mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+        }
+    }
+
+    fn of_stat(st: &libc::stat) -> Stamp {
+        Stamp {
+            size: st.st_size as u64,
+            mtime_ns: st.st_mtime * 1_000_000_000 + st.st_mtime_nsec,
+        }
+    }
+
+    fn info(
+        self,
+        dev: u64,
+        ino: u64,
+        handle: Option<(i32, Vec<u8>, i32)>,
+        path: PathBuf,
+    ) -> FileInfo {
+        FileInfo {
+            dev,
+            ino,
+            handle,
+            path,
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Key {
     dev: u64,
@@ -274,18 +314,20 @@ impl FileTable {
         let (dev, ino) = self.key_of(id)?;
         if self.by_ino_ok {
             match handle::open_by_ino(&mut self.mounts, dev, ino) {
-                Ok(f) => {
-                    if f.metadata()
-                        .is_ok_and(|m| m.dev() == dev && m.ino() == ino && m.is_file())
-                    {
-                        self.resolved += 1;
-                        self.opened_by_ino += 1;
-                        // Its path, as the kernel names the dentry.
-                        let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
-                        self.insert(id, f, path);
-                        return self.open.get_mut(&id);
-                    }
+                Ok((f, st)) if st.st_dev == dev && st.st_ino == ino => {
+                    self.resolved += 1;
+                    self.opened_by_ino += 1;
+                    // Path and handle wait for the history's save
+                    // ([`FileTable::complete_identities`]): a tree walker
+                    // opens a new file every few events, and the two
+                    // lookups were a third of outrider's work per file.
+                    let stamp = Stamp::of_stat(&st);
+                    self.info
+                        .insert(id, stamp.info(dev, ino, None, PathBuf::new()));
+                    self.insert_open(id, f, PathBuf::new(), Some(stamp));
+                    return self.open.get_mut(&id);
                 }
+                Ok(_) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EPERM) => self.by_ino_ok = false,
                 Err(_) => {}
             }
@@ -330,16 +372,22 @@ impl FileTable {
             .handle
             .as_ref()
             .and_then(|(t, b, m)| handle::open_by_handle(&mut self.mounts, *m, *t, b).ok());
+        let path = info.path.clone();
         if file.is_some() {
             how = 1;
-        } else if let Ok(f) = open_regular(&info.path, Follow::Never) {
+        } else if path.as_os_str().is_empty() {
+            // Opened by inode number and not completed yet: again so.
+            file = handle::open_by_ino(&mut self.mounts, dev, ino)
+                .ok()
+                .map(|(f, _)| f);
+            how = 1;
+        } else if let Ok(f) = open_regular(&path, Follow::Never) {
             file = Some(f);
             how = 2;
         }
-        let path = info.path.clone();
-        let same = file
+        let md = file.as_ref().and_then(|f| f.metadata().ok());
+        let same = md
             .as_ref()
-            .and_then(|f| f.metadata().ok())
             .is_some_and(|m| m.dev() == dev && m.ino() == ino);
         match file {
             Some(f) if same => {
@@ -348,7 +396,7 @@ impl FileTable {
                 } else {
                     self.reopened_by_path += 1;
                 }
-                self.insert_open(id, f, path);
+                self.insert_open(id, f, path, md.as_ref().map(Stamp::of_md));
                 true
             }
             _ => {
@@ -467,23 +515,69 @@ impl FileTable {
 
     fn insert(&mut self, id: FileId, file: File, path: PathBuf) {
         let path = fs::read_link(&path).unwrap_or(path);
-        if let Ok(md) = file.metadata() {
-            self.info.insert(
-                id,
-                FileInfo {
-                    dev: md.dev(),
-                    ino: md.ino(),
-                    handle: handle::name_to_handle(file.as_fd()),
-                    path: path.clone(),
-                    size: md.size(),
-                    mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
-                },
-            );
+        let md = file.metadata().ok();
+        if let Some(md) = &md {
+            let handle = handle::name_to_handle(file.as_fd());
+            let info = Stamp::of_md(md).info(md.dev(), md.ino(), handle, path.clone());
+            self.info.insert(id, info);
         }
-        self.insert_open(id, file, path);
+        self.insert_open(id, file, path, md.as_ref().map(Stamp::of_md));
     }
 
-    fn insert_open(&mut self, id: FileId, file: File, path: PathBuf) {
+    /// Fill in the path and handle of every file opened by inode number
+    /// (left empty then, see [`FileTable::resolve`]) that is still the
+    /// same file (device, inode, size and mtime as opened): what the
+    /// history saves so the next run can reopen it. Files that cannot be
+    /// opened again or changed keep an empty path and no handle (the
+    /// history leaves them out).
+    pub fn complete_identities(&mut self) {
+        let ids: Vec<FileId> = (self.info.iter())
+            .filter(|(_, i)| i.path.as_os_str().is_empty())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.complete_identity(id);
+        }
+    }
+
+    /// The path of `id`, looked up now if it was left for later.
+    pub fn path_of(&mut self, id: FileId) -> Option<PathBuf> {
+        self.complete_identity(id);
+        let p = &self.info.get(&id)?.path;
+        (!p.as_os_str().is_empty()).then(|| p.clone())
+    }
+
+    fn complete_identity(&mut self, id: FileId) {
+        let Some(info) = self.info.get(&id) else {
+            return;
+        };
+        if !info.path.as_os_str().is_empty() {
+            return;
+        }
+        let (dev, ino, want) = (info.dev, info.ino, (info.size, info.mtime_ns));
+        let fd = match self.open.get(&id) {
+            Some(f) => Arc::clone(&f.fd),
+            None => match handle::open_by_ino(&mut self.mounts, dev, ino) {
+                Ok((f, st)) if st.st_dev == dev && st.st_ino == ino => Arc::new(OwnedFd::from(f)),
+                _ => return,
+            },
+        };
+        let Ok(st) = outrider_sys::files::fstat(&*fd) else {
+            return;
+        };
+        let now = Stamp::of_stat(&st);
+        if (st.st_dev, st.st_ino, now.size, now.mtime_ns) != (dev, ino, want.0, want.1) {
+            return;
+        }
+        let path = fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        let handle = handle::name_to_handle(fd.as_fd());
+        if let (Ok(path), Some(info)) = (path, self.info.get_mut(&id)) {
+            info.path = path;
+            info.handle = handle;
+        }
+    }
+
+    fn insert_open(&mut self, id: FileId, file: File, path: PathBuf, stamp: Option<Stamp>) {
         self.clock += 1;
         if self.open.len() >= self.opts.max_open {
             if let Some((victim, f)) = self.open.pop_front() {
@@ -492,23 +586,18 @@ impl FileTable {
                 }
             }
         }
-        let md = file.metadata().ok();
         // An extent map known from before is kept if the file is unchanged.
         let extents = self.closed_extents.remove(&id).filter(|_| {
             self.info.get(&id).is_some_and(|i| {
-                md.as_ref().is_some_and(|m| {
-                    m.size() == i.size && m.mtime() * 1_000_000_000 + m.mtime_nsec() == i.mtime_ns
-                })
+                stamp.is_some_and(|m| m.size == i.size && m.mtime_ns == i.mtime_ns)
             })
         });
         self.open.insert(
             id,
             OpenFile {
                 fd: Arc::new(OwnedFd::from(file)),
-                size: md.as_ref().map_or(0, |m| m.size()),
-                mtime_ns: md
-                    .as_ref()
-                    .map_or(0, |m| m.mtime() * 1_000_000_000 + m.mtime_nsec()),
+                size: stamp.map_or(0, |m| m.size),
+                mtime_ns: stamp.map_or(0, |m| m.mtime_ns),
                 path,
                 extents,
                 last_use: self.clock,
@@ -522,13 +611,13 @@ impl FileTable {
         let Some(f) = self.open.get_mut(&id) else {
             return false;
         };
-        let Ok(md) = File::from(f.fd.as_fd().try_clone_to_owned().expect("dup")).metadata() else {
+        let Ok(st) = outrider_sys::files::fstat(&*f.fd) else {
             return false;
         };
-        let mtime_ns = md.mtime() * 1_000_000_000 + md.mtime_nsec();
-        if md.size() != f.size || mtime_ns != f.mtime_ns {
-            f.size = md.size();
-            f.mtime_ns = mtime_ns;
+        let now = Stamp::of_stat(&st);
+        if now.size != f.size || now.mtime_ns != f.mtime_ns {
+            f.size = now.size;
+            f.mtime_ns = now.mtime_ns;
             f.extents = None;
             return true;
         }
@@ -635,7 +724,15 @@ mod tests {
             .resolve(id, std::process::id())
             .expect("found via /proc/self/fd");
         assert_eq!(f.size, 5);
-        assert_eq!(f.path, p);
+        // Found through /proc, the path comes with it; opened by inode
+        // number (root on ext4) it is looked up when first asked for.
+        assert_eq!(
+            t.info(id).unwrap().path.as_os_str().is_empty(),
+            t.opened_by_ino == 1
+        );
+        assert_eq!(t.path_of(id), Some(p.clone()));
+        assert_eq!(t.info(id).unwrap().path, p);
+        assert!(t.info(id).unwrap().handle.is_some() || t.opened_by_ino == 0);
         // A size change is noticed and drops the extent map.
         fs::write(&p, b"hello world").unwrap();
         assert!(t.refresh(id));

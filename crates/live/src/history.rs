@@ -238,7 +238,8 @@ pub fn restore_with(h: &AppHistory, table: &mut FileTable, eager_files: usize) -
 
 /// The history of this run: every file of `table` whose identity is known
 /// (size and mtime as opened; see the body), in id order.
-pub fn collect(table: &FileTable, argv: &[OsString], cwd: &Path) -> AppHistory {
+pub fn collect(table: &mut FileTable, argv: &[OsString], cwd: &Path) -> AppHistory {
+    table.complete_identities();
     let mut files = Vec::new();
     for id in (1..=table.len() as u64).map(FileId) {
         let Some(info) = table.info(id) else {
@@ -324,8 +325,8 @@ mod tests {
     /// it (by handle as root, else by path).
     #[test]
     fn changed_and_deleted_files_are_dropped() {
-        let (dir, t, ids) = three_files();
-        let h = collect(&t, &["prog".into()], dir.path());
+        let (dir, mut t, ids) = three_files();
+        let h = collect(&mut t, &["prog".into()], dir.path());
         assert_eq!(h.files.len(), 3);
         assert_eq!(
             h.files.iter().map(|f| u64::from(f.id)).collect::<Vec<_>>(),
@@ -362,8 +363,8 @@ mod tests {
     /// not. Their extents are not known before that.
     #[test]
     fn a_large_history_defers_the_check_to_the_open() {
-        let (dir, t, ids) = three_files();
-        let h = collect(&t, &["prog".into()], dir.path());
+        let (dir, mut t, ids) = three_files();
+        let h = collect(&mut t, &["prog".into()], dir.path());
         drop(t);
         fs::write(dir.path().join("b"), vec![1u8; 4096]).unwrap();
         fs::remove_file(dir.path().join("c")).unwrap();
@@ -391,7 +392,7 @@ mod tests {
         let id = t
             .insert_file(fs::File::open(&p).unwrap(), p.clone())
             .unwrap();
-        let mut h = collect(&t, &["prog".into()], dir.path());
+        let mut h = collect(&mut t, &["prog".into()], dir.path());
         assert_eq!(h.files[0].id as u64, id.0);
         // Same size and mtime, other inode: renamed over.
         let q = dir.path().join("a.new");

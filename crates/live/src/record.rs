@@ -76,8 +76,10 @@ impl Recorder {
             extents: Vec::new(),
         };
         if let Some(f) = self.files.resolve(id, pid) {
-            info.path = f.path.display().to_string();
             info.size = f.size;
+            if let Some(p) = self.files.path_of(id) {
+                info.path = p.display().to_string();
+            }
         }
         if let Some(ex) = self.files.extents(id) {
             info.extents = ex

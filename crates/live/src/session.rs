@@ -16,14 +16,18 @@ use crate::proctree::ProcessTree;
 use crate::tracefs::{EventKind, Instance, InstanceOptions, LiveEvent, SourceStats, TraceFsError};
 use outrider_sys::{launch, monotonic_ns};
 use std::ffi::OsString;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 /// Ring-buffer pages read per poll at most (a bound on one batch:
 /// 256 pages × ~90 events).
 pub const MAX_PAGES_PER_POLL: usize = 256;
-/// Sleep between polls when no page was ready.
+/// Sleep between polls when no page was ready (and, with a blocking wait,
+/// after waking for an event: the batch a poll then reads).
 pub const IDLE_SLEEP: Duration = Duration::from_millis(1);
+/// How often the tracing instance is checked for removal at most.
+const ALIVE_CHECK: Duration = Duration::from_millis(100);
 
 /// Catch the signals forwarded to the program (recorded, not fatal) so
 /// the instance is always removed ([`outrider_sys::launch`]).
@@ -44,6 +48,13 @@ pub trait Handler {
     fn on_events(&mut self, events: &[LiveEvent], in_tree: &[bool]);
     /// Called after every poll with the monotonic time (ns).
     fn on_poll(&mut self, _now_ns: u64) {}
+    /// How long the session may wait for events before the next
+    /// [`Handler::on_poll`] (default [`IDLE_SLEEP`]: polled as often as
+    /// events could come). A handler with nothing in flight says longer;
+    /// the session still wakes at the first event or the program's exit.
+    fn idle_wait(&self) -> Duration {
+        IDLE_SLEEP
+    }
     /// Tracing failed or lost events: stop acting on the stream.
     fn on_fault(&mut self, _why: &str) {}
     /// The child exited and the last events were delivered.
@@ -118,6 +129,8 @@ pub fn run_traced_on(
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let mut child = launch::command(prog, args, creds.as_ref()).spawn()?;
     let root = child.id();
+    let exit_fd = pidfd(root);
+    let mut alive_checked = Instant::now();
     handler.on_start(root, t0);
     let mut tree = ProcessTree::new(root);
     let mut events = Vec::new();
@@ -152,7 +165,11 @@ pub fn run_traced_on(
                     );
                 }
             }
-            if pages == 0 && exited.is_none() && !i.alive() {
+            let check = pages == 0 && exited.is_none() && alive_checked.elapsed() >= ALIVE_CHECK;
+            if check {
+                alive_checked = Instant::now();
+            }
+            if check && !i.alive() {
                 warn(
                     "the tracing instance was removed".into(),
                     handler,
@@ -183,7 +200,7 @@ pub fn run_traced_on(
             continue; // drain what is left
         }
         if pages == 0 {
-            std::thread::sleep(IDLE_SLEEP);
+            idle(inst.as_ref(), exit_fd.as_ref(), handler.idle_wait());
         }
     };
     let elapsed_s = start.elapsed().as_secs_f64();
@@ -197,4 +214,29 @@ pub fn run_traced_on(
         elapsed_s,
         tasks: tree.len(),
     })
+}
+
+/// Wait for work between polls: with the tracing instance and the
+/// program's pidfd, block until an event arrives, the program exits or
+/// `longest` passes, then let a batch of events gather for [`IDLE_SLEEP`];
+/// otherwise sleep [`IDLE_SLEEP`]. A 1 ms sleep loop cost outrider 47 ms
+/// of CPU per second of an idle program (measured, `run -- sleep 2`).
+fn idle(inst: Option<&Instance>, exit_fd: Option<&OwnedFd>, longest: Duration) {
+    match (inst, exit_fd) {
+        (Some(i), Some(fd)) if longest > IDLE_SLEEP => {
+            if i.wait(Some(fd.as_fd()), longest) {
+                std::thread::sleep(IDLE_SLEEP);
+            }
+        }
+        _ => std::thread::sleep(IDLE_SLEEP),
+    }
+}
+
+/// A pidfd of `pid` (readable once it exits); `None` before Linux 5.3.
+fn pidfd(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new
+    // descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    // SAFETY: a fresh descriptor we own.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }

@@ -42,15 +42,34 @@ struct RawExtent {
 }
 
 #[repr(C)]
-struct RawFiemap {
+struct RawFiemap<const N: usize> {
     fm_start: u64,
     fm_length: u64,
     fm_flags: u32,
     fm_mapped_extents: u32,
     fm_extent_count: u32,
     fm_reserved: u32,
-    fm_extents: [RawExtent; EXTENTS_PER_CALL],
+    fm_extents: [RawExtent; N],
 }
+
+impl<const N: usize> RawFiemap<N> {
+    fn new() -> Self {
+        RawFiemap {
+            fm_start: 0,
+            fm_length: 0,
+            fm_flags: 0,
+            fm_mapped_extents: 0,
+            fm_extent_count: 0,
+            fm_reserved: 0,
+            fm_extents: [RawExtent::default(); N],
+        }
+    }
+}
+
+/// Extents asked for by the first call, from a buffer on the stack: most
+/// files have one or a few, and zeroing the 28 KiB batch buffer for each
+/// of a tree walk's small files was most of the call's cost.
+const FIRST_CALL_EXTENTS: usize = 8;
 
 /// One mapped extent, in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,55 +98,52 @@ impl Extent {
 /// absent. Fails with `EOPNOTSUPP` on file systems without FIEMAP (tmpfs).
 pub fn fiemap(fd: BorrowedFd<'_>) -> io::Result<Vec<Extent>> {
     let mut out = Vec::new();
-    // A 28 KiB request buffer, on the heap.
-    let mut req: Box<RawFiemap> = Box::new(RawFiemap {
-        fm_start: 0,
-        fm_length: 0,
-        fm_flags: 0,
-        fm_mapped_extents: 0,
-        fm_extent_count: 0,
-        fm_reserved: 0,
-        fm_extents: [RawExtent::default(); EXTENTS_PER_CALL],
-    });
-    let mut start = 0u64;
-    loop {
-        req.fm_start = start;
-        req.fm_length = u64::MAX - start;
-        req.fm_flags = FIEMAP_FLAG_SYNC;
-        req.fm_mapped_extents = 0;
-        req.fm_extent_count = EXTENTS_PER_CALL as u32;
-        // SAFETY: `req` is a properly laid out `struct fiemap` with room for
-        // `fm_extent_count` extents; the kernel writes at most that many.
-        let ret = unsafe {
-            libc::ioctl(
-                fd.as_raw_fd(),
-                FS_IOC_FIEMAP as _,
-                &mut *req as *mut RawFiemap,
-            )
-        };
-        if ret < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let n = (req.fm_mapped_extents as usize).min(EXTENTS_PER_CALL);
-        if n == 0 {
-            break;
-        }
-        let mut last = false;
-        for e in &req.fm_extents[..n] {
-            out.push(Extent {
-                logical: e.fe_logical,
-                physical: e.fe_physical,
-                length: e.fe_length,
-                flags: e.fe_flags,
-            });
-            last |= e.fe_flags & FLAG_LAST != 0;
-        }
-        let tail = &req.fm_extents[n - 1];
-        let next = tail.fe_logical.saturating_add(tail.fe_length);
-        if last || next <= start {
-            break;
-        }
+    let mut small = RawFiemap::<FIRST_CALL_EXTENTS>::new();
+    let Some(mut start) = batch(fd, &mut small, 0, &mut out)? else {
+        return Ok(out);
+    };
+    // More: the 28 KiB buffer, on the heap.
+    let mut req: Box<RawFiemap<EXTENTS_PER_CALL>> = Box::new(RawFiemap::new());
+    while let Some(next) = batch(fd, &mut req, start, &mut out)? {
         start = next;
     }
     Ok(out)
+}
+
+/// One `FS_IOC_FIEMAP` call from file offset `start`, its extents
+/// appended to `out`; the offset to continue from when there are more.
+fn batch<const N: usize>(
+    fd: BorrowedFd<'_>,
+    req: &mut RawFiemap<N>,
+    start: u64,
+    out: &mut Vec<Extent>,
+) -> io::Result<Option<u64>> {
+    req.fm_start = start;
+    req.fm_length = u64::MAX - start;
+    req.fm_flags = FIEMAP_FLAG_SYNC;
+    req.fm_mapped_extents = 0;
+    req.fm_extent_count = N as u32;
+    // SAFETY: `req` is a properly laid out `struct fiemap` with room for
+    // `fm_extent_count` extents; the kernel writes at most that many.
+    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), FS_IOC_FIEMAP as _, req as *mut RawFiemap<N>) };
+    if ret < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = (req.fm_mapped_extents as usize).min(N);
+    if n == 0 {
+        return Ok(None);
+    }
+    let mut last = false;
+    for e in &req.fm_extents[..n] {
+        out.push(Extent {
+            logical: e.fe_logical,
+            physical: e.fe_physical,
+            length: e.fe_length,
+            flags: e.fe_flags,
+        });
+        last |= e.fe_flags & FLAG_LAST != 0;
+    }
+    let tail = &req.fm_extents[n - 1];
+    let next = tail.fe_logical.saturating_add(tail.fe_length);
+    Ok((!last && next > start).then_some(next))
 }

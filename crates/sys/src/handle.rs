@@ -11,7 +11,11 @@
 //! Every descriptor returned is a regular file, opened
 //! `O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC` (`O_NOATIME` where
 //! permitted) and checked with `fstat` before use, like
-//! [`crate::files::open_regular`]: a handle may name a FIFO.
+//! [`crate::files::open_regular`]: a handle may name a FIFO. Unlike
+//! `open_regular`, `O_NONBLOCK` is left set: a regular file's buffered
+//! reads, `fadvise` and `FIEMAP` ignore it, and clearing it cost two
+//! system calls per file on the path where a tree walker's every new file
+//! is opened (the `fstat` result is returned for the same reason).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -183,7 +187,7 @@ impl Mounts {
 /// the inode whatever its generation (ext4's `ext4_nfs_get_inode` skips
 /// the check for 0). Needs `CAP_DAC_READ_SEARCH`; other file systems:
 /// `ENOTSUP`. The caller verifies (dev, ino) with `fstat`.
-pub fn open_by_ino(mounts: &mut Mounts, dev: u64, ino: u64) -> std::io::Result<File> {
+pub fn open_by_ino(mounts: &mut Mounts, dev: u64, ino: u64) -> std::io::Result<(File, libc::stat)> {
     let ino32 = u32::try_from(ino).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
     let mfd = mounts
         .ext4_fd(dev)
@@ -191,7 +195,7 @@ pub fn open_by_ino(mounts: &mut Mounts, dev: u64, ino: u64) -> std::io::Result<F
         .as_raw_fd();
     let mut bytes = [0u8; 8];
     bytes[..4].copy_from_slice(&ino32.to_le_bytes());
-    open_handle_at(mfd, 1, &bytes)
+    open_handle_stat(mfd, 1, &bytes)
 }
 
 /// Open the file of a handle read-only (`O_NOATIME` where permitted).
@@ -216,6 +220,11 @@ pub fn open_by_handle(
 /// `open_by_handle_at` on the mount descriptor `mfd`; only a regular file
 /// is returned (see the module comment).
 pub fn open_handle_at(mfd: i32, kind: i32, bytes: &[u8]) -> std::io::Result<File> {
+    open_handle_stat(mfd, kind, bytes).map(|(f, _)| f)
+}
+
+/// [`open_handle_at`], with the `fstat` it checked the file with.
+pub fn open_handle_stat(mfd: i32, kind: i32, bytes: &[u8]) -> std::io::Result<(File, libc::stat)> {
     if bytes.len() > MAX_HANDLE_BYTES {
         return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
     }
@@ -250,8 +259,7 @@ pub fn open_handle_at(mfd: i32, kind: i32, bytes: &[u8]) -> std::io::Result<File
     if st.st_mode & libc::S_IFMT != libc::S_IFREG {
         return Err(crate::files::not_regular(st.st_mode));
     }
-    crate::files::clear_nonblock(&file);
-    Ok(file)
+    Ok((file, st))
 }
 
 #[cfg(test)]

@@ -76,6 +76,24 @@ fn fiemap_continues_past_one_call() {
     std::fs::remove_file(path).unwrap();
 }
 
+// Around the first call's small batch (8 extents): none lost or repeated.
+#[test]
+fn fiemap_is_exact_around_the_first_batch() {
+    for n in [1u64, 7, 8, 9, 16, 17] {
+        let path = temp_path(&format!("sparse{n}"));
+        let f = File::create_new(&path).unwrap();
+        for i in 0..n {
+            f.write_all_at(&[1u8; 4096], i * 8192).unwrap();
+        }
+        f.sync_all().unwrap();
+        let ext = fiemap(f.as_fd()).unwrap();
+        let got: Vec<(u64, u64)> = ext.iter().map(|e| (e.logical, e.length)).collect();
+        let want: Vec<(u64, u64)> = (0..n).map(|i| (i * 8192, 4096)).collect();
+        assert_eq!(got, want, "{n} extents");
+        std::fs::remove_file(path).unwrap();
+    }
+}
+
 #[test]
 fn cachestat_counts_exactly_the_pages_read() {
     let (path, f) = cold_file("cachestat", 4 * MIB);

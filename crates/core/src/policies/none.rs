@@ -31,7 +31,10 @@ impl Policy for NoPrefetch {
     }
 
     fn interests(&self) -> Interests {
-        Interests::ACCESSES_ONLY
+        Interests {
+            block_numbers: false,
+            ..Interests::ACCESSES_ONLY
+        }
     }
     fn on_access(&mut self, _a: &Access, _o: &Outcome, _s: &mut Sink<'_>) {}
     fn box_clone(&self) -> BoxedPolicy {

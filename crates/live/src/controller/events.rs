@@ -66,7 +66,12 @@ impl Live {
         // lbn: physical block from the extent map when known (an open
         // file's, or the one a history registered with the file: the same
         // block in both runs, as a block-level policy's history needs).
-        let ex = self.extents_of(id);
+        // A policy that never reads it is spared the FIEMAP per file.
+        let ex = if d.interests().block_numbers {
+            self.extents_of(id)
+        } else {
+            None
+        };
         if let Some(ex) = &ex {
             self.map_extents(id, dev as u32, ex);
         }
@@ -181,7 +186,7 @@ impl Live {
     /// the model forever and a second pass (DiskSeen's history, §3.4)
     /// finds nothing to prefetch.
     fn tell_missed(&mut self, d: &mut LiveDriver, id: FileId, dev: u64, missed: &[u64]) {
-        if missed.is_empty() {
+        if missed.is_empty() || !d.interests().evictions {
             return;
         }
         let Some(ex) = self.extents_of(id) else {

@@ -63,6 +63,10 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// Longest wait for events between two polls of an idle controller: the
+/// cgroup recheck, quality control and write-off run at most this late.
+const IDLE_WAIT_MAX: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Controller settings; every default is documented on its field.
 #[derive(Clone, Debug)]
 pub struct ControllerOptions {
@@ -687,6 +691,17 @@ impl Handler for Controller {
 
     fn on_fault(&mut self, why: &str) {
         self.k.disabled.get_or_insert_with(|| why.to_string());
+    }
+
+    /// Fetches queued or running: poll as often as before (their
+    /// completions and the backlog are handled in [`Handler::on_poll`]);
+    /// otherwise until the policy's next tick, at most [`IDLE_WAIT_MAX`].
+    fn idle_wait(&self) -> std::time::Duration {
+        if !self.k.backlog.is_empty() || self.k.jobs_in_flight.load(Ordering::Acquire) > 0 {
+            return crate::session::IDLE_SLEEP;
+        }
+        let tick = self.driver.interests().tick_interval_ns.unwrap_or(u64::MAX);
+        std::time::Duration::from_nanos(tick).min(IDLE_WAIT_MAX)
     }
 
     fn on_finish(&mut self, _now_ns: u64) {

@@ -24,8 +24,8 @@ pub(super) struct SaveJob<'a> {
 
 impl SaveJob<'_> {
     /// Write the history in one transaction; a failure is a warning.
-    pub(super) fn save(&self, mut st: Store, ctl: &Controller) {
-        let h = history::collect(ctl.files(), self.cmd, self.cwd);
+    pub(super) fn save(&self, mut st: Store, ctl: &mut Controller) {
+        let h = history::collect(ctl.files_mut(), self.cmd, self.cwd);
         let gate_name = super::gate_name(self.policy);
         let mut blobs: Vec<(&str, Vec<u8>)> = (ctl.policy().save_history())
             .map(|b| (self.policy, b))
@@ -64,7 +64,7 @@ impl SaveJob<'_> {
 pub(super) fn save_in_background(
     db: &Path,
     job: &SaveJob<'_>,
-    ctl: &Controller,
+    ctl: &mut Controller,
     orig_cgroup: Option<&Path>,
 ) -> bool {
     // SAFETY: fork in a process that is single-threaded at this point;

@@ -21,6 +21,7 @@ pub use decode::{EventKind, LiveEvent, EVENTS, EXEC_EVENT};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -278,9 +279,35 @@ impl Instance {
             inst.cpus.push(f);
             n += 1;
         }
+        // Wake a waiting reader ([`Instance::wait`]) at the first event,
+        // not when a buffer is half full (the default 50 %): the reader
+        // batches by sleeping after it wakes. Older kernels lack the file.
+        let _ = write_text(&path.join("buffer_percent"), "0");
         write_text(&path.join("tracing_on"), "1")?;
         inst.calibrate_clock(&root)?;
         Ok(inst)
+    }
+
+    /// Block until an event can be read on some CPU, `also` is readable
+    /// (a pidfd: the program exited), or `timeout` passes. Returns true
+    /// when an event can be read.
+    pub fn wait(&self, also: Option<BorrowedFd<'_>>, timeout: std::time::Duration) -> bool {
+        let mut fds: Vec<libc::pollfd> = (self.cpus.iter())
+            .map(|f| f.as_raw_fd())
+            .chain(also.map(|f| f.as_raw_fd()))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: `fds` is a valid array of pollfd of the given length.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        n > 0
+            && fds[..self.cpus.len()]
+                .iter()
+                .any(|p| p.revents & libc::POLLIN != 0)
     }
 
     /// Make timestamps CLOCK_MONOTONIC, which the rest of outrider uses.
