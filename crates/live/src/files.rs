@@ -525,10 +525,11 @@ impl FileTable {
     }
 
     /// Fill in the path and handle of every file opened by inode number
-    /// (left empty then, see [`FileTable::resolve`]) that is still the
-    /// same file (device, inode, size and mtime as opened): what the
-    /// history saves so the next run can reopen it. Files that cannot be
-    /// opened again or changed keep an empty path and no handle (the
+    /// (left empty then, see [`FileTable::resolve`]): what the history
+    /// saves so the next run can reopen it. The size and mtime stay those
+    /// seen when the program read it, so a file changed since is dropped
+    /// by the next run's check, as one changed after the save is. Files
+    /// that cannot be opened again keep an empty path and no handle (the
     /// history leaves them out).
     pub fn complete_identities(&mut self) {
         let ids: Vec<FileId> = (self.info.iter())
@@ -554,7 +555,7 @@ impl FileTable {
         if !info.path.as_os_str().is_empty() {
             return;
         }
-        let (dev, ino, want) = (info.dev, info.ino, (info.size, info.mtime_ns));
+        let (dev, ino) = (info.dev, info.ino);
         let fd = match self.open.get(&id) {
             Some(f) => Arc::clone(&f.fd),
             None => match handle::open_by_ino(&mut self.mounts, dev, ino) {
@@ -562,13 +563,6 @@ impl FileTable {
                 _ => return,
             },
         };
-        let Ok(st) = outrider_sys::files::fstat(&*fd) else {
-            return;
-        };
-        let now = Stamp::of_stat(&st);
-        if (st.st_dev, st.st_ino, now.size, now.mtime_ns) != (dev, ino, want.0, want.1) {
-            return;
-        }
         let path = fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()));
         let handle = handle::name_to_handle(fd.as_fd());
         if let (Ok(path), Some(info)) = (path, self.info.get_mut(&id)) {
