@@ -24,7 +24,7 @@ fn reading_a_file_yields_its_get_pages_events_and_instance_is_removed() {
     std::fs::write(&path, vec![7u8; 64 * 4096]).unwrap();
     let md = std::fs::metadata(&path).unwrap();
     // A stale instance of a dead outrider (4194304 = PID_MAX_LIMIT, never a
-    // live pid) is removed by the next open.
+    // live pid) is removed by the next open (in a detached process).
     let stale = std::path::Path::new("/sys/kernel/tracing/instances/outrider-4194304");
     let _ = std::fs::create_dir(stale);
     let opts = InstanceOptions {
@@ -39,6 +39,10 @@ fn reading_a_file_yields_its_get_pages_events_and_instance_is_removed() {
         }
     };
     let ipath = inst.path().to_path_buf();
+    let t = std::time::Instant::now();
+    while stale.exists() && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert!(!stale.exists(), "stale instance removed");
     assert!(ipath.is_dir());
     // SAFETY: no preconditions.

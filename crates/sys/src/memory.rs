@@ -24,6 +24,8 @@ pub struct CgroupMemory {
     pub version: u8,
     /// The cgroup's directory under the controller's mount point.
     pub dir: PathBuf,
+    /// It is the hierarchy's root (the mount point itself).
+    pub is_root: bool,
     /// Smallest limit on the path from this cgroup to the root; `None` when
     /// unlimited.
     pub limit_bytes: Option<u64>,
@@ -131,6 +133,7 @@ fn read_cgroup(version: u8, mount: &Path, path: &str) -> io::Result<CgroupMemory
         .unwrap_or(0);
     Ok(CgroupMemory {
         version,
+        is_root: dir == mount,
         dir,
         limit_bytes: limit,
         usage_bytes: usage,

@@ -116,7 +116,11 @@ pub fn ensure_mounted() -> Result<PathBuf, TraceFsError> {
 }
 
 /// Remove `outrider-<pid>` instances whose process is gone (left by a
-/// crash or kill -9). Returns the names removed.
+/// crash or kill -9, or still being removed by the detached process of a
+/// run that just ended), from a detached process as [`Instance`]'s drop
+/// does: an rmdir waits for RCU grace periods (0.04–0.13 s here), which a
+/// run started right after another waited for before its program could
+/// start. Returns the names whose removal was started.
 pub fn remove_stale_instances(root: &Path) -> Vec<String> {
     let mut removed = Vec::new();
     let Ok(dir) = fs::read_dir(root.join("instances")) else {
@@ -135,7 +139,7 @@ pub fn remove_stale_instances(root: &Path) -> Vec<String> {
         if Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
-        if fs::remove_dir(entry.path()).is_ok() {
+        if remove_detached(&entry.path()) {
             removed.push(name);
         }
     }
@@ -145,8 +149,13 @@ pub fn remove_stale_instances(root: &Path) -> Vec<String> {
 /// Instance settings.
 #[derive(Clone, Debug)]
 pub struct InstanceOptions {
-    /// Ring-buffer size per CPU in KiB (default 8192: ~170 000 filemap
-    /// events per CPU before the kernel starts dropping).
+    /// Ring-buffer size per CPU in KiB; 0 (the default) keeps the size the
+    /// kernel gives a new instance (1410 KiB here: ~29 000 filemap events
+    /// per CPU, over a second of a tree walker's events and 0.1 s of an
+    /// mmap scan's, against a reader that wakes within 1–20 ms).
+    /// Resizing costs 20–28 ms before the program can start (the ring
+    /// buffer waits for RCU grace periods, even to shrink; measured here),
+    /// which was most of `outrider run -- true`'s added time.
     pub buffer_kb_per_cpu: u32,
     /// Instance name (default `outrider-<our pid>`).
     pub name: String,
@@ -172,7 +181,7 @@ pub struct InstanceOptions {
 impl Default for InstanceOptions {
     fn default() -> Self {
         InstanceOptions {
-            buffer_kb_per_cpu: 8192,
+            buffer_kb_per_cpu: 0,
             name: format!("{INSTANCE_PREFIX}{}", std::process::id()),
             events: EVENTS
                 .iter()
@@ -249,10 +258,12 @@ impl Instance {
         write_text(&path.join("tracing_on"), "0")?;
         // Sized while tracing is off: growing a buffer that records lost
         // events silently here (a process tree's forks went missing).
-        write_text(
-            &path.join("buffer_size_kb"),
-            &opts.buffer_kb_per_cpu.to_string(),
-        )?;
+        if opts.buffer_kb_per_cpu > 0 {
+            write_text(
+                &path.join("buffer_size_kb"),
+                &opts.buffer_kb_per_cpu.to_string(),
+            )?;
+        }
         if let Some(pid) = opts.follow_pid {
             write_text(&path.join("options/event-fork"), "1")?;
             write_text(&path.join("set_event_pid"), &pid.to_string())?;
@@ -535,7 +546,8 @@ impl Drop for Instance {
     }
 }
 
-/// rmdir `path` (retrying while busy, up to 0.5 s) in a grandchild that
+/// rmdir `path` (retrying while busy, up to 0.5 s; not once it is gone or
+/// being removed by another process) in a grandchild that
 /// init adopts, so nobody waits for it; true when it was started. The
 /// grandchild closes every descriptor first (a pipe it held open would
 /// keep a reader of our output waiting) and makes only async-signal-safe
@@ -546,8 +558,8 @@ fn remove_detached(path: &Path) -> bool {
         return false;
     };
     // SAFETY: after fork, the children only call async-signal-safe
-    // functions (close_range, rmdir, nanosleep, _exit) on memory prepared
-    // before it; the parent reaps the intermediate child.
+    // functions (close_range, rmdir, reading errno, nanosleep, _exit) on
+    // memory prepared before it; the parent reaps the intermediate child.
     unsafe {
         let child = libc::fork();
         if child < 0 {
@@ -562,6 +574,11 @@ fn remove_detached(path: &Path) -> bool {
                 };
                 for _ in 0..50 {
                     if libc::rmdir(c.as_ptr()) == 0 {
+                        break;
+                    }
+                    // Gone, or being removed by someone else: done.
+                    let e = *libc::__errno_location();
+                    if e == libc::ENOENT || e == libc::ENODEV {
                         break;
                     }
                     libc::nanosleep(&pause, std::ptr::null_mut());
