@@ -16,7 +16,7 @@ use crate::proctree::ProcessTree;
 use crate::tracefs::{EventKind, Instance, InstanceOptions, LiveEvent, SourceStats, TraceFsError};
 use outrider_sys::{launch, monotonic_ns};
 use std::ffi::OsString;
-use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
@@ -201,6 +201,11 @@ pub fn run_traced_on(
         }
         if pages == 0 {
             idle(inst.as_ref(), exit_fd.as_ref(), handler.idle_wait());
+        } else if pages < MAX_PAGES_PER_POLL {
+            // A partial batch: read again once more events gathered, not
+            // at once (a few events per read made the read, poll and
+            // decode calls most of a busy tree walker's cost per event).
+            pause(exit_fd.as_ref(), IDLE_SLEEP);
         }
     };
     let elapsed_s = start.elapsed().as_secs_f64();
@@ -229,6 +234,22 @@ fn idle(inst: Option<&Instance>, exit_fd: Option<&OwnedFd>, longest: Duration) {
             }
         }
         _ => std::thread::sleep(IDLE_SLEEP),
+    }
+}
+
+/// Wait `d`, or less if the program exits (its pidfd becomes readable).
+fn pause(exit_fd: Option<&OwnedFd>, d: Duration) {
+    match exit_fd {
+        Some(fd) => {
+            let mut p = libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut p, 1, d.as_millis().max(1) as i32) };
+        }
+        None => std::thread::sleep(d),
     }
 }
 
