@@ -98,6 +98,68 @@ def misses(prog, r):
     return out
 
 
+def jmed(js, key, sub=None):
+    """Median of a field of the runs' --json summaries (sub: of `stats`)."""
+    v = [(j.get("stats") or {}).get(key) if sub else j.get(key) for j in js]
+    return med([x for x in v if isinstance(x, (int, float))])
+
+
+def mib(pages):
+    return f"{pages * 4096 / 2**20:.1f} MiB" if pages is not None else "-"
+
+
+def why(prog, r, fixed_added):
+    """For a row that misses: the measured quantities behind each arm's
+    gap to stock or to the floor (medians over the repetitions)."""
+    m, out = r["m"], []
+    cores = r["prog_cpu"] / m["stock"] if r["prog_cpu"] and m["stock"] else None
+    for a, label in (("none", "none"), ("run1", "run 1"), ("run2", "run 2")):
+        if m[a] is None or m["stock"] is None or m[a] <= m["stock"] * NONE_MAX:
+            continue
+        js = r[f"js_{a}"]
+        extra = m[a] - m["stock"]
+        parts = [f"{label} +{extra * 1e3:.0f} ms"]
+        if fixed_added is not None:
+            parts.append(f"fixed cost {fixed_added * 1e3:.1f} ms ({fixed_added / extra * 100:.0f}% of it)")
+        if r[f"ocpu_{a}"] is not None:
+            files = jmed(js, "files", True)
+            per_file = f", {r[f'ocpu_{a}'] / files * 1e6:.0f} us per file of {files:.0f}" if files else ""
+            parts.append(f"outrider CPU {r[f'ocpu_{a}'] * 1e3:.0f} ms ({r[f'events_{a}']:.0f} events{per_file})"
+                         + (f" beside a program using {cores:.2f} of 2 cores" if cores else ""))
+        if a != "none":
+            pre, used, wasted = (jmed(js, k, True) for k in ("prefetched_pages", "used_pages", "wasted_pages"))
+            if pre:
+                parts.append(f"prefetched {mib(pre)}, used {mib(used)}, wasted {mib(wasted)}")
+        out.append("; ".join(parts))
+    if r["gain"] and r["gain"] >= 2 and (r["head_run2"] or 0) < HEADROOM_RUN2 and m["run2"] and m["hot"]:
+        js = r["js_run2"]
+        cov, miss, late, demand = jmed(js, "coverage"), jmed(js, "miss_pages", True), jmed(js, "late_pages", True), jmed(js, "demand_pages", True)
+        out.append(f"run 2 is {(m['run2'] - m['hot']) * 1e3:.0f} ms above the floor: coverage {cov:.2f}, "
+                   f"{mib(miss)} of {mib(demand)} still missed, {mib(late)} prefetched too late; history loaded {loaded(js)}"
+                   if cov is not None else f"run 2 is {(m['run2'] - m['hot']) * 1e3:.0f} ms above the floor")
+    return out
+
+
+def why_section(rows, fixed):
+    added = None
+    if fixed.get("plain") and fixed.get("nohist"):
+        added = med(fixed["nohist"]) - med(fixed["plain"])
+    lines = [(p, why(p, r, added)) for p, r in rows if misses(p, r)]
+    if not lines:
+        return
+    print("## Why rows miss (measured)")
+    print()
+    print("Per missing row, medians of the same runs: each slow arm's time above stock with outrider's fixed cost "
+          "(the `/bin/true` measurement below) and its own CPU beside it, on this 2-core machine where the program's "
+          "CPU (cores = program CPU / stock wall) competes with outrider's; for a run 2 short of the floor, what "
+          "the run-2 summaries say was still missed.")
+    print()
+    for p, w in lines:
+        if w:
+            print(f"- **{p['name']}**: " + " | ".join(w))
+    print()
+
+
 def loaded(js):
     """How many of the run-2 summaries say a history was loaded."""
     n = sum(1 for j in js if j.get("history_policy_loaded") or (j.get("history") or {}).get("runs_before"))
@@ -248,6 +310,7 @@ def main():
     n_miss = sum(1 for p, r in rows if misses(p, r))
     print(f"{len(rows)} programs measured, {len(skipped)} skipped; {n_miss} miss at least one target.")
     print()
+    why_section(rows, fixed)
     cpu_table(rows)
     fixed_cost(work, fixed, conf)
     details(rows, skipped, wall, conf)
