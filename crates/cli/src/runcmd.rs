@@ -114,6 +114,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     if let Some(p) = &a.json {
         crate::outfile::check_writable(p)?;
     }
+    let policy = build_policy(&a.policy).map_err(|e| match e {
+        PolicyError::Help(t) => usage(t),
+        e => usage(format!("--policy: {e}")),
+    })?;
+    outrider_live::controller::check_live(policy.as_ref())
+        .map_err(|e| usage(format!("--policy: {e}")))?;
+    let tracing = lifecycle::TracingSetup::start(policy.interests())?;
     // Ours, before following the program into its cgroup: the history
     // saver goes back to it.
     let orig_cgroup = outrider_sys::cgroup_memory(None)
@@ -121,12 +128,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         .flatten()
         .map(|c| c.dir);
     let budget = budget_bytes(&a.budget)?;
-    let policy = build_policy(&a.policy).map_err(|e| match e {
-        PolicyError::Help(t) => usage(t),
-        e => usage(format!("--policy: {e}")),
-    })?;
-    outrider_live::controller::check_live(policy.as_ref())
-        .map_err(|e| usage(format!("--policy: {e}")))?;
     // flashy §IV-C: the maximum device throughput, measured once
     // (`outrider calibrate`'s store), for policies reading the device stream.
     let device_max_read = if policy.interests().device_requests {
@@ -149,7 +150,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         wait_for_save: a.wait_for_save,
         orig_cgroup,
     };
-    let o = match lifecycle::run(&opts, policy)? {
+    let o = match lifecycle::run(&opts, policy, tracing)? {
         Ended::Ran(o) => o,
         Ended::Interrupted(code) => return Ok(code),
         Ended::CannotRun(e) => return Ok(crate::recordcmd::cannot_run(&a.cmd, &e)),

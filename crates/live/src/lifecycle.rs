@@ -18,9 +18,9 @@ use crate::controller::{Controller, ControllerOptions, LiveStats};
 use crate::history;
 use crate::metawalk::{self, MetaWalk, WalkStats};
 use crate::session::{exit_code, install_signal_handlers, run_traced_on, signalled};
-use crate::tracefs::{Instance, InstanceOptions};
+use crate::tracefs::{AtEnd, Instance, InstanceOptions, TraceFsError};
 use outrider_core::metrics::Report;
-use outrider_core::{BoxedPolicy, BLOCK_SIZE};
+use outrider_core::{BoxedPolicy, Interests, BLOCK_SIZE};
 use outrider_driver::benefit::{Evidence, Gate, Level};
 use outrider_store::{FileRecord, Store};
 use std::ffi::OsString;
@@ -134,18 +134,12 @@ const STORE_WARM_BYTES: u64 = 256 << 20;
 
 /// Run `opts.cmd` under a controller running `policy`. Our own failures
 /// before the program starts are errors.
-pub fn run(opts: &RunOptions, policy: BoxedPolicy) -> std::io::Result<Ended> {
-    // Before the tracing instance exists, so Ctrl-C or SIGTERM during the
-    // set-up still ends with the instance removed.
-    install_signal_handlers();
-    let wants_dev = policy.interests().device_requests;
+pub fn run(
+    opts: &RunOptions,
+    policy: BoxedPolicy,
+    tracing: TracingSetup,
+) -> std::io::Result<Ended> {
     let mut ctl = Controller::new(policy, opts.controller.clone());
-    // The tracing instance is set up on another thread while the history
-    // loads (both before the program starts).
-    let instance_opts = instance_options(wants_dev);
-    let opening = std::thread::Builder::new()
-        .name("outrider-tracefs".into())
-        .spawn(move || Instance::open(&instance_opts))?;
     let cwd = std::env::current_dir().unwrap_or_default();
     let key = history::app_key(&opts.cmd, &cwd, opts.app_key.as_deref());
     let db = opts.history.as_deref();
@@ -157,9 +151,7 @@ pub fn run(opts: &RunOptions, policy: BoxedPolicy) -> std::io::Result<Ended> {
         loaded = load(st, &key, opts, &mut ctl);
     }
     ctl.limit(&loaded.gate);
-    let opened = opening
-        .join()
-        .map_err(|_| std::io::Error::other("setting up tracing panicked"))?;
+    let opened = tracing.finish()?;
     if let Some(sig) = signalled() {
         // Interrupted before the program started: remove the instance
         // and end as the program would have.
@@ -243,13 +235,56 @@ fn h_background(o: &RunOutcome) -> bool {
     o.history.save == "background"
 }
 
+/// The tracing instance being set up on its own thread, while the caller
+/// probes the machine and [`run`] loads the history: the program starts
+/// when both are done. Dropped unfinished (an error before the run), it
+/// waits for the set-up and ends the instance.
+pub struct TracingSetup(Option<std::thread::JoinHandle<Result<Instance, TraceFsError>>>);
+
+impl TracingSetup {
+    /// Start setting up tracing for a policy with these interests. Call
+    /// it first: the set-up is most of what a run adds before the program
+    /// starts.
+    pub fn start(interests: Interests) -> std::io::Result<TracingSetup> {
+        // Before the tracing instance exists, so Ctrl-C or SIGTERM during
+        // the set-up still ends with the instance removed.
+        install_signal_handlers();
+        let opts = instance_options(interests.device_requests);
+        let handle = std::thread::Builder::new()
+            .name("outrider-tracefs".into())
+            .spawn(move || Instance::open(&opts))?;
+        Ok(TracingSetup(Some(handle)))
+    }
+
+    fn finish(mut self) -> std::io::Result<Result<Instance, TraceFsError>> {
+        let handle = self.0.take().expect("finished once");
+        handle
+            .join()
+            .map_err(|_| std::io::Error::other("setting up tracing panicked"))
+    }
+}
+
+impl Drop for TracingSetup {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// How long `outrider run`'s instance stays parked for the next run.
+const PARK_LINGER_MS: u64 = 10_000;
+
 /// The tracing instance: the block layer's events only for a policy that
 /// reads the device stream (for the others they were a third of the
-/// events of a random-read program, all for nothing).
+/// events of a random-read program, all for nothing); parked at the end
+/// for the next run ([`AtEnd::Park`]).
 fn instance_options(wants_dev: bool) -> InstanceOptions {
     InstanceOptions {
         follow_pid: Some(std::process::id()),
-        detach_removal: true,
+        at_end: AtEnd::Park {
+            linger_ms: PARK_LINGER_MS,
+        },
         events: crate::tracefs::EVENTS
             .iter()
             .filter(|(sys, _)| wants_dev || *sys != "block")

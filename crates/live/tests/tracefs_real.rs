@@ -3,7 +3,7 @@
 //! instance's own clock converted through its markers). Skipped (passes vacuously, with a
 //! note) when not root or tracefs is unavailable.
 
-use outrider_live::tracefs::{EventKind, Instance, InstanceOptions, CLOCK_RESYNC_NS};
+use outrider_live::tracefs::{AtEnd, EventKind, Instance, InstanceOptions, CLOCK_RESYNC_NS};
 use outrider_sys::monotonic_ns;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -102,4 +102,111 @@ fn reading_a_file_yields_its_get_pages_events_and_instance_is_removed() {
     assert_eq!(inst.stats.lost_events, 0);
     drop(inst);
     assert!(!ipath.exists(), "instance removed on drop");
+}
+
+fn read(path: &std::path::Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Nobody holds `dir`'s flock (taken and released at once).
+fn lockable(dir: &std::path::Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = std::fs::File::open(dir) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor we own; released when `f` closes.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+fn eventually(mut what: impl FnMut() -> bool) -> bool {
+    let t = std::time::Instant::now();
+    while t.elapsed() < std::time::Duration::from_secs(5) {
+        if what() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    false
+}
+
+/// A parked instance is left stopped with its pid filter emptied, claimed
+/// by the next open (which still sees its own reads), not shared with a
+/// second user at the same time, and removed once its linger passes
+/// unclaimed.
+#[test]
+fn a_parked_instance_is_claimed_by_the_next_run_and_removed_after_its_linger() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs");
+        return;
+    }
+    // Instances parked by earlier tests (outrider run's linger is 10 s)
+    // are gone first: their removers could take ours (a missed reuse).
+    let parked = || {
+        std::fs::read_dir("/sys/kernel/tracing/instances").is_ok_and(|rd| {
+            rd.flatten().any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("outrider-park-")
+            })
+        })
+    };
+    let t = std::time::Instant::now();
+    while parked() && t.elapsed() < std::time::Duration::from_secs(15) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: no preconditions.
+    let tid = unsafe { libc::gettid() } as u32;
+    let opts = InstanceOptions {
+        follow_pid: Some(tid),
+        at_end: AtEnd::Park { linger_ms: 1500 },
+        ..InstanceOptions::default()
+    };
+    let first = match Instance::open(&opts) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let path = first.path().to_path_buf();
+    assert!(path
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("outrider-park-"));
+    assert_eq!(read(&path.join("set_event_pid")).trim(), tid.to_string());
+    drop(first);
+    assert!(path.is_dir(), "parked, not removed");
+    assert_eq!(read(&path.join("tracing_on")).trim(), "0", "parked stopped");
+    assert!(
+        eventually(|| read(&path.join("set_event_pid")).trim().is_empty()),
+        "the parked instance's pid filter is emptied"
+    );
+    assert!(eventually(|| lockable(&path)), "and its parker lets go");
+    let mut second = Instance::open(&opts).unwrap();
+    assert!(second.reused(), "the parked instance is claimed");
+    let other = Instance::open(&opts).unwrap();
+    assert_ne!(
+        other.path(),
+        second.path(),
+        "a claimed instance is not shared"
+    );
+    drop(other);
+    // The claimed instance still traces this thread's reads.
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let f = dir.path().join("f");
+    std::fs::write(&f, vec![1u8; 8 * 4096]).unwrap();
+    let ino = std::fs::metadata(&f).unwrap().ino();
+    std::fs::read(&f).unwrap();
+    let mut events = Vec::new();
+    assert!(eventually(|| {
+        second.poll(&mut events, 1000).unwrap();
+        events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::GetPages { ino: i, .. } if i == ino))
+    }));
+    let claimed = second.path().to_path_buf();
+    drop(second);
+    assert!(claimed.is_dir(), "parked again");
+    assert!(eventually(|| !claimed.exists()), "removed after its linger");
 }
