@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write bench/results/live.md from the measurements of bench/live/run.sh
+"""Write bench/results/live-workloads.md from the measurements of bench/live/run.sh
 (stdout). Arguments: RESULTS WORKDIR HAS_HISTORY REPS/NOREG_REPS KEY=VALUE...
 
 RESULTS has one line per run: `workload arm rep seconds [resident MiB]`

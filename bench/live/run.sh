@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Live benchmark suite (issue 7 "Benchmark suite"): unmodified programs,
 # stock Linux vs `outrider run`, on the real kernel and disk of this
-# machine. Writes bench/results/live.md. Needs root (tracefs, drop_caches,
+# machine. Writes bench/results/live-workloads.md. Needs root (tracefs, drop_caches,
 # the memory cgroup).
 #
 # Workloads (WORKLOADS, default all, e.g. WORKLOADS="grep diff"):
@@ -45,7 +45,7 @@ POLICY=${POLICY:-}
 HISTORY=${HISTORY:-auto}
 WORKLOADS=${WORKLOADS:-reverse stride seq random grep diff sqlite python}
 DATA_DIR=${DATA_DIR:-/var/tmp/outrider-bench}
-OUT=${OUT:-bench/results/live.md}
+OUT=${OUT:-bench/results/live-workloads.md}
 
 # OUTRIDER=path: use that binary instead of building target/release/outrider.
 if [ -z "${OUTRIDER:-}" ]; then

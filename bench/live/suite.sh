@@ -4,7 +4,7 @@
 # SQLite in a memory cgroup smaller than its data, git on a packed clone,
 # large-file tools reading sequentially, backwards and in strides with
 # read and with mmap, programs under 100 ms), each timed stock and under
-# `outrider run`. Writes bench/results/live-suite.md. Needs root (tracefs,
+# `outrider run`. Writes bench/results/live.md. Needs root (tracefs,
 # drop_caches, the v1 memory cgroup) and a Debian machine: it installs what
 # it needs (apt-get, a venv of PyPI wheels) and builds its fixtures once in
 # DATA_DIR (default /var/tmp/outrider-suite, ~3 GB; first run ~10 min more).
@@ -25,7 +25,7 @@
 # (`outrider_cpu_s` of its --json-file), the program's CPU seconds (the
 # shell's children times around the stock run) and the targets each row
 # misses. Also the fixed cost: `outrider run -- true` against `true`
-# (TRUE_REPS, default 20, hot cache).
+# (TRUE_REPS, default 20, hot cache; COLD_TRUE_REPS, default 7, cold).
 #
 # PROGRAMS="tar gcc ..." selects (default: all, see suite-programs.sh);
 # QUICK=1: REPS=1, SHORT_REPS=1, TRUE_REPS=5, six programs, results to
@@ -38,14 +38,15 @@ DATA_DIR=${DATA_DIR:-/var/tmp/outrider-suite}
 . bench/live/setup.sh          # setup_tree (the kernel tree), cold
 . bench/live/suite-programs.sh # the programs and their fixtures
 if [ "${QUICK:-0}" = 1 ]; then
-  REPS=${REPS:-1} SHORT_REPS=${SHORT_REPS:-1} TRUE_REPS=${TRUE_REPS:-5}
+  REPS=${REPS:-1} SHORT_REPS=${SHORT_REPS:-1} TRUE_REPS=${TRUE_REPS:-5} COLD_TRUE_REPS=${COLD_TRUE_REPS:-3}
   PROGRAMS=${PROGRAMS:-$SUITE_QUICK} OUT=${OUT:-/tmp/live-suite-quick.md}
 fi
 REPS=${REPS:-3}
 SHORT_REPS=${SHORT_REPS:-7}
 TRUE_REPS=${TRUE_REPS:-20}
+COLD_TRUE_REPS=${COLD_TRUE_REPS:-7}
 PROGRAMS=${PROGRAMS:-$SUITE_PROGRAMS}
-OUT=${OUT:-bench/results/live-suite.md}
+OUT=${OUT:-bench/results/live.md}
 POLICY=${POLICY:-}
 [ "$(id -u)" = 0 ] || { echo "suite.sh: needs root (tracefs, drop_caches, cgroups)" >&2; exit 2; }
 [ -d /sys/fs/cgroup/memory ] || echo "suite.sh: no cgroup-v1 memory controller: the SQLite rows are skipped" >&2
@@ -178,15 +179,30 @@ for rep in $(seq 1 "$TRUE_REPS"); do
   echo "true plain $rep $WALL $CPU" >> "$work/fixed"
   timed "$bin" run -q --no-history --json-file "$work/json/true.nohist.$rep.json" -- /bin/true
   echo "true nohist $rep $WALL $CPU" >> "$work/fixed"
-  saved
+  # Again at once: a run right after another.
+  timed "$bin" run -q --no-history -- /bin/true
+  echo "true again $rep $WALL $CPU" >> "$work/fixed"
+  sleep 0.3
   timed "$bin" run -q "${HIST[@]}" --json-file "$work/json/true.hist.$rep.json" -- /bin/true
   echo "true hist $rep $WALL $CPU" >> "$work/fixed"
   saved
 done
 
+# The same cold, as every arm of the programs above is: outrider's own
+# executable (12 MB) is read from disk too. `outrider --version` alone is
+# the cost of loading it.
+for rep in $(seq 1 "$COLD_TRUE_REPS"); do
+  cold; timed /bin/true
+  echo "true coldplain $rep $WALL $CPU" >> "$work/fixed"
+  cold; timed "$bin" --version
+  echo "true coldversion $rep $WALL $CPU" >> "$work/fixed"
+  cold; timed "$bin" run -q --no-history -- /bin/true
+  echo "true coldnohist $rep $WALL $CPU" >> "$work/fixed"
+done
+
 elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 python3 bench/live/suite_report.py "$work" \
-  "reps=$REPS" "short_reps=$SHORT_REPS" "true_reps=$TRUE_REPS" "policy=$POLICY" \
+  "reps=$REPS" "short_reps=$SHORT_REPS" "true_reps=$TRUE_REPS" "cold_true_reps=$COLD_TRUE_REPS" "policy=$POLICY" \
   "elapsed_s=$elapsed" "quick=${QUICK:-0}" "outrider=$("$bin" --version)" \
   "sql_limit=${sql_limit:-0}" "db_bytes=${db_bytes:-0}" "file_mib=$SUITE_FILE_MIB" \
   "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" > "$OUT.tmp"

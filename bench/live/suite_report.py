@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write bench/results/live-suite.md (stdout) from the measurements of
+"""Write bench/results/live.md (stdout) from the measurements of
 bench/live/suite.sh. Arguments: WORKDIR KEY=VALUE...
 
 WORKDIR holds `results` (one line per run: `program arm rep wall_s cpu_s`,
@@ -142,15 +142,15 @@ def why(prog, r, fixed_added):
 
 def why_section(rows, fixed):
     added = None
-    if fixed.get("plain") and fixed.get("nohist"):
-        added = med(fixed["nohist"]) - med(fixed["plain"])
+    if fixed.get("coldplain") and fixed.get("coldnohist"):
+        added = med(fixed["coldnohist"]) - med(fixed["coldplain"])
     lines = [(p, why(p, r, added)) for p, r in rows if misses(p, r)]
     if not lines:
         return
     print("## Why rows miss (measured)")
     print()
     print("Per missing row, medians of the same runs: each slow arm's time above stock with outrider's fixed cost "
-          "(the `/bin/true` measurement below) and its own CPU beside it, on this 2-core machine where the program's "
+          "(the cold `/bin/true` measurement below: every arm here is cold, outrider's executable included) and its own CPU beside it, on this 2-core machine where the program's "
           "CPU (cores = program CPU / stock wall) competes with outrider's; for a run 2 short of the floor, what "
           "the run-2 summaries say was still missed.")
     print()
@@ -270,8 +270,20 @@ def fixed_cost(work, fixed, conf):
         e = med([j["events"] for j in js if "events" in j])
         cs = f"{c * 1e3:.1f}" if c is not None else "-"
         print(f"| {label} | {w * 1e3:.1f} | {(w - plain) * 1e3:.1f} | {cs} | {f'{e:.0f}' if e is not None else '-'} |")
+    again = med(fixed.get("again"))
+    if again is not None:
+        print(f"| the same, again at once (no pause after the last run) | {again * 1e3:.1f} | {(again - plain) * 1e3:.1f} | - | - |")
+    cplain = med(fixed.get("coldplain"))
+    if cplain is not None:
+        print(f"| `/bin/true`, cold | {cplain * 1e3:.1f} | - | - | - |")
+        for arm, label in (("coldversion", "`outrider --version`, cold (loading outrider alone)"),
+                           ("coldnohist", "`outrider run -q --no-history -- /bin/true`, cold")):
+            w = med(fixed.get(arm))
+            if w is not None:
+                print(f"| {label} | {w * 1e3:.1f} | {(w - cplain) * 1e3:.1f} | - | - |")
     print()
-    print("Target: at most 5 ms added.")
+    print(f"Cold rows: `sync; echo 3 > /proc/sys/vm/drop_caches` before each, median of {conf.get('cold_true_reps')}. "
+          "Target: at most 5 ms added (hot).")
     print()
 
 

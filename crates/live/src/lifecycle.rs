@@ -249,10 +249,10 @@ impl TracingSetup {
         // Before the tracing instance exists, so Ctrl-C or SIGTERM during
         // the set-up still ends with the instance removed.
         install_signal_handlers();
-        let opts = instance_options(interests.device_requests);
+        let wants_dev = interests.device_requests;
         let handle = std::thread::Builder::new()
             .name("outrider-tracefs".into())
-            .spawn(move || Instance::open(&opts))?;
+            .spawn(move || Instance::open(&instance_options(wants_dev)))?;
         Ok(TracingSetup(Some(handle)))
     }
 
@@ -285,6 +285,10 @@ fn instance_options(wants_dev: bool) -> InstanceOptions {
         at_end: AtEnd::Park {
             linger_ms: PARK_LINGER_MS,
         },
+        detached_home: outrider_sys::cgroup_memory(None)
+            .ok()
+            .flatten()
+            .map(|c| c.dir.join("cgroup.procs")),
         events: crate::tracefs::EVENTS
             .iter()
             .filter(|(sys, _)| wants_dev || *sys != "block")

@@ -38,6 +38,7 @@ pub mod ring;
 
 pub use decode::{EventKind, LiveEvent, EVENTS, EXEC_EVENT};
 
+use std::ffi::{CStr, CString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -160,7 +161,7 @@ pub fn remove_stale_instances(root: &Path) -> Vec<String> {
         if Path::new(&format!("/proc/{pid}")).exists() {
             continue;
         }
-        if remove_detached(&entry.path()) {
+        if remove_detached(&entry.path(), None) {
             removed.push(name);
         }
     }
@@ -191,6 +192,12 @@ pub struct InstanceOptions {
     pub follow_pid: Option<u32>,
     /// What dropping the instance does (default [`AtEnd::Remove`]).
     pub at_end: AtEnd,
+    /// A `cgroup.procs` file the detached process of [`AtEnd::Park`] and
+    /// [`AtEnd::RemoveDetached`] moves itself to first (default `None`:
+    /// it stays where we are). `outrider run` follows its program into the
+    /// program's memory cgroup and gives its own first one here: a remover
+    /// lingering in the program's cgroup would keep it from being removed.
+    pub detached_home: Option<PathBuf>,
 }
 
 /// What happens to an [`Instance`] when it is dropped. Tracing is stopped
@@ -227,6 +234,7 @@ impl Default for InstanceOptions {
                 .collect(),
             follow_pid: None,
             at_end: AtEnd::Remove,
+            detached_home: None,
         }
     }
 }
@@ -253,6 +261,7 @@ pub struct Instance {
     decoder: decode::Decoder,
     page: Vec<u8>,
     at_end: AtEnd,
+    detached_home: Option<std::ffi::CString>,
     /// The directory's descriptor holding the instance's `flock`
     /// ([`AtEnd::Park`]).
     lock: Option<File>,
@@ -299,6 +308,7 @@ impl Instance {
             decoder: decode::Decoder::new(&[])?,
             page: vec![0u8; page_size()],
             at_end: opts.at_end,
+            detached_home: opts.detached_home.as_deref().and_then(cstring),
             lock,
             reused,
             clock_offset_ns: 0,
@@ -640,9 +650,12 @@ impl Drop for Instance {
         self.marker = None;
         // rmdir fails with EBUSY while any of its files is open.
         self.cpus.clear();
+        let home = self.detached_home.as_deref();
         let ended = match (self.at_end, self.lock.take()) {
-            (AtEnd::Park { linger_ms }, Some(lock)) => park_detached(&self.path, lock, linger_ms),
-            (AtEnd::RemoveDetached, _) => remove_detached(&self.path),
+            (AtEnd::Park { linger_ms }, Some(lock)) => {
+                park_detached(&self.path, lock, linger_ms, home)
+            }
+            (AtEnd::RemoveDetached, _) => remove_detached(&self.path, home),
             _ => false,
         };
         if ended {
@@ -711,10 +724,8 @@ fn try_lock(path: &Path) -> Option<File> {
 /// [`remove_detached`] does: it keeps `lock` while it empties the pid
 /// filter, releases it, sleeps `linger_ms`, and removes the instance if
 /// it can lock it then (nobody claimed it). True when it was started.
-fn park_detached(path: &Path, lock: File, linger_ms: u64) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let cstr = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).ok();
-    let (Some(dir), Some(pids)) = (cstr(path), cstr(&path.join("set_event_pid"))) else {
+fn park_detached(path: &Path, lock: File, linger_ms: u64, home: Option<&CStr>) -> bool {
+    let (Some(dir), Some(pids)) = (cstring(path), cstring(&path.join("set_event_pid"))) else {
         return false;
     };
     let fd = lock.as_raw_fd();
@@ -737,6 +748,7 @@ fn park_detached(path: &Path, lock: File, linger_ms: u64) -> bool {
                     libc::syscall(libc::SYS_close_range, 0u32, fd as u32 - 1, 0u32);
                 }
                 libc::syscall(libc::SYS_close_range, fd as u32 + 1, u32::MAX, 0u32);
+                go_home(home);
                 let p = libc::open(pids.as_ptr(), libc::O_WRONLY | libc::O_TRUNC);
                 if p >= 0 {
                     libc::close(p);
@@ -763,9 +775,8 @@ fn park_detached(path: &Path, lock: File, linger_ms: u64) -> bool {
 /// grandchild closes every descriptor first (a pipe it held open would
 /// keep a reader of our output waiting) and makes only async-signal-safe
 /// system calls.
-fn remove_detached(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+fn remove_detached(path: &Path, home: Option<&CStr>) -> bool {
+    let Some(c) = cstring(path) else {
         return false;
     };
     // SAFETY: after fork, the children only call async-signal-safe
@@ -779,6 +790,7 @@ fn remove_detached(path: &Path) -> bool {
         if child == 0 {
             if libc::fork() == 0 {
                 libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+                go_home(home);
                 rmdir_retrying(&c);
             }
             libc::_exit(0);
@@ -789,9 +801,31 @@ fn remove_detached(path: &Path) -> bool {
     true
 }
 
+fn cstring(p: &Path) -> Option<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(p.as_os_str().as_bytes()).ok()
+}
+
+/// Move the calling process into the cgroup whose `cgroup.procs` is
+/// `home` (writing 0 names the writer). Async-signal-safe.
+fn go_home(home: Option<&CStr>) {
+    let Some(home) = home else {
+        return;
+    };
+    // SAFETY: a valid NUL-terminated path and a 1-byte buffer; open,
+    // write and close are async-signal-safe.
+    unsafe {
+        let fd = libc::open(home.as_ptr(), libc::O_WRONLY);
+        if fd >= 0 {
+            libc::write(fd, b"0".as_ptr().cast(), 1);
+            libc::close(fd);
+        }
+    }
+}
+
 /// rmdir, retrying while busy (up to 0.5 s), not once the directory is
 /// gone or being removed by someone else. Async-signal-safe.
-fn rmdir_retrying(dir: &std::ffi::CStr) {
+fn rmdir_retrying(dir: &CStr) {
     let pause = libc::timespec {
         tv_sec: 0,
         tv_nsec: 10_000_000,
