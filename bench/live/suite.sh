@@ -169,7 +169,9 @@ done
 # Fixed cost: a program that does no I/O (/bin/true, exec'd either way),
 # hot cache, the arms alternated; each outrider run's background history
 # save is awaited (at most 5 s) before the next run.
-saved() { local k; for k in $(seq 500); do pgrep -f -- "^$bin " > /dev/null || break; sleep 0.01; done; }
+# (The history saver is a fork named outrider; the detached process
+# keeping a parked tracing instance, 10 s, calls itself outrider-park.)
+saved() { local k; for k in $(seq 500); do pgrep -x outrider > /dev/null || break; sleep 0.01; done; }
 hist_args true
 "$bin" run -q "${HIST[@]}" -- /bin/true # a history to load on the timed runs
 saved

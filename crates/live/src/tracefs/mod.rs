@@ -734,8 +734,8 @@ fn park_detached(path: &Path, lock: File, linger_ms: u64, home: Option<&CStr>) -
         tv_nsec: ((linger_ms % 1000) * 1_000_000) as libc::c_long,
     };
     // SAFETY: after fork, the children only call async-signal-safe
-    // functions (close_range, open, close, flock, nanosleep, rmdir,
-    // _exit) on memory prepared before it; the parent reaps the
+    // functions (close_range, prctl, open, write, close, flock,
+    // nanosleep, rmdir, _exit) on memory prepared before it; the parent reaps the
     // intermediate child.
     unsafe {
         let child = libc::fork();
@@ -748,6 +748,7 @@ fn park_detached(path: &Path, lock: File, linger_ms: u64, home: Option<&CStr>) -
                     libc::syscall(libc::SYS_close_range, 0u32, fd as u32 - 1, 0u32);
                 }
                 libc::syscall(libc::SYS_close_range, fd as u32 + 1, u32::MAX, 0u32);
+                libc::prctl(libc::PR_SET_NAME, c"outrider-park".as_ptr());
                 go_home(home);
                 let p = libc::open(pids.as_ptr(), libc::O_WRONLY | libc::O_TRUNC);
                 if p >= 0 {
@@ -780,8 +781,9 @@ fn remove_detached(path: &Path, home: Option<&CStr>) -> bool {
         return false;
     };
     // SAFETY: after fork, the children only call async-signal-safe
-    // functions (close_range, rmdir, reading errno, nanosleep, _exit) on
-    // memory prepared before it; the parent reaps the intermediate child.
+    // functions (close_range, prctl, open, write, close, rmdir, reading
+    // errno, nanosleep, _exit) on memory prepared before it; the parent
+    // reaps the intermediate child.
     unsafe {
         let child = libc::fork();
         if child < 0 {
@@ -790,6 +792,7 @@ fn remove_detached(path: &Path, home: Option<&CStr>) -> bool {
         if child == 0 {
             if libc::fork() == 0 {
                 libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+                libc::prctl(libc::PR_SET_NAME, c"outrider-rmdir".as_ptr());
                 go_home(home);
                 rmdir_retrying(&c);
             }
