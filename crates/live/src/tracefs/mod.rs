@@ -720,10 +720,10 @@ fn try_lock(path: &Path) -> Option<File> {
     (rc == 0).then_some(f)
 }
 
-/// Park the stopped instance at `path` from a detached grandchild, as
-/// [`remove_detached`] does: it keeps `lock` while it empties the pid
-/// filter, releases it, sleeps `linger_ms`, and removes the instance if
-/// it can lock it then (nobody claimed it). True when it was started.
+/// Park the stopped instance at `path` from a detached grandchild
+/// ([`detached`]): it keeps `lock` while it empties the pid filter,
+/// releases it, sleeps `linger_ms`, and removes the instance if it can
+/// lock it then (nobody claimed it). True when it was started.
 fn park_detached(path: &Path, lock: File, linger_ms: u64, home: Option<&CStr>) -> bool {
     let (Some(dir), Some(pids)) = (cstring(path), cstring(&path.join("set_event_pid"))) else {
         return false;
@@ -733,57 +733,47 @@ fn park_detached(path: &Path, lock: File, linger_ms: u64, home: Option<&CStr>) -
         tv_sec: (linger_ms / 1000) as libc::time_t,
         tv_nsec: ((linger_ms % 1000) * 1_000_000) as libc::c_long,
     };
-    // SAFETY: after fork, the children only call async-signal-safe
-    // functions (close_range, prctl, open, write, close, flock,
-    // nanosleep, rmdir, _exit) on memory prepared before it; the parent reaps the
-    // intermediate child.
-    unsafe {
-        let child = libc::fork();
-        if child < 0 {
-            return false;
-        }
-        if child == 0 {
-            if libc::fork() == 0 {
-                if fd > 0 {
-                    libc::syscall(libc::SYS_close_range, 0u32, fd as u32 - 1, 0u32);
-                }
-                libc::syscall(libc::SYS_close_range, fd as u32 + 1, u32::MAX, 0u32);
-                libc::prctl(libc::PR_SET_NAME, c"outrider-park".as_ptr());
-                go_home(home);
-                let p = libc::open(pids.as_ptr(), libc::O_WRONLY | libc::O_TRUNC);
-                if p >= 0 {
-                    libc::close(p);
-                }
-                libc::close(fd);
-                libc::nanosleep(&linger, std::ptr::null_mut());
-                let d = libc::open(dir.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY);
-                if d >= 0 && libc::flock(d, libc::LOCK_EX | libc::LOCK_NB) == 0 {
-                    rmdir_retrying(&dir);
-                }
+    let started = detached(c"outrider-park", Some(fd), home, || {
+        // SAFETY: valid NUL-terminated paths and our own descriptors;
+        // open, close, nanosleep and flock are async-signal-safe.
+        unsafe {
+            let p = libc::open(pids.as_ptr(), libc::O_WRONLY | libc::O_TRUNC);
+            if p >= 0 {
+                libc::close(p);
             }
-            libc::_exit(0);
+            libc::close(fd);
+            libc::nanosleep(&linger, std::ptr::null_mut());
+            let d = libc::open(dir.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY);
+            if d >= 0 && libc::flock(d, libc::LOCK_EX | libc::LOCK_NB) == 0 {
+                rmdir_retrying(&dir);
+            }
         }
-        let mut status = 0;
-        libc::waitpid(child, &mut status, 0);
-    }
+    });
     drop(lock);
-    true
+    started
 }
 
 /// rmdir `path` (retrying while busy, up to 0.5 s; not once it is gone or
-/// being removed by another process) in a grandchild that
-/// init adopts, so nobody waits for it; true when it was started. The
-/// grandchild closes every descriptor first (a pipe it held open would
-/// keep a reader of our output waiting) and makes only async-signal-safe
-/// system calls.
+/// being removed by another process) from a detached grandchild
+/// ([`detached`]); true when it was started.
 fn remove_detached(path: &Path, home: Option<&CStr>) -> bool {
     let Some(c) = cstring(path) else {
         return false;
     };
+    detached(c"outrider-rmdir", None, home, || rmdir_retrying(&c))
+}
+
+/// Run `work` in a grandchild that init adopts, so nobody waits for it;
+/// true when it was started. The grandchild closes every descriptor but
+/// `keep` first (a pipe it held open would keep a reader of our output
+/// waiting), names itself `name` and moves to `home` ([`go_home`]);
+/// `work` must make only async-signal-safe calls on memory prepared
+/// before.
+fn detached(name: &CStr, keep: Option<i32>, home: Option<&CStr>, work: impl FnOnce()) -> bool {
     // SAFETY: after fork, the children only call async-signal-safe
-    // functions (close_range, prctl, open, write, close, rmdir, reading
-    // errno, nanosleep, _exit) on memory prepared before it; the parent
-    // reaps the intermediate child.
+    // functions (close_range, prctl, open, write, close, _exit, and
+    // `work`'s, which promises the same) on memory prepared before it;
+    // the parent reaps the intermediate child.
     unsafe {
         let child = libc::fork();
         if child < 0 {
@@ -791,10 +781,20 @@ fn remove_detached(path: &Path, home: Option<&CStr>) -> bool {
         }
         if child == 0 {
             if libc::fork() == 0 {
-                libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-                libc::prctl(libc::PR_SET_NAME, c"outrider-rmdir".as_ptr());
+                match keep {
+                    Some(fd) if fd >= 0 => {
+                        if fd > 0 {
+                            libc::syscall(libc::SYS_close_range, 0u32, fd as u32 - 1, 0u32);
+                        }
+                        libc::syscall(libc::SYS_close_range, fd as u32 + 1, u32::MAX, 0u32);
+                    }
+                    _ => {
+                        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+                    }
+                }
+                libc::prctl(libc::PR_SET_NAME, name.as_ptr());
                 go_home(home);
-                rmdir_retrying(&c);
+                work();
             }
             libc::_exit(0);
         }
