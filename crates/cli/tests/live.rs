@@ -6,6 +6,7 @@
 mod common;
 use common::*;
 
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::process::Command;
 
@@ -76,6 +77,14 @@ fn run_argument_errors_exit_2_with_a_message() {
         "{}",
         stderr(&o)
     );
+}
+
+/// Wait until the background history save of `db` is done: it holds the
+/// store's lock (`<db>.lock`) until then.
+fn wait_for_save(db: &Path) {
+    let lock = std::fs::File::open(format!("{}.lock", db.display())).unwrap();
+    // SAFETY: flock on a descriptor we own; released when it is closed.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
 }
 
 fn make_file(path: &Path, pages: usize) {
@@ -345,7 +354,9 @@ fn run_auto_twice_replays_history() {
     // Saved by a background process after outrider exited; run 2, started
     // at once, waits for it through the store's lock.
     assert_eq!(r1["history_save"], "background", "{r1}");
-    // One data file changes between the runs.
+    // One data file changes between the runs, once the history is saved:
+    // the files the program read are stamped (size, mtime) by the save.
+    wait_for_save(&db);
     make_file(&tree.join("f13"), 5);
     let r2 = run(2, &[]);
     let h = &r2["history"];

@@ -9,6 +9,9 @@
 /// Block (and page) size in bytes used throughout outrider: 4 KiB.
 pub const BLOCK_SIZE: u64 = 4096;
 
+/// An unknown physical position ([`Access::lbn`]).
+pub const NO_LBN: u64 = u64::MAX;
+
 /// Process id as the kernel or the trace names it.
 pub type Pid = u32;
 
@@ -63,7 +66,8 @@ pub struct Access {
     pub pid: Pid,
     /// Device number (trace-defined; 0 when there is one device).
     pub dev: u32,
-    /// First block on the device, in 4 KiB blocks.
+    /// First block on the device, in 4 KiB blocks ([`NO_LBN`]: unknown,
+    /// live, to a policy asking [`crate::Positions::WhenKnown`]).
     pub lbn: u64,
     /// File the blocks belong to ([`FileId::RAW`] for block traces).
     pub file: FileId,
@@ -80,7 +84,7 @@ pub struct Access {
 impl Access {
     /// One past the last block (`lbn + blocks`).
     pub fn end_lbn(&self) -> u64 {
-        self.lbn + u64::from(self.blocks)
+        self.lbn.saturating_add(u64::from(self.blocks))
     }
     /// One past the last page (`page + blocks`).
     pub fn end_page(&self) -> u64 {

@@ -66,11 +66,11 @@ pub mod size;
 
 pub use event::{
     Access, DeviceInfo, DeviceRequest, FileId, Op, Origin, Outcome, Pid, PrefetchDone,
-    PrefetchRequest, Target, WindowId, BLOCK_SIZE,
+    PrefetchRequest, Target, WindowId, BLOCK_SIZE, NO_LBN,
 };
 pub use params::{ParamError, ParamSpec, Params};
 pub use policies::{build_policy, policy_help, PolicyError, POLICY_NAMES};
 pub use policy::{
-    BoxedPolicy, Eviction, Feedback, Interests, NoResidency, Policy, PolicyExt, Residency, RunInfo,
-    SeriesPoint, Sink,
+    BoxedPolicy, Eviction, Feedback, Interests, NoResidency, Policy, PolicyExt, Positions,
+    Residency, RunInfo, SeriesPoint, Sink,
 };

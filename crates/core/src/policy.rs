@@ -141,10 +141,26 @@ pub struct Interests {
     /// [`Feedback::Tick`] every this many ns of driver time (default
     /// `None`: event-driven).
     pub tick_interval_ns: Option<u64>,
-    /// [`Access::lbn`] is the physical block (default true). A policy that
-    /// never looks at it says false: live, it costs one `FIEMAP` per file
-    /// the program opens, and the access then carries the file page.
-    pub block_numbers: bool,
+    /// What [`Access::lbn`] holds (default [`Positions::Physical`]).
+    pub positions: Positions,
+}
+
+/// What [`Access::lbn`] holds for a policy: in the simulator always the
+/// trace's block; live, a physical block costs a `FIEMAP` of the file, and
+/// looking it up for every file means opening every file the program reads
+/// (on a tree walker, about half of outrider's CPU per file, measured with
+/// `perf`: `open_by_handle_at`, `fstat`, `close`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Positions {
+    /// The file page: the policy never looks at `lbn`.
+    FilePage,
+    /// The physical block when the file's extent map is at hand (a file
+    /// outrider opened to prefetch, or one registered from history), else
+    /// [`crate::NO_LBN`]: never a lookup of its own.
+    WhenKnown,
+    /// The physical block, looked up for every file (block-level policies:
+    /// DiskSeen's block table, OBL).
+    Physical,
 }
 
 impl Default for Interests {
@@ -166,7 +182,7 @@ impl Interests {
         device_requests: false,
         oracle: false,
         tick_interval_ns: None,
-        block_numbers: true,
+        positions: Positions::Physical,
     };
 
     /// What either of two stacked policies wants (ticks at the shorter
@@ -178,7 +194,7 @@ impl Interests {
             prefetch_done: self.prefetch_done || o.prefetch_done,
             device_requests: self.device_requests || o.device_requests,
             oracle: self.oracle || o.oracle,
-            block_numbers: self.block_numbers || o.block_numbers,
+            positions: self.positions.max(o.positions),
             tick_interval_ns: match (self.tick_interval_ns, o.tick_interval_ns) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),

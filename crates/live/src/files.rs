@@ -35,6 +35,17 @@
 //! used closed first. A failed lookup is remembered so a file that cannot be
 //! found is not searched for again on every event.
 //!
+//! Left unopened: once a file of a device has been opened by inode number
+//! ([`FileTable::lazy_ok`]), the controller no longer opens every file the
+//! program reads on that device (`open_by_handle_at`, `fstat` and `close`
+//! per file were half of outrider's CPU on a tree walker, `perf` on `tar`
+//! and `rg` over a source tree). Such a file is opened when something
+//! needs its descriptor — a prefetch ([`FileTable::open_known`]) — and at
+//! the history's save ([`FileTable::complete_identities`]), which stamps
+//! it with its size and mtime then: a file changed between the program's
+//! read and the save (which runs as the program exits) keeps the
+//! recorded pattern with the new contents.
+//!
 //! Invalidation: [`FileTable::refresh`] re-`fstat`s a file; a changed size
 //! or mtime drops its cached extent map.
 
@@ -194,6 +205,9 @@ pub struct FileTable {
     info: FxHashMap<FileId, FileInfo>,
     mounts: handle::Mounts,
     by_ino_ok: bool,
+    /// Devices where a file was opened by inode number: their files need
+    /// not be opened while the program reads them ([`FileTable::lazy_ok`]).
+    ino_devs: rustc_hash::FxHashSet<u64>,
     /// Answers "can the program's user open this?" when
     /// [`FileTableOptions::program_user`] is set (`Err`: it could not be
     /// started, and nothing from history is registered).
@@ -312,25 +326,8 @@ impl FileTable {
             return self.open.get_mut(&id);
         }
         let (dev, ino) = self.key_of(id)?;
-        if self.by_ino_ok {
-            match handle::open_by_ino(&mut self.mounts, dev, ino) {
-                Ok((f, st)) if st.st_dev == dev && st.st_ino == ino => {
-                    self.resolved += 1;
-                    self.opened_by_ino += 1;
-                    // Path and handle wait for the history's save
-                    // ([`FileTable::complete_identities`]): a tree walker
-                    // opens a new file every few events, and the two
-                    // lookups were a third of outrider's work per file.
-                    let stamp = Stamp::of_stat(&st);
-                    self.info
-                        .insert(id, stamp.info(dev, ino, None, PathBuf::new()));
-                    self.insert_open(id, f, PathBuf::new(), Some(stamp));
-                    return self.open.get_mut(&id);
-                }
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EPERM) => self.by_ino_ok = false,
-                Err(_) => {}
-            }
+        if self.open_by_ino(id) {
+            return self.open.get_mut(&id);
         }
         match self.find_in_proc(pid, Key { dev, ino }) {
             Some((file, path)) => {
@@ -346,11 +343,53 @@ impl FileTable {
         }
     }
 
+    /// Can `dev`'s files be opened later by inode number alone (one was)?
+    /// Then the controller leaves a file the program reads unopened until
+    /// something needs its descriptor: a prefetch, or the history's save.
+    pub fn lazy_ok(&self, dev: u64) -> bool {
+        self.by_ino_ok && self.ino_devs.contains(&dev)
+    }
+
+    /// Open `id` by its inode number (no descriptor of the program
+    /// needed); true when it is open now.
+    fn open_by_ino(&mut self, id: FileId) -> bool {
+        let Some((dev, ino)) = self.key_of(id) else {
+            return false;
+        };
+        if !self.by_ino_ok {
+            return false;
+        }
+        match handle::open_by_ino(&mut self.mounts, dev, ino) {
+            Ok((f, st)) if st.st_dev == dev && st.st_ino == ino => {
+                self.resolved += 1;
+                self.opened_by_ino += 1;
+                self.ino_devs.insert(dev);
+                // Path and handle wait for the history's save
+                // ([`FileTable::complete_identities`]): a tree walker
+                // opens a new file every few events, and the two
+                // lookups were a third of outrider's work per file.
+                let stamp = Stamp::of_stat(&st);
+                self.info
+                    .insert(id, stamp.info(dev, ino, None, PathBuf::new()));
+                self.insert_open(id, f, PathBuf::new(), Some(stamp));
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                if e.raw_os_error() == Some(libc::EPERM) {
+                    self.by_ino_ok = false;
+                }
+                false
+            }
+        }
+    }
+
     /// The open file for `id`: open already, or reopened from its known
     /// location (handle, then path) if it has one. No /proc search.
     pub fn open_known(&mut self, id: FileId) -> Option<&mut OpenFile> {
         if !self.open.contains_key(&id)
-            && (self.failed.get(&id).copied().unwrap_or(0) >= 3 || !self.reopen(id))
+            && (self.failed.get(&id).copied().unwrap_or(0) >= 3
+                || !(self.reopen(id) || self.open_left(id)))
         {
             return None;
         }
@@ -359,6 +398,19 @@ impl FileTable {
         self.clock += 1;
         f.last_use = self.clock;
         Some(f)
+    }
+
+    /// Open a file the program read that was left unopened
+    /// ([`FileTable::lazy_ok`]); a failure counts against it.
+    fn open_left(&mut self, id: FileId) -> bool {
+        if self.info.contains_key(&id) || !self.key_of(id).is_some_and(|(d, _)| self.lazy_ok(d)) {
+            return false;
+        }
+        let ok = self.open_by_ino(id);
+        if !ok {
+            *self.failed.entry(id).or_insert(0) += 1;
+        }
+        ok
     }
 
     /// Reopen `id` from its [`FileInfo`]; true when it is open now.
@@ -481,8 +533,9 @@ impl FileTable {
 
     /// Is `id` open, or can it be opened from what is known of it?
     pub fn is_known(&self, id: FileId) -> bool {
-        self.open.contains_key(&id)
-            || (self.info.contains_key(&id) && self.failed.get(&id).copied().unwrap_or(0) < 3)
+        let known = self.info.contains_key(&id)
+            || self.key_of(id).is_some_and(|(dev, _)| self.lazy_ok(dev));
+        self.open.contains_key(&id) || (known && self.failed.get(&id).copied().unwrap_or(0) < 3)
     }
 
     /// The extent map of `id` if known without a system call (open, or
@@ -532,6 +585,13 @@ impl FileTable {
     /// that cannot be opened again keep an empty path and no handle (the
     /// history leaves them out).
     pub fn complete_identities(&mut self) {
+        let left: Vec<FileId> = (self.ids.iter())
+            .filter(|(k, id)| !self.info.contains_key(id) && self.lazy_ok(k.dev))
+            .map(|(_, id)| *id)
+            .collect();
+        for id in left {
+            self.open_by_ino(id);
+        }
         let ids: Vec<FileId> = (self.info.iter())
             .filter(|(_, i)| i.path.as_os_str().is_empty())
             .map(|(id, _)| *id)

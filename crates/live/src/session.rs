@@ -55,6 +55,13 @@ pub trait Handler {
     fn idle_wait(&self) -> Duration {
         IDLE_SLEEP
     }
+    /// How long to let events gather after a partial batch (default
+    /// [`IDLE_SLEEP`]). A handler with nothing to act on quickly says
+    /// longer: each read of a partly filled tracing page, each wake-up
+    /// and each cgroup look costs the same however few events it brings.
+    fn batch_wait(&self) -> Duration {
+        IDLE_SLEEP
+    }
     /// Tracing failed or lost events: stop acting on the stream.
     fn on_fault(&mut self, _why: &str) {}
     /// The child exited and the last events were delivered.
@@ -205,7 +212,7 @@ pub fn run_traced_on(
             // A partial batch: read again once more events gathered, not
             // at once (a few events per read made the read, poll and
             // decode calls most of a busy tree walker's cost per event).
-            pause(exit_fd.as_ref(), IDLE_SLEEP);
+            pause(exit_fd.as_ref(), handler.batch_wait());
         }
     };
     let elapsed_s = start.elapsed().as_secs_f64();

@@ -130,19 +130,30 @@ pub fn ra_cap_bytes(fd: BorrowedFd<'_>) -> u64 {
     ra_cap_for_dev(libc::major(st.st_dev), libc::minor(st.st_dev))
 }
 
-/// [`ra_cap_bytes`] for a device number.
-pub fn ra_cap_for_dev(major: u32, minor: u32) -> u64 {
+/// A `queue/` setting in KiB of the disk behind device `major:minor` (a
+/// partition's parent disk); `None` when sysfs does not say.
+fn queue_kb(major: u32, minor: u32, name: &str) -> Option<u64> {
     let mut dir = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
     if dir.join("partition").exists() {
         dir = dir.join("..");
     }
-    let kb = |name: &str| -> Option<u64> {
-        std::fs::read_to_string(dir.join("queue").join(name))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
+    std::fs::read_to_string(dir.join("queue").join(name))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The kernel's largest readahead window on device `major:minor`, in
+/// 4 KiB pages (`bdi->ra_pages` = `read_ahead_kb / 4`); `None` when sysfs
+/// does not say (network or virtual file systems).
+pub fn ra_window_pages(major: u32, minor: u32) -> Option<u64> {
+    queue_kb(major, minor, "read_ahead_kb").map(|kb| kb / 4)
+}
+
+/// [`ra_cap_bytes`] for a device number.
+pub fn ra_cap_for_dev(major: u32, minor: u32) -> u64 {
+    let kb = |name: &str| queue_kb(major, minor, name);
     match (kb("read_ahead_kb"), kb("max_sectors_kb")) {
         (None, None) => DEFAULT_RA_CAP_BYTES,
         (a, b) => {

@@ -53,8 +53,8 @@ pub mod memory;
 pub mod pool;
 
 pub use advise::{
-    advise, chunks, fetch_chunks, ra_cap_bytes, ra_cap_for_dev, readahead, Advice, Fetch,
-    DEFAULT_RA_CAP_BYTES,
+    advise, chunks, fetch_chunks, ra_cap_bytes, ra_cap_for_dev, ra_window_pages, readahead, Advice,
+    Fetch, DEFAULT_RA_CAP_BYTES,
 };
 pub use cachestat::{cachestat, cachestat_mincore, page_cached_nowait, CacheStat};
 pub use fiemap::{fiemap, Extent};

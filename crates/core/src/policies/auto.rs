@@ -64,7 +64,7 @@
 
 use crate::event::{Access, Op, Origin, Outcome, Target};
 use crate::mechanism::{chunk, clook, infill};
-use crate::policy::{BoxedPolicy, Feedback, Interests, Policy, RunInfo, Sink};
+use crate::policy::{BoxedPolicy, Feedback, Interests, Policy, Positions, RunInfo, Sink};
 use crate::size::ByteSize;
 use crate::{FileId, BLOCK_SIZE};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -85,8 +85,7 @@ pub const MAX_ENTRY_PAGES: u32 = 256;
 pub const TICK_NS: u64 = 10_000_000;
 /// Entries examined backwards when matching a read against the list.
 const MAX_MATCH_WALK: usize = 64;
-/// Unknown physical position.
-pub const NO_LBN: u64 = u64::MAX;
+pub use crate::event::NO_LBN;
 
 crate::params! {
     /// `auto` parameters.
@@ -593,8 +592,11 @@ impl Policy for Auto {
     }
 
     fn interests(&self) -> Interests {
+        // Positions only order a replayed batch (C-LOOK): not worth
+        // opening every file the program reads on run 1 (live) to know them.
         Interests {
             tick_interval_ns: (!self.hist.is_empty()).then_some(TICK_NS),
+            positions: Positions::WhenKnown,
             ..Interests::ACCESSES_ONLY
         }
     }

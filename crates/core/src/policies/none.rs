@@ -2,7 +2,7 @@
 //! against (with the simulator's cache alone).
 
 use crate::event::{Access, Outcome};
-use crate::policy::{BoxedPolicy, Interests, Policy, Sink};
+use crate::policy::{BoxedPolicy, Interests, Policy, Positions, Sink};
 
 /// Registered name.
 pub const NAME: &str = "none";
@@ -32,7 +32,7 @@ impl Policy for NoPrefetch {
 
     fn interests(&self) -> Interests {
         Interests {
-            block_numbers: false,
+            positions: Positions::FilePage,
             ..Interests::ACCESSES_ONLY
         }
     }

@@ -35,7 +35,7 @@
 
 use crate::event::{Access, Op, Origin, Outcome, Target};
 use crate::mechanism::{chunk, infill, stream};
-use crate::policy::{BoxedPolicy, Interests, Policy, RunInfo, Sink};
+use crate::policy::{BoxedPolicy, Interests, Policy, Positions, RunInfo, Sink};
 use crate::size::ByteSize;
 use crate::FileId;
 use rustc_hash::FxHashMap;
@@ -110,7 +110,10 @@ impl Policy for Stride {
     }
 
     fn interests(&self) -> Interests {
-        Interests::ACCESSES_ONLY
+        Interests {
+            positions: Positions::FilePage,
+            ..Interests::ACCESSES_ONLY
+        }
     }
 
     fn on_access(&mut self, a: &Access, _o: &Outcome, sink: &mut Sink<'_>) {

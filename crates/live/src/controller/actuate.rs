@@ -113,11 +113,16 @@ impl Live {
             // Charge this batch to the program's cgroup.
             // In the program's first second (when wrappers move it into
             // its cgroup) before every batch, so little is fetched in the
-            // wrong cgroup and dropped again at the join.
-            self.recheck_cgroup(
-                now_rel_ns,
-                self.stats.prefetched_pages == 0 || now_rel_ns < EARLY_CGROUP_NS,
-            );
+            // wrong cgroup and dropped again at the join; then before the
+            // first fetch, and every CGROUP_RECHECK_NS.
+            let interval = if now_rel_ns < EARLY_CGROUP_NS {
+                0
+            } else if self.stats.prefetched_pages == 0 {
+                FIRST_FETCH_CGROUP_NS
+            } else {
+                CGROUP_RECHECK_NS
+            };
+            self.recheck_cgroup(now_rel_ns, interval);
         }
         // Pages submitted per request (for the device stream and dones).
         let mut sent = vec![0u64; reqs.len()];
@@ -194,6 +199,7 @@ impl Live {
                 _ => None,
             };
             for (o, len) in todo {
+                self.last_issue_ns = now_rel_ns;
                 self.backlog.push_back((id, o, len, tracker.clone()));
                 self.stats.peak_backlog_chunks = self
                     .stats

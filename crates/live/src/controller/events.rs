@@ -5,6 +5,7 @@
 //! stream (see the module documentation of the controller).
 
 use super::*;
+use outrider_core::policies::readahead::kernel::get_init_ra_size;
 
 impl Live {
     pub(super) fn rel(&self, ts_ns: u64) -> u64 {
@@ -56,28 +57,23 @@ impl Live {
         let Some(id) = self.file_id(dev, ino) else {
             return;
         };
-        let pages = self.clip(id, e.pid, index, pages.clamp(1, u64::from(u32::MAX)));
-        let missed = self.misses(id, e.pid, index..index + pages);
+        let positions = d.interests().positions;
+        let first_sight = self.files.info(id).is_none() && self.files.get(id).is_none();
+        if first_sight && (positions == Positions::Physical || !self.files.lazy_ok(dev)) {
+            // Opened now: a block-level policy needs every file's extents,
+            // and a file that cannot be opened by inode number later must
+            // be found among the program's descriptors while it has it.
+            self.files.resolve(id, e.pid);
+        }
+        let adds = self.adds.remove(&e.pid).unwrap_or_default();
+        let pages = self.clip(id, dev, index, pages.clamp(1, u64::from(u32::MAX)), &adds);
+        let missed = self.misses(id, index..index + pages, adds);
         let miss = (missed.len() as u64).min(pages);
         let used = self.use_prefetched(id, index..index + pages, self.rel(e.ts_ns));
         self.stats.accesses += 1;
         self.stats.demand_pages += pages;
         self.stats.miss_pages += miss;
-        // lbn: physical block from the extent map when known (an open
-        // file's, or the one a history registered with the file: the same
-        // block in both runs, as a block-level policy's history needs).
-        // A policy that never reads it is spared the FIEMAP per file.
-        let ex = if d.interests().block_numbers {
-            self.extents_of(id)
-        } else {
-            None
-        };
-        if let Some(ex) = &ex {
-            self.map_extents(id, dev as u32, ex);
-        }
-        let lbn = ex
-            .and_then(|ex| physical_of(&ex, index * BLOCK_SIZE))
-            .map_or(index, |b| b / BLOCK_SIZE);
+        let lbn = self.position(id, dev, index, positions);
         self.seq += 1;
         let access = Access {
             seq: self.seq,
@@ -97,8 +93,9 @@ impl Live {
             inflight_blocks: 0,
             miss_blocks: miss as u32,
         };
-        // A file seen for the first time was opened above (resolve)
-        // before the policy answers, so its requests can be acted on.
+        // A file seen for the first time was opened above or can be
+        // opened by inode number ([`FileTable::lazy_ok`]), so the policy's
+        // requests for it can be acted on.
         self.tell_missed(d, id, dev, &missed);
         d.on_access(self, &access, &outcome);
         if d.interests().access_done {
@@ -116,30 +113,116 @@ impl Live {
     /// reopened for this: its size is known, and opening it again for
     /// every read of a replayed history of small files cost more than the
     /// replay. The policy's requests for it reopen it.
-    fn clip(&mut self, id: FileId, pid: u32, index: u64, pages: u64) -> u64 {
-        let size = match self.files.get(id) {
-            Some(f) => Some(f.size),
-            None => match self.files.info(id) {
-                Some(i) => Some(i.size),
-                None => self.files.resolve(id, pid).map(|f| f.size),
-            },
+    /// `pages` pages from `index` cut at the end of the file. The size is
+    /// that of an open file or one known from history; a file left
+    /// unopened ([`FileTable::lazy_ok`]) has its end learned from the
+    /// kernel's own readahead instead, with no system call
+    /// ([`Live::learn_eof`]). Until it is known (a file cached before the
+    /// run) the request is taken as asked.
+    fn clip(
+        &mut self,
+        id: FileId,
+        dev: u64,
+        index: u64,
+        pages: u64,
+        adds: &[(FileId, u64, u32)],
+    ) -> u64 {
+        let known = match self.files.get(id) {
+            Some(f) => Some(f.size.div_ceil(BLOCK_SIZE)),
+            None => self.files.info(id).map(|i| i.size.div_ceil(BLOCK_SIZE)),
         };
-        match size.map(|s| s.div_ceil(BLOCK_SIZE)) {
-            Some(size_pages) if size_pages > index => pages.min(size_pages - index),
+        let end = match known {
+            Some(k) => Some(k),
+            None => self.learn_eof(id, dev, index, pages, adds),
+        };
+        match end {
+            Some(end) if end > index => pages.min(end - index),
             _ => pages,
         }
     }
 
-    /// The pages of `range` task `pid` brought in itself since its last
-    /// read (its adds inside the range; beyond it: the kernel's
+    /// The end of unopened file `id` as the kernel's readahead showed it
+    /// to a read of `pages` from `index` (`adds`: what the reader brought
+    /// in), or as learned before (moved on when the file grew). A read
+    /// that missed at `index` has the kernel add pages from `index` up to
+    /// the end of a window or of the file (`do_page_cache_ra` stops at the
+    /// end; cached pages are skipped, not stopped at:
+    /// `page_cache_ra_unbounded`, mm/readahead.c). With `pages` at most
+    /// the device's window (`ra_pages`), the window is at least the
+    /// request, and at page 0 `get_init_ra_size(pages)`. So the file ends
+    /// where the pages added end when that is short of the request, or at
+    /// page 0 short of the initial window. A wrong guess (a file advised
+    /// `POSIX_FADV_RANDOM` or a congested cgroup reads just the request,
+    /// or one page) costs nothing lasting: the rest of a read comes as
+    /// further events past the guessed end, taken as asked, and pages
+    /// added past it move it on.
+    fn learn_eof(
+        &mut self,
+        id: FileId,
+        dev: u64,
+        index: u64,
+        pages: u64,
+        adds: &[(FileId, u64, u32)],
+    ) -> Option<u64> {
+        let mut covers = false;
+        let mut end = 0;
+        for &(f, p, n) in adds {
+            if f == id {
+                covers |= p <= index && index < p + u64::from(n);
+                end = end.max(p + u64::from(n));
+            }
+        }
+        if let Some(e) = self.eof_pages.get_mut(&id) {
+            *e = (*e).max(end);
+            return Some(*e);
+        }
+        let (major, minor) = (
+            libc::major(dev as libc::dev_t),
+            libc::minor(dev as libc::dev_t),
+        );
+        let window = *(self.ra_window)
+            .entry(dev)
+            .or_insert_with(|| outrider_sys::ra_window_pages(major, minor));
+        let max = window.filter(|&w| covers && pages <= w)?;
+        let short = end < index + pages;
+        let first = index == 0 && end < get_init_ra_size(pages, max);
+        (short || first).then(|| *self.eof_pages.entry(id).or_insert(end))
+    }
+
+    /// [`Access::lbn`] of page `index` of `id` as `positions` asks: the
+    /// physical block from the extent map (looked up for
+    /// [`Positions::Physical`]: an open file's, or the one a history
+    /// registered with the file, the same block in both runs as a
+    /// block-level policy's history needs), the file page, or
+    /// [`outrider_core::NO_LBN`].
+    fn position(&mut self, id: FileId, dev: u64, index: u64, positions: Positions) -> u64 {
+        let ex = match positions {
+            Positions::FilePage => return index,
+            Positions::WhenKnown => self.files.known_extents(id),
+            Positions::Physical => self.extents_of(id),
+        };
+        if let Some(ex) = &ex {
+            self.map_extents(id, dev as u32, ex);
+        }
+        match ex.and_then(|ex| physical_of(&ex, index * BLOCK_SIZE)) {
+            Some(b) => b / BLOCK_SIZE,
+            None if positions == Positions::WhenKnown => NO_LBN,
+            None => index,
+        }
+    }
+
+    /// The pages of `range` the reading task brought in itself since its
+    /// last read (`adds` inside the range; beyond it: the kernel's
     /// readahead). A page of our unused set among them was read by a
     /// worker and evicted before use (waste), or still queued (late).
-    fn misses(&mut self, id: FileId, pid: u32, range: std::ops::Range<u64>) -> Vec<u64> {
+    fn misses(
+        &mut self,
+        id: FileId,
+        range: std::ops::Range<u64>,
+        adds: Vec<(FileId, u64, u32)>,
+    ) -> Vec<u64> {
         let mut missed = Vec::new();
-        let Some(list) = self.adds.remove(&pid) else {
-            return missed;
-        };
-        for (f, p, n) in list {
+        for (f, p, n) in adds {
             if f != id {
                 continue;
             }

@@ -139,11 +139,10 @@ impl Live {
     }
 
     /// The program may move itself to another cgroup (cgexec, systemd-run
-    /// --scope): look again every CGROUP_RECHECK_NS (or now, when `force`),
-    /// and follow it when `/proc/PID/cgroup` changed.
-    pub(super) fn recheck_cgroup(&mut self, now_rel_ns: u64, force: bool) {
-        if self.root_pid == 0
-            || (!force && now_rel_ns < self.last_cgroup_check_ns + CGROUP_RECHECK_NS)
+    /// --scope): look again when the last look is `interval_ns` old, and
+    /// follow it when `/proc/PID/cgroup` changed.
+    pub(super) fn recheck_cgroup(&mut self, now_rel_ns: u64, interval_ns: u64) {
+        if self.root_pid == 0 || now_rel_ns < self.last_cgroup_check_ns.saturating_add(interval_ns)
         {
             return;
         }

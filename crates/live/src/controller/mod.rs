@@ -54,7 +54,8 @@ use crate::tracefs::{EventKind, LiveEvent};
 use outrider_core::metrics::{Counters, Report};
 use outrider_core::{
     Access, BoxedPolicy, DeviceInfo, DeviceRequest, Eviction, Feedback, FileId, Origin, Outcome,
-    PrefetchDone, PrefetchRequest, Residency, RunInfo, Target, WindowId, BLOCK_SIZE,
+    Positions, PrefetchDone, PrefetchRequest, Residency, RunInfo, Target, WindowId, BLOCK_SIZE,
+    NO_LBN,
 };
 use outrider_driver::{Driver, GuardOptions, Kernel};
 use outrider_sys::{Fetch, Pool};
@@ -268,13 +269,26 @@ impl LiveStats {
     }
 }
 
-/// How often the program's memory cgroup is looked up again while
-/// prefetching (10 ms; always before the first prefetch). A program that
-/// moves itself into a cgroup as it starts (cgexec, a wrapper writing
-/// `cgroup.procs`, `systemd-run --scope`) does so after outrider's first
-/// look: with a 1 s recheck the first second of prefetching was charged
-/// outside its limit. A recheck reads only `/proc/PID/cgroup`.
-const CGROUP_RECHECK_NS: u64 = 10_000_000;
+/// How often the program's memory cgroup is looked up again after its
+/// first second (100 ms). A program that moves itself into a cgroup as it
+/// starts (cgexec, a wrapper writing `cgroup.procs`, `systemd-run
+/// --scope`) does so after outrider's first look: with a 1 s recheck the
+/// first second of prefetching was charged outside its limit, so the first
+/// second looks before every batch ([`EARLY_CGROUP_NS`]). A recheck reads
+/// `/proc/PID/cgroup`: 40 µs here (`perf`, a tree walk with cgroup v1),
+/// a tenth of outrider's CPU on `tar` when it was every 10 ms and before
+/// every batch of requests the kernel's cache already held.
+const CGROUP_RECHECK_NS: u64 = 100_000_000;
+/// Before the first page is fetched (requests so far all found cached),
+/// the cgroup is looked up again at most this often (10 ms).
+const FIRST_FETCH_CGROUP_NS: u64 = 10_000_000;
+/// After a partial batch of events, how long more gather when nothing
+/// is being fetched (4 ms; 1 ms while fetching, [`crate::session::IDLE_SLEEP`]).
+/// On `tar` over a source tree a 1 ms wait was a fifth of outrider's CPU
+/// in wake-ups and reads of partly filled tracing pages (`perf`).
+const QUIET_BATCH_WAIT: std::time::Duration = std::time::Duration::from_millis(4);
+/// Pages queued for fetching within this long (50 ms) keep batches quick.
+const BUSY_NS: u64 = 50_000_000;
 /// Ranges of at most this many pages that cachestat finds partly evicted
 /// are looked at page by page.
 const SWEEP_PAGE_BY_PAGE: u64 = 64;
@@ -332,6 +346,12 @@ pub(crate) struct Live {
     unused: FxHashMap<(FileId, u64), u64>,
     /// Per task: (file, page, pages) added to the cache since its last read.
     adds: FxHashMap<u32, Vec<(FileId, u64, u32)>>,
+    /// End of file in pages, learned from the kernel's readahead, of files
+    /// left unopened (see `Live::clip`).
+    eof_pages: FxHashMap<FileId, u64>,
+    /// Per device: the kernel's largest readahead window in pages (`None`:
+    /// unknown).
+    ra_window: FxHashMap<u64, Option<u64>>,
     /// Block → file translation: every extent of the files the program
     /// touched, by (device, physical start): (file, logical start,
     /// length), in bytes.
@@ -345,6 +365,8 @@ pub(crate) struct Live {
     root_pid: u32,
     cgroup_target: Arc<CgroupTarget>,
     last_cgroup_check_ns: u64,
+    /// When pages were last queued for the workers (ns since the start).
+    last_issue_ns: u64,
     /// `/proc/<root>/cgroup` as last read.
     last_proc_cgroup: String,
     seen_files: FxHashSet<FileId>,
@@ -537,6 +559,8 @@ impl Live {
             jobs_in_flight: Arc::new(AtomicUsize::new(0)),
             unused: FxHashMap::default(),
             adds: FxHashMap::default(),
+            eof_pages: FxHashMap::default(),
+            ra_window: FxHashMap::default(),
             phys_map: std::collections::BTreeMap::new(),
             mapped: FxHashSet::default(),
             seq: 0,
@@ -550,6 +574,7 @@ impl Live {
             worker_skips: Arc::new(Mutex::new(Vec::new())),
             submitted: Arc::new(Mutex::new(Vec::new())),
             last_cgroup_check_ns: 0,
+            last_issue_ns: 0,
             last_proc_cgroup: String::new(),
             seen_files: FxHashSet::default(),
             done: Arc::new(Mutex::new(Vec::new())),
@@ -685,7 +710,7 @@ impl Handler for Controller {
             outrider_sys::warnln!("outrider: warning: {why}; prefetching turned off");
             self.k.disabled = Some(why);
         }
-        self.k.recheck_cgroup(now, false);
+        self.k.recheck_cgroup(now, CGROUP_RECHECK_NS);
         self.tell_budget();
     }
 
@@ -702,6 +727,21 @@ impl Handler for Controller {
         }
         let tick = self.driver.interests().tick_interval_ns.unwrap_or(u64::MAX);
         std::time::Duration::from_nanos(tick).min(IDLE_WAIT_MAX)
+    }
+
+    /// Quick while fetches are queued or running or the policy asked for
+    /// some lately ([`BUSY_NS`]), so its next requests follow the reads
+    /// that prompt them; otherwise [`QUIET_BATCH_WAIT`].
+    fn batch_wait(&self) -> std::time::Duration {
+        let now = self.k.rel(outrider_sys::files::monotonic_ns());
+        let busy = !self.k.backlog.is_empty()
+            || self.k.jobs_in_flight.load(Ordering::Acquire) > 0
+            || now < self.k.last_issue_ns.saturating_add(BUSY_NS);
+        if busy {
+            crate::session::IDLE_SLEEP
+        } else {
+            QUIET_BATCH_WAIT
+        }
     }
 
     fn on_finish(&mut self, _now_ns: u64) {

@@ -344,3 +344,57 @@ fn blocks_translate_through_every_touched_files_extents() {
     c.k.map_extents(a, 7, &[x(0, 9000 * BLOCK_SIZE, BLOCK_SIZE)]);
     assert_eq!(c.k.file_of_block(7, 9000), None);
 }
+
+/// A file whose size is not known has its end learned from the pages the
+/// kernel's readahead added (mm/readahead.c: a window of at least the
+/// request, `get_init_ra_size` at page 0, stopped at the end of the file),
+/// and later reads are cut there; a window that ends exactly where it
+/// would anyway, or a request larger than the device's window, teaches
+/// nothing.
+#[test]
+fn the_end_of_an_unopened_file_is_learned_from_the_kernels_readahead() {
+    let (mut c, _seen) = controller();
+    c.k.ra_window.insert(7, Some(32)); // read_ahead_kb = 128
+    let add = |ino, index| LiveEvent {
+        ts_ns: T0 + 10,
+        pid: 42,
+        kind: EventKind::AddToCache {
+            dev: 7,
+            ino,
+            index,
+            order: 0,
+        },
+    };
+    let read = |ino, index, last_index| LiveEvent {
+        ts_ns: T0 + 20,
+        pid: 42,
+        kind: EventKind::GetPages {
+            dev: 7,
+            ino,
+            index,
+            last_index,
+        },
+    };
+    let mut demand = |c: &mut Controller, evs: &[LiveEvent]| {
+        let before = c.k.stats.demand_pages;
+        c.on_events(evs, &vec![true; evs.len()]);
+        c.k.stats.demand_pages - before
+    };
+    // 16 pages asked, 4 added: the file has 4.
+    let a: Vec<_> = (0..4).map(|i| add(1, i)).chain([read(1, 0, 15)]).collect();
+    assert_eq!(demand(&mut c, &a), 4);
+    // 1 page asked at page 0, 2 added (short of the initial window of
+    // 4): the file has 2, and a later 16-page read is cut there.
+    assert_eq!(demand(&mut c, &[add(2, 0), add(2, 1), read(2, 0, 0)]), 1);
+    assert_eq!(demand(&mut c, &[read(2, 0, 15)]), 2);
+    // 4 added for 1 asked: the whole initial window; nothing learned.
+    let w: Vec<_> = (0..4).map(|i| add(3, i)).chain([read(3, 0, 0)]).collect();
+    assert_eq!(demand(&mut c, &w), 1);
+    assert_eq!(demand(&mut c, &[read(3, 0, 15)]), 16);
+    // 64 pages asked, beyond the device's window of 32: nothing learned.
+    let big: Vec<_> = (0..32).map(|i| add(4, i)).chain([read(4, 0, 63)]).collect();
+    assert_eq!(demand(&mut c, &big), 64);
+    // Pages added past a learned end move it on (the file grew).
+    assert_eq!(demand(&mut c, &[add(2, 2), read(2, 2, 2)]), 1);
+    assert_eq!(demand(&mut c, &[read(2, 0, 15)]), 3);
+}
