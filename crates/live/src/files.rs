@@ -578,26 +578,27 @@ impl FileTable {
     }
 
     /// Fill in the path and handle of every file opened by inode number
-    /// (left empty then, see [`FileTable::resolve`]): what the history
-    /// saves so the next run can reopen it. The size and mtime stay those
-    /// seen when the program read it, so a file changed since is dropped
-    /// by the next run's check, as one changed after the save is. Files
+    /// (left empty then, see [`FileTable::resolve`]), and of every file
+    /// left unopened ([`FileTable::lazy_ok`]; opened and stamped with its
+    /// size and mtime now): what the history saves so the next run can
+    /// reopen it. The size and mtime of a file opened during the run stay
+    /// those seen then, so a file changed since is dropped by the next
+    /// run's check, as one changed after the save is. Files
     /// that cannot be opened again keep an empty path and no handle (the
     /// history leaves them out).
     pub fn complete_identities(&mut self) {
-        let left: Vec<FileId> = (self.ids.iter())
-            .filter(|(k, id)| !self.info.contains_key(id) && self.lazy_ok(k.dev))
+        let ids: Vec<FileId> = (self.ids.iter())
+            .filter(|(k, id)| match self.info.get(id) {
+                Some(i) => i.path.as_os_str().is_empty(),
+                None => self.lazy_ok(k.dev),
+            })
             .map(|(_, id)| *id)
             .collect();
-        for id in left {
-            self.open_by_ino(id);
-        }
-        let ids: Vec<FileId> = (self.info.iter())
-            .filter(|(_, i)| i.path.as_os_str().is_empty())
-            .map(|(id, _)| *id)
-            .collect();
         for id in ids {
-            self.complete_identity(id);
+            // A file left unopened is opened (and stamped) now, once.
+            if self.info.contains_key(&id) || self.open_left(id) {
+                self.complete_identity(id);
+            }
         }
     }
 

@@ -58,15 +58,21 @@ impl Live {
             return;
         };
         let positions = d.interests().positions;
-        let first_sight = self.files.info(id).is_none() && self.files.get(id).is_none();
-        if first_sight && (positions == Positions::Physical || !self.files.lazy_ok(dev)) {
+        let mut known = self.known_end(id);
+        if known.is_none() && (positions == Positions::Physical || !self.files.lazy_ok(dev)) {
             // Opened now: a block-level policy needs every file's extents,
             // and a file that cannot be opened by inode number later must
             // be found among the program's descriptors while it has it.
             self.files.resolve(id, e.pid);
+            known = self.known_end(id);
         }
         let adds = self.adds.remove(&e.pid).unwrap_or_default();
-        let pages = self.clip(id, dev, index, pages.clamp(1, u64::from(u32::MAX)), &adds);
+        let pages = pages.clamp(1, u64::from(u32::MAX));
+        let end = known.or_else(|| self.learn_eof(id, dev, index, pages, &adds));
+        let pages = match end {
+            Some(end) if end > index => pages.min(end - index),
+            _ => pages,
+        };
         let missed = self.misses(id, index..index + pages, adds);
         let miss = (missed.len() as u64).min(pages);
         let used = self.use_prefetched(id, index..index + pages, self.rel(e.ts_ns));
@@ -106,39 +112,22 @@ impl Live {
         }
     }
 
-    /// `pages` clipped to the file's size. mm_filemap_get_pages reports
-    /// the read's requested range, not clipped to the file: a 2 KiB file
-    /// read with a 96 KiB buffer (grep) would count 24 demand pages. A
-    /// file known from history (or opened before and since closed) is not
-    /// reopened for this: its size is known, and opening it again for
-    /// every read of a replayed history of small files cost more than the
-    /// replay. The policy's requests for it reopen it.
-    /// `pages` pages from `index` cut at the end of the file. The size is
-    /// that of an open file or one known from history; a file left
-    /// unopened ([`FileTable::lazy_ok`]) has its end learned from the
-    /// kernel's own readahead instead, with no system call
-    /// ([`Live::learn_eof`]). Until it is known (a file cached before the
-    /// run) the request is taken as asked.
-    fn clip(
-        &mut self,
-        id: FileId,
-        dev: u64,
-        index: u64,
-        pages: u64,
-        adds: &[(FileId, u64, u32)],
-    ) -> u64 {
-        let known = match self.files.get(id) {
-            Some(f) => Some(f.size.div_ceil(BLOCK_SIZE)),
-            None => self.files.info(id).map(|i| i.size.div_ceil(BLOCK_SIZE)),
+    /// The end of `id` in pages when its size is known: an open file's, or
+    /// one known from history (or opened before and since closed: not
+    /// reopened for this, opening it again for every read of a replayed
+    /// history of small files cost more than the replay). A read is cut
+    /// there: mm_filemap_get_pages reports the read's requested range, not
+    /// clipped to the file (a 2 KiB file read with a 96 KiB buffer, grep,
+    /// would count 24 demand pages). A file left unopened
+    /// ([`FileTable::lazy_ok`]) has its end learned from the kernel's own
+    /// readahead instead ([`Live::learn_eof`]); until then (a file cached
+    /// before the run) the request is taken as asked.
+    fn known_end(&mut self, id: FileId) -> Option<u64> {
+        let size = match self.files.get(id) {
+            Some(f) => f.size,
+            None => self.files.info(id)?.size,
         };
-        let end = match known {
-            Some(k) => Some(k),
-            None => self.learn_eof(id, dev, index, pages, adds),
-        };
-        match end {
-            Some(end) if end > index => pages.min(end - index),
-            _ => pages,
-        }
+        Some(size.div_ceil(BLOCK_SIZE))
     }
 
     /// The end of unopened file `id` as the kernel's readahead showed it
@@ -186,7 +175,10 @@ impl Live {
         let max = window.filter(|&w| covers && pages <= w)?;
         let short = end < index + pages;
         let first = index == 0 && end < get_init_ra_size(pages, max);
-        (short || first).then(|| *self.eof_pages.entry(id).or_insert(end))
+        (short || first).then(|| {
+            self.eof_pages.insert(id, end);
+            end
+        })
     }
 
     /// [`Access::lbn`] of page `index` of `id` as `positions` asks: the
