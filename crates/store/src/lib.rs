@@ -212,6 +212,28 @@ pub enum StoreError {
     },
 }
 
+/// Switch `conn` to WAL mode. Switching a new store from its rollback
+/// journal needs the exclusive lock, and SQLite answers `SQLITE_BUSY` at
+/// once, without its busy handler, to a connection that would have to
+/// upgrade its own shared lock to get it (deadlock avoidance): two
+/// processes creating the store at the same moment (the concurrent-writer
+/// test failed so once in five `.ci/run`s, the busy error coming from
+/// `Store::open`). Retried until [`BUSY_TIMEOUT`].
+fn wal_mode(conn: &Connection) -> rusqlite::Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy
+                    && start.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            r => return r.map(drop),
+        }
+    }
+}
+
 /// An open history store.
 pub struct Store {
     conn: Connection,
@@ -232,9 +254,7 @@ impl Store {
         let conn = Connection::open(&path).map_err(sql)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         // Fails here with "file is not a database" for non-SQLite files.
-        let _: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(sql)?;
+        wal_mode(&conn).map_err(sql)?;
         let tables: Vec<String> = {
             let mut st = conn
                 .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
