@@ -127,7 +127,7 @@ fn verify(
 
 /// Threads verifying a history's files at the start of a run.
 const RESTORE_THREADS: usize = 8;
-/// Histories of at most this many files are verified before the program
+/// Histories of at most this many files are verified before the replay
 /// starts (every file opened, checked and its extents mapped); larger
 /// ones register their files with a handle unverified and check each
 /// when it is opened to be prefetched. Verifying 10^5 small files took
@@ -146,71 +146,102 @@ pub fn restore(h: &AppHistory, table: &mut FileTable) -> Restored {
 /// [`restore`], verifying before the start only when `h` has at most
 /// `eager_files` files.
 pub fn restore_with(h: &AppHistory, table: &mut FileTable, eager_files: usize) -> Restored {
-    let mut r = Restored {
-        runs_before: h.runs,
-        ..Restored::default()
-    };
+    seed(h, verify_files(h, eager_files), table)
+}
+
+/// A file kept: its index in the history, its extents, whether a handle
+/// opened it.
+type Kept = (usize, Vec<outrider_sys::Extent>, bool);
+
+/// What [`verify_files`] found, by index into the history's files: the
+/// files kept with their extents and whether a handle opened them, in id
+/// order, and how many were dropped. Owned, so a history can be verified
+/// on another thread while the program starts.
+#[derive(Debug, Default)]
+pub struct Verification {
+    kept: Vec<Kept>,
+    dropped: u64,
+    deferred: u64,
+}
+
+/// Open and check `h`'s files (every one when there are at most
+/// `eager_files`, else only those without a handle; the rest are kept
+/// unverified, checked when a worker opens them to prefetch).
+pub fn verify_files(h: &AppHistory, eager_files: usize) -> Verification {
     let lazy = h.files.len() > eager_files;
     // Verified in inode order: the inode-table reads of a cold cache then
     // go up the disk (and ext4's inode-table readahead serves the next
     // ones); seeded in id order afterwards. RESTORE_THREADS threads take a
     // contiguous share each, so a cold history of many files keeps several
     // inode and extent reads in flight instead of one.
-    let mut files: Vec<&FileRecord> = h
-        .files
-        .iter()
-        .filter(|f| !lazy || f.handle.is_none())
+    let mut files: Vec<usize> = (0..h.files.len())
+        .filter(|&i| !lazy || h.files[i].handle.is_none())
         .collect();
-    files.sort_by_key(|f| (f.dev, f.ino));
-    // (record, extents, by handle); each descriptor is closed at once so a
-    // history of many files needs no more than one per thread.
-    type Verified<'a> = (&'a FileRecord, Vec<outrider_sys::Extent>, bool);
+    files.sort_by_key(|&i| (h.files[i].dev, h.files[i].ino));
+    // Each descriptor is closed at once so a history of many files needs
+    // no more than one per thread.
     let share = files.len().div_ceil(RESTORE_THREADS).max(1);
-    let results: Vec<(Vec<Verified<'_>>, u64)> = std::thread::scope(|sc| {
+    let results: Vec<(Vec<Kept>, u64)> = std::thread::scope(|sc| {
         let workers: Vec<_> = files
             .chunks(share)
-            .map(|part| {
-                sc.spawn(move || {
-                    let mut mounts = handle::Mounts::default();
-                    let mut ok = Vec::with_capacity(part.len());
-                    let mut dropped = 0u64;
-                    for f in part {
-                        match verify(f, &mut mounts) {
-                            Ok((file, by_handle)) => {
-                                let ex = outrider_sys::fiemap(file.as_fd()).unwrap_or_default();
-                                ok.push((*f, ex, by_handle));
-                            }
-                            Err(_) => dropped += 1,
-                        }
-                    }
-                    (ok, dropped)
-                })
-            })
+            .map(|part| sc.spawn(move || verify_part(h, part)))
             .collect();
         workers
             .into_iter()
             .map(|w| w.join().expect("a verify thread does not panic"))
             .collect()
     });
-    let mut verified: Vec<Verified<'_>> = Vec::with_capacity(files.len());
+    let mut v = Verification::default();
     for (ok, dropped) in results {
-        verified.extend(ok);
-        r.files_dropped += dropped;
+        v.kept.extend(ok);
+        v.dropped += dropped;
     }
     // Deferred files: registered as saved, checked when opened.
-    let mut deferred: Vec<Verified<'_>> = if lazy {
-        h.files
-            .iter()
-            .filter(|f| f.handle.is_some())
-            .map(|f| (f, Vec::new(), true))
-            .collect()
-    } else {
-        Vec::new()
+    if lazy {
+        let deferred: Vec<usize> = (0..h.files.len())
+            .filter(|&i| h.files[i].handle.is_some())
+            .collect();
+        v.deferred = deferred.len() as u64;
+        v.kept
+            .extend(deferred.into_iter().map(|i| (i, Vec::new(), true)));
+    }
+    v.kept.sort_by_key(|k| h.files[k.0].id);
+    v
+}
+
+/// One verify thread's share: (index, extents, by handle) of the files
+/// kept, and how many were dropped.
+fn verify_part(
+    h: &AppHistory,
+    part: &[usize],
+) -> (Vec<(usize, Vec<outrider_sys::Extent>, bool)>, u64) {
+    let mut mounts = handle::Mounts::default();
+    let mut ok = Vec::with_capacity(part.len());
+    let mut dropped = 0u64;
+    for &i in part {
+        match verify(&h.files[i], &mut mounts) {
+            Ok((file, by_handle)) => {
+                let ex = outrider_sys::fiemap(file.as_fd()).unwrap_or_default();
+                ok.push((i, ex, by_handle));
+            }
+            Err(_) => dropped += 1,
+        }
+    }
+    (ok, dropped)
+}
+
+/// Register the files `v` kept in `table` under their saved ids. Call
+/// before the run's first event reaches the table (it must not have
+/// allocated ids yet).
+pub fn seed(h: &AppHistory, v: Verification, table: &mut FileTable) -> Restored {
+    let mut r = Restored {
+        runs_before: h.runs,
+        files_dropped: v.dropped,
+        deferred: v.deferred,
+        ..Restored::default()
     };
-    r.deferred = deferred.len() as u64;
-    verified.append(&mut deferred);
-    verified.sort_by_key(|v| v.0.id);
-    for (f, ex, by_handle) in verified {
+    for (i, ex, by_handle) in v.kept {
+        let f = &h.files[i];
         let info = FileInfo {
             dev: f.dev,
             ino: f.ino,

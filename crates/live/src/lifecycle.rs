@@ -1,9 +1,10 @@
-//! The lifecycle of one live run (`outrider run`): tracing set up while
-//! the application's history loads, the program run under a
-//! [`Controller`], the history saved after it (in a background child, so
-//! the program's caller does not wait), and the summary.
+//! The lifecycle of one live run (`outrider run`): tracing set up, the
+//! program started and the application's history loaded as it starts
+//! ([`starting`]), the program run under a [`Controller`], the history
+//! saved after it (in a background child, so the program's caller does
+//! not wait), and the summary.
 //!
-//! History: the store at [`RunOptions::history`] is read before the run:
+//! History: the store at [`RunOptions::history`] is read as the run starts:
 //! the files the application's last run touched (those changed or deleted
 //! since are dropped) are registered under their saved ids, and the policy
 //! loads its own saved blob ([`outrider_core::Policy::load_history`]).
@@ -16,7 +17,7 @@
 
 use crate::controller::{Controller, ControllerOptions, LiveStats};
 use crate::history;
-use crate::metawalk::{self, MetaWalk, WalkStats};
+use crate::metawalk::{MetaWalk, WalkStats};
 use crate::session::{exit_code, install_signal_handlers, run_traced_on, signalled};
 use crate::tracefs::{AtEnd, Instance, InstanceOptions, TraceFsError};
 use outrider_core::metrics::Report;
@@ -141,25 +142,23 @@ pub fn run(
 ) -> std::io::Result<Ended> {
     let mut ctl = Controller::new(policy, opts.controller.clone());
     let cwd = std::env::current_dir().unwrap_or_default();
-    let key = history::app_key(&opts.cmd, &cwd, opts.app_key.as_deref());
     let db = opts.history.as_deref();
-    // Wait for a previous run's background save of this store to finish.
-    let load_lock = db.and_then(|d| HistoryLock::take(d, libc::LOCK_SH));
-    let mut loaded = Loaded::default();
-    let mut store = db.and_then(open_store);
-    if let Some(st) = &store {
-        loaded = load(st, &key, opts, &mut ctl);
-    }
-    ctl.limit(&loaded.gate);
+    let loading = db.and_then(|d| starting::start_loading(d, opts, &cwd));
     let opened = tracing.finish()?;
+    let mut starting = Starting::new(&mut ctl, loading, &opts.policy_spec);
     if let Some(sig) = signalled() {
         // Interrupted before the program started: remove the instance
         // and end as the program would have.
         drop(opened);
+        starting.finish_loading();
         return Ok(Ended::Interrupted((128 + sig) as u8));
     }
-    drop(load_lock);
-    let out = match run_traced_on(&opts.cmd, opened, &mut ctl) {
+    let out = run_traced_on(&opts.cmd, opened, &mut starting);
+    // The load's end (a program that could not start never let it in).
+    starting.finish_loading();
+    let (mut loaded, mut store) = (std::mem::take(&mut starting.loaded), starting.store.take());
+    let key = std::mem::take(&mut starting.key);
+    let out = match out {
         Ok(out) => out,
         Err(e) => return Ok(Ended::CannotRun(e)),
     };
@@ -312,48 +311,6 @@ struct Loaded {
     restore_s: f64,
 }
 
-/// Load the application's history: its files into the controller's
-/// table, the policy's blob into the policy, and start the metadata walk.
-fn load(st: &Store, key: &str, opts: &RunOptions, ctl: &mut Controller) -> Loaded {
-    let t_load = std::time::Instant::now();
-    let mut l = Loaded::default();
-    let loaded = st.load_run(key);
-    l.load_s = t_load.elapsed().as_secs_f64();
-    match loaded {
-        Ok(Some(h)) => {
-            let t = std::time::Instant::now();
-            l.restored = history::restore(&h, ctl.files_mut());
-            l.restore_s = t.elapsed().as_secs_f64();
-            l.policy_loaded = match st.load_into(key, &opts.policy_spec, ctl.policy_mut()) {
-                Ok(loaded) => loaded,
-                Err(e) => {
-                    outrider_sys::warnln!("outrider: warning: {e}; starting fresh");
-                    false
-                }
-            };
-            // The files in the previous run's first-touch (id) order.
-            if l.policy_loaded && opts.metadata_walk && !h.files.is_empty() {
-                l.walk = MetaWalk::start(metawalk::walk_order(
-                    h.files.iter().map(|f| Path::new(&f.path)),
-                ));
-            }
-            l.gate = st
-                .load_history(key, &gate_name(&opts.policy_spec))
-                .ok()
-                .flatten()
-                .and_then(|b| Gate::decode(&b))
-                .unwrap_or_default();
-            let runs = h.runs;
-            let mut files = h.files;
-            files.sort_unstable_by_key(|f| f.id);
-            l.files = Some((files, runs));
-        }
-        Ok(None) => {}
-        Err(e) => outrider_sys::warnln!("outrider: warning: {e}; starting without history"),
-    }
-    l
-}
-
 /// Save the history (one transaction, only when tracing worked: a partial
 /// list would replace a good one). Returns how it was saved.
 fn save(
@@ -378,7 +335,7 @@ fn save(
         if save_in_background(db, job, ctl, opts.orig_cgroup.as_deref()) {
             "background"
         } else {
-            if let Some(st) = open_store(db) {
+            if let Some(st) = open_store(db, |_| false) {
                 job.save(st, ctl);
             }
             "foreground"
@@ -508,4 +465,6 @@ impl RunOutcome {
 }
 
 mod save;
+mod starting;
 use save::{open_store, own_cpu_s, save_in_background, HistoryLock, SaveJob};
+use starting::Starting;

@@ -517,6 +517,20 @@ impl Store {
         tx.commit().map_err(sql)
     }
 
+    /// Whether a run of `app_key` was saved (one indexed lookup: a run
+    /// of a new application does not read the rest of the store).
+    pub fn has_run(&self, app_key: &str) -> Result<bool, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT 1 FROM app_runs WHERE app_key = ?1",
+                [app_key],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|r| r.is_some())
+            .map_err(|e| self.sql(e))
+    }
+
     /// The last saved run of `app_key`, if any (files by id).
     pub fn load_run(&self, app_key: &str) -> Result<Option<AppHistory>, StoreError> {
         let row: Option<(String, String, String, i64, Vec<u8>)> = self

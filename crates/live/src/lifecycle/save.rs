@@ -139,10 +139,27 @@ impl HistoryLock {
     }
 }
 
-pub(super) fn open_store(path: &Path) -> Option<Store> {
-    // Our own database is read at random by SQLite; on a cold cache that
-    // was most of a large history's load time. Read it (and its WAL)
-    // through once, sequentially, first — up to STORE_WARM_BYTES each.
+/// Open the store at `path`; when `warm` says so of the open store, read
+/// it through first.
+pub(super) fn open_store(path: &Path, warm: impl FnOnce(&Store) -> bool) -> Option<Store> {
+    match Store::open(path) {
+        Ok(s) => {
+            if warm(&s) {
+                warm_store(path);
+            }
+            Some(s)
+        }
+        Err(e) => {
+            outrider_sys::warnln!("outrider: warning: {e}; running without history");
+            None
+        }
+    }
+}
+
+/// Our own database is read at random by SQLite; on a cold cache that was
+/// most of a large history's load time. Read it (and its WAL) through
+/// once, sequentially — up to STORE_WARM_BYTES each.
+fn warm_store(path: &Path) {
     for p in [path.to_path_buf(), path.with_extension("db-wal")] {
         if let Ok(mut f) = outrider_sys::open_regular(&p, outrider_sys::Follow::Never) {
             if f.metadata().is_ok_and(|m| m.len() <= STORE_WARM_BYTES) {
@@ -150,13 +167,6 @@ pub(super) fn open_store(path: &Path) -> Option<Store> {
                 let mut buf = vec![0u8; 1 << 20];
                 while matches!(std::io::Read::read(&mut f, &mut buf), Ok(n) if n > 0) {}
             }
-        }
-    }
-    match Store::open(path) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            outrider_sys::warnln!("outrider: warning: {e}; running without history");
-            None
         }
     }
 }

@@ -1,0 +1,266 @@
+//! The history loaded while the program starts: the store opened, the
+//! application's files verified and its policy blob read on a thread of
+//! their own, and the controller held back until they are in.
+//!
+//! Loading before the program started put the store's cold read and one
+//! open, fstat and FIEMAP per history file (cold inode reads) on every
+//! run's critical path. Now the program is spawned as soon as tracing is
+//! ready; its first events wait in [`Starting`] (at most [`MAX_HELD`]) and
+//! reach the controller after the history, in the order the controller
+//! always saw them: history, [`Handler::on_start`], events. Replay starts
+//! when it did before, relative to outrider's start; the program no longer
+//! waits for it.
+
+use super::save::{open_store, HistoryLock};
+use super::{gate_name, Loaded, RunOptions};
+use crate::controller::Controller;
+use crate::history::{self, Verification, EAGER_FILES};
+use crate::metawalk::{self, MetaWalk};
+use crate::session::{Handler, IDLE_SLEEP};
+use crate::tracefs::LiveEvent;
+use outrider_driver::benefit::Gate;
+use outrider_store::{AppHistory, Store, StoreError};
+use std::path::Path;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Events held while the history loads, at most (~12 MiB); past it the
+/// controller waits for the load instead (the kernel's buffers then hold
+/// what follows).
+const MAX_HELD: usize = 1 << 18;
+
+/// What the loading thread read.
+#[derive(Default)]
+pub(super) struct Prepared {
+    key: String,
+    store: Option<Store>,
+    history: Option<AppHistory>,
+    verification: Verification,
+    policy_blob: Option<Vec<u8>>,
+    gate: Gate,
+    walk: Option<MetaWalk>,
+    load_s: f64,
+    verify_s: f64,
+}
+
+/// Start loading the history of `opts`' application (run in `cwd`) from
+/// the store at `db` on a new thread. Its key is found there too: the
+/// executable's search through `PATH` is a few cold directory reads (2.5
+/// ms of `outrider run -- true` on a cold cache, measured).
+pub(super) fn start_loading(
+    db: &Path,
+    opts: &RunOptions,
+    cwd: &Path,
+) -> Option<JoinHandle<Prepared>> {
+    let (db, cwd) = (db.to_path_buf(), cwd.to_path_buf());
+    let (cmd, name) = (opts.cmd.clone(), opts.app_key.clone());
+    let (spec, walk) = (opts.policy_spec.clone(), opts.metadata_walk);
+    std::thread::Builder::new()
+        .name("outrider-history".into())
+        .spawn(move || {
+            let key = history::app_key(&cmd, &cwd, name.as_deref());
+            prepare(&db, key, &spec, walk)
+        })
+        .ok()
+}
+
+fn prepare(db: &Path, key: String, spec: &str, metadata_walk: bool) -> Prepared {
+    let t = Instant::now();
+    // Wait for a previous run's background save of this store to finish.
+    let lock = HistoryLock::take(db, libc::LOCK_SH);
+    let mut p = Prepared {
+        key: key.clone(),
+        ..Prepared::default()
+    };
+    let Some(st) = open_store(db, |st| st.has_run(&key).unwrap_or(true)) else {
+        return p;
+    };
+    let loaded = st.load_run(&key);
+    p.load_s = t.elapsed().as_secs_f64();
+    match loaded {
+        Ok(Some(h)) => {
+            let t = Instant::now();
+            p.verification = history::verify_files(&h, EAGER_FILES);
+            p.verify_s = t.elapsed().as_secs_f64();
+            p.policy_blob = match st.load_history(&key, spec) {
+                Ok(b) => b,
+                Err(e) => {
+                    outrider_sys::warnln!("outrider: warning: {e}; starting fresh");
+                    None
+                }
+            };
+            // The files in the previous run's first-touch (id) order.
+            if p.policy_blob.is_some() && metadata_walk && !h.files.is_empty() {
+                p.walk = MetaWalk::start(metawalk::walk_order(
+                    h.files.iter().map(|f| Path::new(&f.path)),
+                ));
+            }
+            p.gate = (st.load_history(&key, &gate_name(spec)).ok().flatten())
+                .and_then(|b| Gate::decode(&b))
+                .unwrap_or_default();
+            p.history = Some(h);
+        }
+        Ok(None) => {}
+        Err(e) => outrider_sys::warnln!("outrider: warning: {e}; starting without history"),
+    }
+    drop(lock);
+    p.store = Some(st);
+    p
+}
+
+/// The controller behind a history still loading: holds the program's
+/// start and first events until the history is in.
+pub(super) struct Starting<'a> {
+    ctl: &'a mut Controller,
+    loading: Option<JoinHandle<Prepared>>,
+    policy_spec: String,
+    started: Option<(u32, u64)>,
+    running: bool,
+    held: Vec<LiveEvent>,
+    held_in_tree: Vec<bool>,
+    /// What the load gave (filled once it is in).
+    pub(super) loaded: Loaded,
+    /// The store, to save into after the run.
+    pub(super) store: Option<Store>,
+    /// The application's key in the store (found by the load).
+    pub(super) key: String,
+}
+
+impl<'a> Starting<'a> {
+    pub(super) fn new(
+        ctl: &'a mut Controller,
+        loading: Option<JoinHandle<Prepared>>,
+        policy_spec: &str,
+    ) -> Self {
+        Starting {
+            ctl,
+            loading,
+            key: String::new(),
+            policy_spec: policy_spec.to_string(),
+            started: None,
+            running: false,
+            held: Vec::new(),
+            held_in_tree: Vec::new(),
+            loaded: Loaded::default(),
+            store: None,
+        }
+    }
+
+    /// Wait for the load (if any) and take it in; for a program that
+    /// could not be started.
+    pub(super) fn finish_loading(&mut self) {
+        self.advance(true);
+    }
+
+    /// Take the load in once it is done (`block`: wait for it), then the
+    /// program's start and the events held; true when the controller is
+    /// running.
+    fn advance(&mut self, block: bool) -> bool {
+        if let Some(h) = self.loading.take_if(|h| block || h.is_finished()) {
+            let p = h.join().unwrap_or_else(|_| {
+                outrider_sys::warnln!(
+                    "outrider: warning: loading the history failed; starting without history"
+                );
+                Prepared::default()
+            });
+            self.take_in(p);
+        }
+        if self.loading.is_some() {
+            return false;
+        }
+        if let Some((root, t0)) = self.started.take() {
+            self.ctl.on_start(root, t0);
+            self.running = true;
+        }
+        if self.running && !self.held.is_empty() {
+            self.ctl.on_events(&self.held, &self.held_in_tree);
+            self.held = Vec::new();
+            self.held_in_tree = Vec::new();
+        }
+        self.running
+    }
+
+    /// The history into the controller: files under their saved ids, the
+    /// policy's blob, the benefit gate's limits.
+    fn take_in(&mut self, p: Prepared) {
+        let l = &mut self.loaded;
+        self.key = p.key;
+        l.load_s = p.load_s;
+        l.walk = p.walk;
+        l.gate = p.gate;
+        self.store = p.store;
+        if let Some(h) = p.history {
+            let t = Instant::now();
+            l.restored = history::seed(&h, p.verification, self.ctl.files_mut());
+            l.restore_s = p.verify_s + t.elapsed().as_secs_f64();
+            l.policy_loaded = p.policy_blob.is_some_and(|b| {
+                let r = self.ctl.policy_mut().load_history(&b);
+                if let Err(why) = &r {
+                    let e = StoreError::Corrupt {
+                        path: self
+                            .store
+                            .as_ref()
+                            .map(|s| s.path().to_path_buf())
+                            .unwrap_or_default(),
+                        app_key: self.key.clone(),
+                        name: self.policy_spec.clone(),
+                        why: why.clone(),
+                    };
+                    outrider_sys::warnln!("outrider: warning: {e}; starting fresh");
+                }
+                r.is_ok()
+            });
+            let runs = h.runs;
+            let mut files = h.files;
+            files.sort_unstable_by_key(|f| f.id);
+            l.files = Some((files, runs));
+        }
+        self.ctl.limit(&l.gate);
+    }
+}
+
+impl Handler for Starting<'_> {
+    fn on_start(&mut self, root_pid: u32, t0_ns: u64) {
+        self.started = Some((root_pid, t0_ns));
+        self.advance(false);
+    }
+
+    fn on_events(&mut self, events: &[LiveEvent], in_tree: &[bool]) {
+        let full = self.held.len() + events.len() > MAX_HELD;
+        if self.advance(full) {
+            self.ctl.on_events(events, in_tree);
+        } else {
+            self.held.extend_from_slice(events);
+            self.held_in_tree.extend_from_slice(in_tree);
+        }
+    }
+
+    fn on_poll(&mut self, now_ns: u64) {
+        if self.advance(false) {
+            self.ctl.on_poll(now_ns);
+        }
+    }
+
+    fn idle_wait(&self) -> Duration {
+        match self.loading {
+            Some(_) => IDLE_SLEEP,
+            None => self.ctl.idle_wait(),
+        }
+    }
+
+    fn batch_wait(&self) -> Duration {
+        match self.loading {
+            Some(_) => IDLE_SLEEP,
+            None => self.ctl.batch_wait(),
+        }
+    }
+
+    fn on_fault(&mut self, why: &str) {
+        self.ctl.on_fault(why);
+    }
+
+    fn on_finish(&mut self, now_ns: u64) {
+        self.advance(true);
+        self.ctl.on_finish(now_ns);
+    }
+}
