@@ -34,16 +34,6 @@ Trace formats (--format): auto, native, lcs-csv, oracle, oracle-pages, disksim, 
 Suites (--workload): paper-suite, paper-suite-large; `outrider workloads` lists the rest.
 Metrics (table and --json): see docs/metrics.md.";
 
-/// `run --help` examples.
-pub const RUN_EXAMPLES: &str = "\
-Examples:
-  sudo outrider run -- ./my-program args
-  sudo outrider run --policy stride --json-file run.json -- sh -c 'grep -r foo src'
-  sudo outrider run --app-key nightly-build --budget 512MiB -- make -j8
-  outrider run --no-history -- python3 -c 'import numpy'
-
-Policies (--policy): `outrider policies`. Budget (--budget): a size (512MiB, 1.5GiB) or a fraction (0.25).";
-
 /// `daemon --help` examples.
 pub const DAEMON_EXAMPLES: &str = "\
 Examples:

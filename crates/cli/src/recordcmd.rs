@@ -60,7 +60,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
     );
     let out = match out {
         Ok(out) => out,
-        Err(e) => return Ok(cannot_run(&a.cmd, &e)),
+        Err(e) => return Ok(crate::runcmd::cannot_run(&a.cmd, &e)),
     };
     let code = exit_code(&out.status);
     let dropped = rec.dropped;
@@ -92,11 +92,4 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(code)
-}
-
-/// A program that could not be started: say why, and end as `env` and
-/// `timeout` do (127 not found, 126 not executable).
-pub fn cannot_run(cmd: &[OsString], e: &std::io::Error) -> u8 {
-    outrider_sys::warnln!("outrider: cannot run {}: {e}", cmd[0].to_string_lossy());
-    outrider_sys::launch::spawn_failure_code(e)
 }

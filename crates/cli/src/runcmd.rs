@@ -16,6 +16,16 @@ use outrider_live::lifecycle::{self, Ended, RunOptions};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// `run --help` examples.
+pub const RUN_EXAMPLES: &str = "\
+Examples:
+  sudo outrider run -- ./my-program args
+  sudo outrider run --policy stride --json-file run.json -- sh -c 'grep -r foo src'
+  sudo outrider run --app-key nightly-build --budget 512MiB -- make -j8
+  outrider run --no-history -- python3 -c 'import numpy'
+
+Policies (--policy): `outrider policies`. Budget (--budget): a size (512MiB, 1.5GiB) or a fraction (0.25).";
+
 /// Default policy of `run`: `auto` — history replay when the store has
 /// this application's history, forward, reverse and strided streams
 /// otherwise (`outrider policies` describes it).
@@ -153,7 +163,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     let o = match lifecycle::run(&opts, policy, tracing)? {
         Ended::Ran(o) => o,
         Ended::Interrupted(code) => return Ok(code),
-        Ended::CannotRun(e) => return Ok(crate::recordcmd::cannot_run(&a.cmd, &e)),
+        Ended::CannotRun(e) => return Ok(cannot_run(&a.cmd, &e)),
     };
     if !a.quiet {
         // A closed stderr loses the summary, nothing else.
@@ -170,4 +180,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         std::process::exit(i32::from(o.code));
     }
     Ok(o.code)
+}
+
+/// A program that could not be started: say why, and end as `env` and
+/// `timeout` do (127 not found, 126 not executable).
+pub fn cannot_run(cmd: &[OsString], e: &std::io::Error) -> u8 {
+    outrider_sys::warnln!("outrider: cannot run {}: {e}", cmd[0].to_string_lossy());
+    outrider_sys::launch::spawn_failure_code(e)
 }

@@ -402,3 +402,47 @@ fn run_and_record_survive_a_closed_stderr() {
         assert_eq!(status.code(), Some(3), "{args:?}: {status:?}");
     }
 }
+
+/// `outrider` serves `run` itself and runs `outrider-tools` (beside it) for
+/// every other command, as `outrider`; without the tools it says so.
+#[test]
+fn commands_other_than_run_are_the_tools_beside_outrider() {
+    let version = outrider(&["--version"]);
+    assert!(version.status.success(), "{}", stderr(&version));
+    assert!(
+        stdout(&version).starts_with("outrider "),
+        "{}",
+        stdout(&version)
+    );
+    let help = outrider(&["help", "run"]);
+    assert!(
+        stdout(&help).contains("Usage: outrider run"),
+        "{}",
+        stdout(&help)
+    );
+    let front = outrider(&["run", "--help"]);
+    assert_eq!(stdout(&front), stdout(&help));
+
+    let dir = tempfile::tempdir().unwrap();
+    let alone = dir.path().join("outrider");
+    std::fs::copy(env!("CARGO_BIN_EXE_outrider"), &alone).unwrap();
+    let o = Command::new(&alone).args(["policies"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let tools = dir.path().join("outrider-tools");
+    assert!(
+        err.contains(&format!("cannot run {}", tools.display()))
+            && err.contains("install it beside"),
+        "{err}"
+    );
+    let run = Command::new(&alone)
+        .args(["run", "--no-history", "-q", "--", "sh", "-c", "exit 4"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}

@@ -1,4 +1,6 @@
-//! The `outrider` command line (DESIGN.md "Command line").
+//! The `outrider` command line (DESIGN.md "Command line"): every command,
+//! as the `outrider-tools` executable, which `outrider` ([`front`](../front.rs))
+//! runs in its place for all but `run`.
 //!
 //! Exit codes: 0 success; 2 bad input (an argument, a trace record, a
 //! policy or workload specification) with a message naming what was wrong;
@@ -9,6 +11,7 @@ mod calibrate;
 mod daemoncmd;
 mod devmodel;
 mod docs;
+mod errors;
 mod history;
 mod input;
 mod mrccmd;
@@ -22,24 +25,8 @@ mod sweepcmd;
 mod tracecmd;
 
 use clap::{Parser, Subcommand};
+pub use errors::{error_exit, usage, Usage};
 use std::process::ExitCode;
-
-/// A user-input error: printed and turned into exit code 2.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
-
-/// Shorthand: a user-input error.
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(Usage(msg.into()))
-}
 
 #[derive(Parser)]
 #[command(
@@ -74,7 +61,7 @@ enum Cmd {
         cmd: tracecmd::TraceCmd,
     },
     /// Run a program, prefetching for it live; exit code passed through.
-    #[command(after_help = docs::RUN_EXAMPLES)]
+    #[command(after_help = runcmd::RUN_EXAMPLES)]
     Run(runcmd::RunArgs),
     /// Machine-wide prefetching: record each program's launch set and
     /// replay it at its next launch (and the boot set at start); runs in
@@ -159,16 +146,5 @@ fn die_quietly_on_closed_pipe() {
     // thread is started.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
-/// One of our own errors: its message on stderr, exit code 2 for bad input
-/// ([`Usage`]), 1 for anything else.
-fn error_exit(e: anyhow::Error) -> ExitCode {
-    outrider_sys::warnln!("outrider: {e:#}");
-    if e.downcast_ref::<Usage>().is_some() {
-        ExitCode::from(2)
-    } else {
-        ExitCode::from(1)
     }
 }
