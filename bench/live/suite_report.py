@@ -276,7 +276,7 @@ def fixed_cost(work, fixed, conf):
     cplain = med(fixed.get("coldplain"))
     if cplain is not None:
         print(f"| `/bin/true`, cold | {cplain * 1e3:.1f} | - | - | - |")
-        for arm, label in (("coldversion", "`outrider --version`, cold (loading outrider alone)"),
+        for arm, label in (("coldload", "`outrider run --help`, cold (loading outrider alone)"),
                            ("coldnohist", "`outrider run -q --no-history -- /bin/true`, cold")):
             w = med(fixed.get(arm))
             if w is not None:

@@ -375,7 +375,7 @@ fn the_end_of_an_unopened_file_is_learned_from_the_kernels_readahead() {
             last_index,
         },
     };
-    let mut demand = |c: &mut Controller, evs: &[LiveEvent]| {
+    let demand = |c: &mut Controller, evs: &[LiveEvent]| {
         let before = c.k.stats.demand_pages;
         c.on_events(evs, &vec![true; evs.len()]);
         c.k.stats.demand_pages - before
