@@ -146,6 +146,7 @@ pub fn run(
     let loading = db.and_then(|d| starting::start_loading(d, opts, &cwd));
     let opened = tracing.finish()?;
     let mut starting = Starting::new(&mut ctl, loading, &opts.policy_spec);
+    starting.wait_loading(starting::LOAD_WAIT);
     if let Some(sig) = signalled() {
         // Interrupted before the program started: remove the instance
         // and end as the program would have.
