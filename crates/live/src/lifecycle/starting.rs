@@ -285,3 +285,71 @@ impl Handler for Starting<'_> {
         self.ctl.on_finish(now_ns);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::ControllerOptions;
+    use crate::tracefs::EventKind;
+    use outrider_store::FileRecord;
+    use std::os::unix::fs::MetadataExt;
+
+    /// A history still loading when the program starts: its first events
+    /// wait, and reach the controller after the history's files took
+    /// their saved ids (an event first would have taken id 1 itself).
+    #[test]
+    fn events_before_the_history_is_in_wait_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("saved");
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        let md = std::fs::metadata(&path).unwrap();
+        let h = AppHistory {
+            runs: 1,
+            files: vec![FileRecord {
+                id: 1,
+                dev: md.dev(),
+                ino: md.ino(),
+                handle: None,
+                path: path.display().to_string(),
+                size: md.size(),
+                mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
+            }],
+            ..AppHistory::default()
+        };
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let loading = std::thread::spawn(move || {
+            wait.recv().unwrap();
+            let verification = history::verify_files(&h, EAGER_FILES);
+            Prepared {
+                history: Some(h),
+                verification,
+                ..Prepared::default()
+            }
+        });
+        let policy = outrider_core::build_policy("none").unwrap();
+        let mut ctl = Controller::new(policy, ControllerOptions::default());
+        let mut s = Starting::new(&mut ctl, Some(loading), "none");
+        s.wait_loading(Duration::from_millis(1));
+        s.on_start(42, 1_000_000_000);
+        let read = LiveEvent {
+            ts_ns: 1_000_000_010,
+            pid: 42,
+            kind: EventKind::GetPages {
+                dev: 7,
+                ino: 99,
+                index: 0,
+                last_index: 0,
+            },
+        };
+        s.on_events(&[read], &[true]);
+        s.on_poll(1_000_000_020);
+        assert_eq!((s.held.len(), s.running), (1, false));
+        go.send(()).unwrap();
+        s.on_finish(1_000_000_030);
+        assert!(s.running && s.held.is_empty());
+        let restored = s.loaded.restored.clone();
+        assert_eq!((restored.files_kept, restored.files_dropped), (1, 0));
+        assert_eq!(ctl.files().len(), 2);
+        assert_eq!(ctl.stats().accesses, 1);
+    }
+}
