@@ -29,9 +29,8 @@ use std::time::{Duration, Instant};
 /// the program has read on its own competes with it: `tar` of a 31 k-file
 /// tree, run 2, 0.85 s when it waited for its history (60-70 ms) against
 /// 0.95 s when it did not (medians of 9, alternated, cold cache, copies of
-/// one store). Bounded,
-/// so a store busy with another run's save, or slow to read, never holds a
-/// program back longer.
+/// one store). Bounded, so a store busy with another run's save, or slow to
+/// read, never holds a program back longer.
 pub(super) const LOAD_WAIT: Duration = Duration::from_millis(150);
 /// How often the wait looks whether the load is done.
 const LOAD_POLL: Duration = Duration::from_micros(250);
