@@ -44,8 +44,7 @@ struct Front {
 
 #[derive(Subcommand)]
 enum FrontCmd {
-    /// Run a program, prefetching for it live; exit code passed through.
-    #[command(after_help = runcmd::RUN_EXAMPLES)]
+    #[command(about = runcmd::RUN_ABOUT, after_help = runcmd::RUN_EXAMPLES)]
     Run(runcmd::RunArgs),
 }
 

@@ -16,6 +16,10 @@ use outrider_live::lifecycle::{self, Ended, RunOptions};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+/// What `run` does, as `outrider help` and `outrider run --help` say it
+/// (both `outrider` and `outrider-tools` declare the command).
+pub const RUN_ABOUT: &str = "Run a program, prefetching for it live; exit code passed through";
+
 /// `run --help` examples.
 pub const RUN_EXAMPLES: &str = "\
 Examples:

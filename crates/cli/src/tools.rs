@@ -60,8 +60,7 @@ enum Cmd {
         #[command(subcommand)]
         cmd: tracecmd::TraceCmd,
     },
-    /// Run a program, prefetching for it live; exit code passed through.
-    #[command(after_help = runcmd::RUN_EXAMPLES)]
+    #[command(about = runcmd::RUN_ABOUT, after_help = runcmd::RUN_EXAMPLES)]
     Run(runcmd::RunArgs),
     /// Machine-wide prefetching: record each program's launch set and
     /// replay it at its next launch (and the boot set at start); runs in

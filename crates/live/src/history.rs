@@ -211,10 +211,7 @@ pub fn verify_files(h: &AppHistory, eager_files: usize) -> Verification {
 
 /// One verify thread's share: (index, extents, by handle) of the files
 /// kept, and how many were dropped.
-fn verify_part(
-    h: &AppHistory,
-    part: &[usize],
-) -> (Vec<(usize, Vec<outrider_sys::Extent>, bool)>, u64) {
+fn verify_part(h: &AppHistory, part: &[usize]) -> (Vec<Kept>, u64) {
     let mut mounts = handle::Mounts::default();
     let mut ok = Vec::with_capacity(part.len());
     let mut dropped = 0u64;

@@ -653,15 +653,28 @@ impl Store {
         let Some(blob) = self.load_history(app_key, name)? else {
             return Ok(false);
         };
+        self.decode_into(app_key, name, &blob, policy)?;
+        Ok(true)
+    }
+
+    /// Load `blob`, the history `name` of `app_key` read from this store
+    /// before ([`Store::load_history`]), into `policy`; on failure the
+    /// policy is left fresh and the error names the store, key and name.
+    pub fn decode_into(
+        &self,
+        app_key: &str,
+        name: &str,
+        blob: &[u8],
+        policy: &mut dyn Policy,
+    ) -> Result<(), StoreError> {
         policy
-            .load_history(&blob)
+            .load_history(blob)
             .map_err(|why| StoreError::Corrupt {
                 path: self.path.clone(),
                 app_key: app_key.into(),
                 name: name.into(),
                 why,
-            })?;
-        Ok(true)
+            })
     }
 }
 

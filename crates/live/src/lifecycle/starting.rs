@@ -19,7 +19,7 @@ use crate::metawalk::{self, MetaWalk};
 use crate::session::{Handler, IDLE_SLEEP};
 use crate::tracefs::LiveEvent;
 use outrider_driver::benefit::Gate;
-use outrider_store::{AppHistory, Store, StoreError};
+use outrider_store::{AppHistory, Store};
 use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -213,23 +213,20 @@ impl<'a> Starting<'a> {
             let t = Instant::now();
             l.restored = history::seed(&h, p.verification, self.ctl.files_mut());
             l.restore_s = p.verify_s + t.elapsed().as_secs_f64();
-            l.policy_loaded = p.policy_blob.is_some_and(|b| {
-                let r = self.ctl.policy_mut().load_history(&b);
-                if let Err(why) = &r {
-                    let e = StoreError::Corrupt {
-                        path: self
-                            .store
-                            .as_ref()
-                            .map(|s| s.path().to_path_buf())
-                            .unwrap_or_default(),
-                        app_key: self.key.clone(),
-                        name: self.policy_spec.clone(),
-                        why: why.clone(),
-                    };
-                    outrider_sys::warnln!("outrider: warning: {e}; starting fresh");
+            // The blob came from the store, so the store is at hand.
+            l.policy_loaded = match (p.policy_blob, &self.store) {
+                (Some(b), Some(st)) => {
+                    let policy = self.ctl.policy_mut();
+                    match st.decode_into(&self.key, &self.policy_spec, &b, policy) {
+                        Ok(()) => true,
+                        Err(e) => {
+                            outrider_sys::warnln!("outrider: warning: {e}; starting fresh");
+                            false
+                        }
+                    }
                 }
-                r.is_ok()
-            });
+                _ => false,
+            };
             let runs = h.runs;
             let mut files = h.files;
             files.sort_unstable_by_key(|f| f.id);
