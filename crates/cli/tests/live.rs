@@ -404,6 +404,57 @@ fn run_auto_twice_replays_history() {
     assert_eq!(r2["event_source"], "tracefs", "{r2}");
 }
 
+/// A metadata walk (`find` over 40 directories, no file read): run 1
+/// records the directories the program opened (fanotify) and saves them
+/// with the history; run 2 lists them ahead of the program. Counts only.
+#[test]
+fn run_lists_the_directories_its_last_run_opened() {
+    if !is_root() {
+        eprintln!("skipped: needs root for tracefs and fanotify");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let tree = dir.path().join("t");
+    for i in 0..40 {
+        let d = tree.join(format!("d{}/e{i}", i % 5));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("f"), b"x").unwrap();
+    }
+    let (db, tree_arg) = (dir.path().join("h.db"), tree.display().to_string());
+    let run = |i: u32| {
+        let json = dir.path().join(format!("r{i}.json"));
+        let (db, json_arg) = (db.display().to_string(), json.display().to_string());
+        let o = outrider(&[
+            "run",
+            "--history",
+            &db,
+            "--app-key",
+            "dirs-test",
+            "--wait-for-save",
+            "--json-file",
+            &json_arg,
+            "--",
+            "find",
+            &tree_arg,
+            "-name",
+            "nothing",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        json_of(&json)
+    };
+    let r1 = run(1);
+    assert!(r1["metadata_walk"].is_null(), "nothing to walk yet: {r1}");
+    let r2 = run(2);
+    let walk = &r2["metadata_walk"];
+    // The tree's root, its 5 d* and 40 e* directories, and the
+    // directories of the files `find` itself read (its libraries).
+    let files = r2["history"]["files_kept"].as_u64().unwrap();
+    let dirs = walk["dirs"].as_u64().unwrap();
+    assert!(dirs >= 46 && dirs <= 46 + files, "{r2}");
+    assert_eq!(walk["errors"].as_u64(), Some(0), "{r2}");
+    assert!(walk["entries"].as_u64().unwrap() >= 5 + 40 + 40, "{r2}");
+}
+
 /// Remove a test cgroup, retrying for up to 2 s: outrider's detached
 /// tracing-instance remover (forked after outrider joined the cgroup)
 /// stays in it for ~0.1 s after outrider exits.

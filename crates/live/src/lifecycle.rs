@@ -24,6 +24,7 @@ use outrider_core::metrics::Report;
 use outrider_core::{BoxedPolicy, Interests, BLOCK_SIZE};
 use outrider_driver::benefit::{Evidence, Gate, Level};
 use outrider_store::{FileRecord, Store};
+use outrider_sys::dirwatch::DirWatch;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -144,6 +145,15 @@ pub fn run(
     let cwd = std::env::current_dir().unwrap_or_default();
     let db = opts.history.as_deref();
     let loading = db.and_then(|d| starting::start_loading(d, opts, &cwd));
+    let mut dirs = (db.is_some() && opts.metadata_walk)
+        .then(|| {
+            DirWatch::start(
+                watched_file_systems(&opts.cmd, &cwd)
+                    .iter()
+                    .map(PathBuf::as_path),
+            )
+        })
+        .flatten();
     let opened = tracing.finish()?;
     let mut starting = Starting::new(&mut ctl, loading, &opts.policy_spec);
     starting.wait_loading(starting::LOAD_WAIT);
@@ -164,6 +174,11 @@ pub fn run(
         Err(e) => return Ok(Ended::CannotRun(e)),
     };
     let walked = loaded.walk.take().map(MetaWalk::finish);
+    let opened_dirs = dirs.as_mut().map(|w| {
+        let mut d = w.finish();
+        d.retain(|d| out.tree.contains(d.pid));
+        d
+    });
     let mut h = HistoryOutcome {
         db: db.map(Path::to_path_buf),
         app_key: key.clone(),
@@ -197,6 +212,7 @@ pub fn run(
                 cwd: &cwd,
                 loaded_files: loaded.files.take(),
                 gate: gate.after,
+                dirs: dirs.as_ref().zip(opened_dirs.as_deref()),
             };
             h.save = save(st, dbp, &job, &mut ctl, opts);
         }
@@ -349,6 +365,23 @@ fn save(
 
 /// The name the gate of `policy_spec` is stored under, beside the
 /// policy's own blob (no policy name contains `#`).
+/// The name of the history blob listing the directories an application
+/// opened ([`crate::metawalk::encode_dirs`]); not a policy specification.
+pub(crate) const DIRS_BLOB: &str = "#dirs";
+
+/// The file systems whose directory opens a run watches: the root's, the
+/// working directory's, and those of the program's arguments that name
+/// existing paths (the trees a `du`, `find` or `tar` is pointed at).
+fn watched_file_systems(cmd: &[OsString], cwd: &Path) -> Vec<PathBuf> {
+    let mut paths = vec![PathBuf::from("/"), cwd.to_path_buf()];
+    let args = cmd.iter().skip(1).take(MAX_WATCHED_ARGS);
+    paths.extend(args.map(|a| cwd.join(a)).filter(|p| p.exists()));
+    paths
+}
+
+/// Arguments looked at for [`watched_file_systems`].
+const MAX_WATCHED_ARGS: usize = 16;
+
 pub(crate) fn gate_name(policy_spec: &str) -> String {
     format!("{policy_spec}#gate")
 }

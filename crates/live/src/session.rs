@@ -81,6 +81,8 @@ pub struct SessionOutcome {
     pub elapsed_s: f64,
     /// Tasks in the traced tree.
     pub tasks: usize,
+    /// The traced tree: every task that was in it.
+    pub tree: ProcessTree,
 }
 
 /// The child's exit code as a shell reports it: its code, or 128 + the
@@ -225,6 +227,7 @@ pub fn run_traced_on(
         warnings,
         elapsed_s,
         tasks: tree.len(),
+        tree,
     })
 }
 

@@ -225,6 +225,28 @@ pub fn open_handle_at(mfd: i32, kind: i32, bytes: &[u8]) -> std::io::Result<File
 
 /// [`open_handle_at`], with the `fstat` it checked the file with.
 pub fn open_handle_stat(mfd: i32, kind: i32, bytes: &[u8]) -> std::io::Result<(File, libc::stat)> {
+    let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    let r = match open_handle_flags(mfd, kind, bytes, flags | libc::O_NOATIME) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            open_handle_flags(mfd, kind, bytes, flags)
+        }
+        r => r,
+    }?;
+    let file = File::from(r);
+    let st = crate::files::fstat(&file)?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(crate::files::not_regular(st.st_mode));
+    }
+    Ok((file, st))
+}
+
+/// `open_by_handle_at(mfd, handle, flags)`, whatever the file's type.
+pub fn open_handle_flags(
+    mfd: i32,
+    kind: i32,
+    bytes: &[u8],
+    flags: i32,
+) -> std::io::Result<OwnedFd> {
     if bytes.len() > MAX_HANDLE_BYTES {
         return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
     }
@@ -234,32 +256,20 @@ pub fn open_handle_stat(mfd: i32, kind: i32, bytes: &[u8]) -> std::io::Result<(F
         data: [0; MAX_HANDLE_BYTES],
     };
     h.data[..bytes.len()].copy_from_slice(bytes);
-    let mut open = |flags| {
-        // SAFETY: `h` is a valid file_handle of `bytes` bytes; `mfd` is
-        // an open descriptor of the mount.
-        unsafe {
-            libc::open_by_handle_at(
-                mfd,
-                (&mut h as *mut Handle).cast::<libc::file_handle>(),
-                flags,
-            )
-        }
+    // SAFETY: `h` is a valid file_handle of `bytes` bytes; `mfd` is an
+    // open descriptor of the file system.
+    let r = unsafe {
+        libc::open_by_handle_at(
+            mfd,
+            (&mut h as *mut Handle).cast::<libc::file_handle>(),
+            flags,
+        )
     };
-    let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
-    let mut r = open(flags | libc::O_NOATIME);
-    if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
-        r = open(flags);
-    }
     if r < 0 {
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: a fresh descriptor we own.
-    let file = unsafe { File::from_raw_fd(r) };
-    let st = crate::files::fstat(&file)?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return Err(crate::files::not_regular(st.st_mode));
-    }
-    Ok((file, st))
+    Ok(unsafe { OwnedFd::from_raw_fd(r) })
 }
 
 #[cfg(test)]

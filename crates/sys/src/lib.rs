@@ -45,6 +45,7 @@ macro_rules! warnln {
 pub mod access;
 pub mod advise;
 pub mod cachestat;
+pub mod dirwatch;
 pub mod fiemap;
 pub mod files;
 pub mod handle;

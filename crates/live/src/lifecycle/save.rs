@@ -4,10 +4,14 @@
 use super::STORE_WARM_BYTES;
 use crate::controller::Controller;
 use crate::history;
+use crate::metawalk;
 use outrider_store::Store;
+use outrider_sys::dirwatch::{DirOpen, DirWatch};
+use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::path::Path;
+use std::path::PathBuf;
 
 /// One run's history, to save at its end.
 pub(super) struct SaveJob<'a> {
@@ -20,6 +24,9 @@ pub(super) struct SaveJob<'a> {
     /// The application's benefit gate after this run.
     pub(super) gate: outrider_driver::benefit::Gate,
     pub(super) loaded_files: Option<(Vec<outrider_store::FileRecord>, u64)>,
+    /// The directories the program opened, and the watch that saw them
+    /// (which turns their handles into paths).
+    pub(super) dirs: Option<(&'a DirWatch, &'a [DirOpen])>,
 }
 
 impl SaveJob<'_> {
@@ -32,6 +39,12 @@ impl SaveJob<'_> {
             .into_iter()
             .collect();
         blobs.push((&gate_name, self.gate.encode()));
+        if let Some((watch, opened)) = self.dirs {
+            blobs.push((
+                super::DIRS_BLOB,
+                metawalk::encode_dirs(&dir_paths(watch, opened)),
+            ));
+        }
         let same_files = self.loaded_files.as_ref().and_then(|(old, runs)| {
             let mut new: Vec<&outrider_store::FileRecord> = h.files.iter().collect();
             new.sort_unstable_by_key(|f| f.id);
@@ -45,6 +58,16 @@ impl SaveJob<'_> {
             outrider_sys::warnln!("outrider: warning: {e}; history not saved");
         }
     }
+}
+
+/// The paths of the directories opened, each once, in first-open order
+/// (those deleted since are left out).
+fn dir_paths(watch: &DirWatch, opened: &[DirOpen]) -> Vec<PathBuf> {
+    let mut seen = HashSet::new();
+    (opened.iter())
+        .filter_map(|d| watch.path_of(d))
+        .filter(|p| seen.insert(p.clone()))
+        .collect()
 }
 
 /// Save the history from a child process that outlives us, so the

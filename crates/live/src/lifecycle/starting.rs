@@ -100,11 +100,14 @@ fn prepare(db: &Path, key: String, spec: &str, metadata_walk: bool) -> Prepared 
                     None
                 }
             };
-            // The files in the previous run's first-touch (id) order.
-            if p.policy_blob.is_some() && metadata_walk && !h.files.is_empty() {
-                p.walk = MetaWalk::start(metawalk::walk_order(
-                    h.files.iter().map(|f| Path::new(&f.path)),
-                ));
+            // The directories the previous run opened, in that order, and
+            // its files in first-touch (id) order.
+            if p.policy_blob.is_some() && metadata_walk {
+                let dirs = (st.load_history(&key, super::DIRS_BLOB).ok().flatten())
+                    .map(|b| metawalk::decode_dirs(&b))
+                    .unwrap_or_default();
+                let files = metawalk::walk_order(h.files.iter().map(|f| Path::new(&f.path)));
+                p.walk = MetaWalk::start(dirs, files);
             }
             p.gate = (st.load_history(&key, &gate_name(spec)).ok().flatten())
                 .and_then(|b| Gate::decode(&b))
