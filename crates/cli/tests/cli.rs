@@ -425,7 +425,13 @@ fn commands_other_than_run_are_the_tools_beside_outrider() {
 
     let dir = tempfile::tempdir().unwrap();
     let alone = dir.path().join("outrider");
-    std::fs::copy(env!("CARGO_BIN_EXE_outrider"), &alone).unwrap();
+    // Copied by `cp`, not from this process: a write descriptor of ours
+    // inherited by another test's child mid-fork made exec fail (ETXTBSY).
+    let cp = Command::new("cp")
+        .arg(env!("CARGO_BIN_EXE_outrider"))
+        .arg(&alone)
+        .status();
+    assert!(cp.unwrap().success());
     let o = Command::new(&alone).args(["policies"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
