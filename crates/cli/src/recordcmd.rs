@@ -5,6 +5,7 @@
 use crate::usage;
 use outrider_live::record::{Level, Recorder};
 use outrider_live::session::{exit_code, run_traced};
+use outrider_live::source::SourceChoice;
 use outrider_live::tracefs::InstanceOptions;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -56,6 +57,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<u8> {
             follow_pid: Some(std::process::id()),
             ..InstanceOptions::default()
         },
+        SourceChoice::Auto,
         &mut rec,
     );
     let out = match out {

@@ -13,6 +13,7 @@ use crate::usage;
 use outrider_core::{build_policy, PolicyError};
 use outrider_live::controller::{default_budget_bytes, ControllerOptions};
 use outrider_live::lifecycle::{self, Ended, RunOptions};
+use outrider_live::source::SourceChoice;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -76,6 +77,11 @@ pub struct RunArgs {
     /// next run that reads the store waits for it).
     #[arg(long)]
     pub wait_for_save: bool,
+    /// Where the kernel's events come from: `ebpf` (programs on the
+    /// tracepoints, the task filter in the kernel), `tracefs` (a tracing
+    /// instance), or `auto`: eBPF, else tracefs (the summary says why).
+    #[arg(long, value_name = "SOURCE", default_value = "auto")]
+    pub event_source: SourceChoice,
     /// Under sudo, run the program as root instead of as the invoking
     /// user (SUDO_UID/SUDO_GID).
     #[arg(long)]
@@ -134,7 +140,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     })?;
     outrider_live::controller::check_live(policy.as_ref())
         .map_err(|e| usage(format!("--policy: {e}")))?;
-    let tracing = lifecycle::TracingSetup::start(policy.interests())?;
+    let tracing = lifecycle::TracingSetup::start(policy.interests(), a.event_source)?;
     // Ours, before following the program into its cgroup: the history
     // saver goes back to it.
     let orig_cgroup = outrider_sys::cgroup_memory(None)

@@ -256,7 +256,16 @@ fn sigterm_is_forwarded_and_the_instance_stopped() {
         return;
     }
     let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
-        .args(["run", "-q", "--no-history", "--", "sleep", "30"])
+        .args([
+            "run",
+            "-q",
+            "--no-history",
+            "--event-source",
+            "tracefs",
+            "--",
+            "sleep",
+            "30",
+        ])
         .spawn()
         .unwrap();
     let pid = child.id();
@@ -283,6 +292,33 @@ fn sigterm_is_forwarded_and_the_instance_stopped() {
         no_instance_of(&format!("outrider-{pid}")),
         "no instance named after it"
     );
+}
+
+/// The same with the eBPF source: the status is passed on.
+#[test]
+fn sigterm_is_forwarded_with_the_ebpf_source() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
+        .args([
+            "run",
+            "-q",
+            "--no-history",
+            "--event-source",
+            "ebpf",
+            "--",
+            "sleep",
+            "30",
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(128 + 15));
 }
 
 /// The tracing instance whose pid filter lists `pid`.
@@ -401,7 +437,9 @@ fn run_auto_twice_replays_history() {
     let used = r2["stats"]["used_pages"].as_u64().unwrap();
     assert_eq!(r2["gate"]["after"]["last"]["used_pages"], used, "{r2}");
     assert!(r2["cpu_per_event_us"].as_f64().unwrap() > 0.0, "{r2}");
-    assert_eq!(r2["event_source"], "tracefs", "{r2}");
+    // eBPF where it starts (this machine), else tracefs and the reason.
+    let fell_back = r2["event_source"] == "tracefs" && r2["event_source_fallback"].is_string();
+    assert!(r2["event_source"] == "ebpf" || fell_back, "{r2}");
 }
 
 /// A metadata walk (`find` over 40 directories, no file read): run 1

@@ -14,6 +14,7 @@
 
 pub mod cachetool;
 pub mod controller;
+pub mod ebpf;
 pub mod files;
 pub mod history;
 pub mod lifecycle;
@@ -21,4 +22,5 @@ pub mod metawalk;
 pub mod proctree;
 pub mod record;
 pub mod session;
+pub mod source;
 pub mod tracefs;

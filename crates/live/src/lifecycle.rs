@@ -19,7 +19,8 @@ use crate::controller::{Controller, ControllerOptions, LiveStats};
 use crate::history;
 use crate::metawalk::{MetaWalk, WalkStats};
 use crate::session::{exit_code, install_signal_handlers, run_traced_on, signalled};
-use crate::tracefs::{AtEnd, Instance, InstanceOptions, TraceFsError};
+use crate::source::{EventSource, Opened, SourceChoice, SourceError};
+use crate::tracefs::{AtEnd, InstanceOptions};
 use outrider_core::metrics::Report;
 use outrider_core::{BoxedPolicy, Interests, BLOCK_SIZE};
 use outrider_driver::benefit::{Evidence, Gate, Level};
@@ -111,6 +112,11 @@ pub struct RunOutcome {
     pub events: u64,
     /// Events the kernel dropped.
     pub lost_events: u64,
+    /// The event source that ran (`"ebpf"` or `"tracefs"`; `None`: none
+    /// started).
+    pub event_source: Option<&'static str>,
+    /// Why eBPF was not used, when `auto` fell back to tracefs.
+    pub event_source_fallback: Option<String>,
     /// Tasks traced.
     pub tasks: u64,
     /// Warnings (tracing unavailable, ...).
@@ -226,6 +232,8 @@ pub fn run(
         stats,
         events: out.source.events,
         lost_events: out.source.lost_events,
+        event_source: out.source_name,
+        event_source_fallback: out.fallback,
         tasks: out.tasks as u64,
         warnings: out.warnings,
         history: h,
@@ -255,24 +263,24 @@ fn h_background(o: &RunOutcome) -> bool {
 /// probes the machine and [`run`] loads the history: the program starts
 /// when both are done. Dropped unfinished (an error before the run), it
 /// waits for the set-up and ends the instance.
-pub struct TracingSetup(Option<std::thread::JoinHandle<Result<Instance, TraceFsError>>>);
+pub struct TracingSetup(Option<std::thread::JoinHandle<Result<Opened, SourceError>>>);
 
 impl TracingSetup {
-    /// Start setting up tracing for a policy with these interests. Call
-    /// it first: the set-up is most of what a run adds before the program
-    /// starts.
-    pub fn start(interests: Interests) -> std::io::Result<TracingSetup> {
+    /// Start setting up tracing for a policy with these interests, from
+    /// the event source `choice` names. Call it first: the set-up is most
+    /// of what a run adds before the program starts.
+    pub fn start(interests: Interests, choice: SourceChoice) -> std::io::Result<TracingSetup> {
         // Before the tracing instance exists, so Ctrl-C or SIGTERM during
         // the set-up still ends with the instance removed.
         install_signal_handlers();
         let wants_dev = interests.device_requests;
         let handle = std::thread::Builder::new()
-            .name("outrider-tracefs".into())
-            .spawn(move || Instance::open(&instance_options(wants_dev)))?;
+            .name("outrider-tracing".into())
+            .spawn(move || EventSource::open(&instance_options(wants_dev), choice))?;
         Ok(TracingSetup(Some(handle)))
     }
 
-    fn finish(mut self) -> std::io::Result<Result<Instance, TraceFsError>> {
+    fn finish(mut self) -> std::io::Result<Result<Opened, SourceError>> {
         let handle = self.0.take().expect("finished once");
         handle
             .join()
@@ -416,6 +424,9 @@ impl RunOutcome {
             self.budget_bytes as f64 / (1u64 << 20) as f64,
             s.throttled_requests, self.events, self.lost_events
         );
+        if let Some(why) = &self.event_source_fallback {
+            out += &format!("outrider: events from tracefs (eBPF unavailable: {why})\n");
+        }
         let g = &self.gate;
         out += &format!(
             "outrider: benefit: this run {:?}; verdict {:?} (used {:.1} MiB, wasted {:.1} MiB, outrider CPU {:.3} s, {:.2} µs per event); next run {:?}\n",
@@ -490,7 +501,8 @@ impl RunOutcome {
             "history_save_s": h.save_s,
             "outrider_cpu_s": self.outrider_cpu_s,
             "cpu_per_event_us": self.cpu_per_event_us(),
-            "event_source": "tracefs",
+            "event_source": self.event_source,
+            "event_source_fallback": self.event_source_fallback,
             "gate": self.gate,
             "reopened_by_handle": self.reopened.0,
             "reopened_by_path": self.reopened.1,

@@ -1,8 +1,8 @@
-//! Running a command under tracing: spawn it, read the instance's events,
+//! Running a command under tracing: spawn it, read the event source's events,
 //! keep those of its process tree, hand them to a [`Handler`], pass the
 //! exit status back.
 //!
-//! Safety rules: tracing that cannot start, an instance
+//! Safety rules: tracing that cannot start, a tracing instance
 //! removed under us, a read error or lost events never stop the program —
 //! the handler is told to degrade ([`Handler::on_fault`]) and the command
 //! runs to its end. The program is started by [`outrider_sys::launch`]: as
@@ -10,10 +10,11 @@
 //! reaches it through the terminal's process group; SIGHUP, SIGINT,
 //! SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM and SIGTERM sent to outrider are
 //! forwarded to it. Either way outrider waits for the program and removes
-//! its instance before exiting.
+//! its event source before exiting.
 
 use crate::proctree::ProcessTree;
-use crate::tracefs::{EventKind, Instance, InstanceOptions, LiveEvent, SourceStats, TraceFsError};
+use crate::source::{EventSource, Opened, SourceChoice, SourceError};
+use crate::tracefs::{EventKind, InstanceOptions, LiveEvent, SourceStats};
 use outrider_sys::{launch, monotonic_ns};
 use std::ffi::OsString;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
@@ -75,6 +76,11 @@ pub struct SessionOutcome {
     pub status: ExitStatus,
     /// Event-source counters (zero when tracing never started).
     pub source: SourceStats,
+    /// The event source that ran (`"ebpf"`, `"tracefs"`), `None` when
+    /// tracing never started.
+    pub source_name: Option<&'static str>,
+    /// Why the eBPF source was not used, when `auto` fell back to tracefs.
+    pub fallback: Option<String>,
     /// Warnings printed (tracing faults).
     pub warnings: Vec<String>,
     /// Wall time of the child, seconds.
@@ -96,23 +102,25 @@ pub fn exit_code(status: &ExitStatus) -> u8 {
     }
 }
 
-/// Run `argv` under tracing, feeding `handler`. Errors only when the
+/// Run `argv` under tracing from the event source `choice` names, feeding
+/// `handler`. Errors only when the
 /// command cannot be started (for its exit code, see
 /// [`launch::spawn_failure_code`]); tracing problems become warnings.
 pub fn run_traced(
     argv: &[OsString],
     opts: &InstanceOptions,
+    choice: SourceChoice,
     handler: &mut dyn Handler,
 ) -> std::io::Result<SessionOutcome> {
-    run_traced_on(argv, Instance::open(opts), handler)
+    run_traced_on(argv, EventSource::open(opts, choice), handler)
 }
 
-/// [`run_traced`] on an instance opened beforehand (`outrider run` opens
-/// it on another thread while it loads the history: the tracefs set-up,
-/// ~20 ms of kernel waits, then costs the program nothing).
+/// [`run_traced`] on a source opened beforehand (`outrider run` opens it
+/// on another thread while it loads the history: the set-up then costs
+/// the program nothing).
 pub fn run_traced_on(
     argv: &[OsString],
-    opened: Result<Instance, TraceFsError>,
+    opened: Result<Opened, SourceError>,
     handler: &mut dyn Handler,
 ) -> std::io::Result<SessionOutcome> {
     install_signal_handlers();
@@ -122,8 +130,12 @@ pub fn run_traced_on(
         h.on_fault(&w);
         warnings.push(w);
     };
+    let mut fallback = None;
     let mut inst = match opened {
-        Ok(i) => Some(i),
+        Ok(o) => {
+            fallback = o.fallback;
+            Some(o.source)
+        }
         Err(e) => {
             warn(format!("tracing unavailable ({e})"), handler, &mut warnings);
             None
@@ -164,8 +176,8 @@ pub fn run_traced_on(
             }
         }
         if let Some(i) = inst.as_ref() {
-            if i.stats.lost_events > lost_seen {
-                lost_seen = i.stats.lost_events;
+            if i.stats().lost_events > lost_seen {
+                lost_seen = i.stats().lost_events;
                 if warnings.iter().all(|w| !w.starts_with("the kernel lost")) {
                     warn(
                         format!("the kernel lost {lost_seen} trace events (buffer overrun)"),
@@ -219,11 +231,14 @@ pub fn run_traced_on(
     };
     let elapsed_s = start.elapsed().as_secs_f64();
     handler.on_finish(monotonic_ns());
-    let source = inst.as_ref().map(|i| i.stats).unwrap_or_default();
+    let source = inst.as_ref().map(|i| i.stats()).unwrap_or_default();
+    let source_name = inst.as_ref().map(EventSource::name);
     drop(inst);
     Ok(SessionOutcome {
         status,
         source,
+        source_name,
+        fallback,
         warnings,
         elapsed_s,
         tasks: tree.len(),
@@ -231,12 +246,12 @@ pub fn run_traced_on(
     })
 }
 
-/// Wait for work between polls: with the tracing instance and the
+/// Wait for work between polls: with the event source and the
 /// program's pidfd, block until an event arrives, the program exits or
 /// `longest` passes, then let a batch of events gather for [`IDLE_SLEEP`];
 /// otherwise sleep [`IDLE_SLEEP`]. A 1 ms sleep loop cost outrider 47 ms
 /// of CPU per second of an idle program (measured, `run -- sleep 2`).
-fn idle(inst: Option<&Instance>, exit_fd: Option<&OwnedFd>, longest: Duration) {
+fn idle(inst: Option<&EventSource>, exit_fd: Option<&OwnedFd>, longest: Duration) {
     match (inst, exit_fd) {
         (Some(i), Some(fd)) if longest > IDLE_SLEEP => {
             if i.wait(Some(fd.as_fd()), longest) {

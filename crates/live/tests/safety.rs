@@ -5,6 +5,7 @@
 //! vacuously, with a note) when not root.
 
 use outrider_live::session::{exit_code, run_traced, Handler};
+use outrider_live::source::SourceChoice;
 use outrider_live::tracefs::{InstanceOptions, LiveEvent};
 use std::ffi::OsString;
 use std::os::fd::AsRawFd;
@@ -59,7 +60,13 @@ fn tracing_that_cannot_start_runs_the_program_unchanged() {
     };
     let mut probe = Probe::default();
     let t = Instant::now();
-    let out = run_traced(&argv(&["sh", "-c", "exit 3"]), &opts, &mut probe).unwrap();
+    let out = run_traced(
+        &argv(&["sh", "-c", "exit 3"]),
+        &opts,
+        SourceChoice::TraceFs,
+        &mut probe,
+    )
+    .unwrap();
     assert_eq!(exit_code(&out.status), 3);
     assert_eq!(out.warnings.len(), 1, "{:?}", out.warnings);
     assert!(
@@ -101,7 +108,13 @@ fn lost_events_are_a_warning_and_the_program_finishes() {
     // holds between two polls. Then exit 5.
     let script =
         format!("for i in 1 2 3; do dd if={fs} of=/dev/null bs=4096 2>/dev/null; done; exit 5");
-    let out = run_traced(&argv(&["sh", "-c", &script]), &opts, &mut probe).unwrap();
+    let out = run_traced(
+        &argv(&["sh", "-c", &script]),
+        &opts,
+        SourceChoice::TraceFs,
+        &mut probe,
+    )
+    .unwrap();
     assert_eq!(exit_code(&out.status), 5);
     assert!(out.source.lost_events > 0, "{:?}", out.source);
     let lost: Vec<_> = out
@@ -158,7 +171,13 @@ fn tracing_switched_off_mid_run_does_not_hang_the_program() {
     };
     let mut probe = Probe::default();
     let t = Instant::now();
-    let out = run_traced(&argv(&["sh", "-c", "sleep 1; exit 9"]), &opts, &mut probe).unwrap();
+    let out = run_traced(
+        &argv(&["sh", "-c", "sleep 1; exit 9"]),
+        &opts,
+        SourceChoice::TraceFs,
+        &mut probe,
+    )
+    .unwrap();
     assert_eq!(exit_code(&out.status), 9);
     assert_eq!(off.join().unwrap(), Err(Some(libc::EBUSY)));
     assert!(probe.finished);

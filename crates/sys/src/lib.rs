@@ -44,8 +44,11 @@ macro_rules! warnln {
 
 pub mod access;
 pub mod advise;
+pub mod bpf;
 pub mod cachestat;
+pub mod detach;
 pub mod dirwatch;
+pub mod fdpass;
 pub mod fiemap;
 pub mod files;
 pub mod handle;
@@ -72,5 +75,16 @@ pub(crate) fn cvt(ret: libc::c_long) -> std::io::Result<libc::c_long> {
         Err(std::io::Error::last_os_error())
     } else {
         Ok(ret)
+    }
+}
+
+/// The system's page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as usize
+    } else {
+        4096
     }
 }

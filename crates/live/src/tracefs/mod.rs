@@ -45,6 +45,7 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use outrider_sys::detach::detached;
 use outrider_sys::monotonic_ns;
 
 /// Where tracefs is normally mounted.
@@ -306,7 +307,7 @@ impl Instance {
                 data_size: 0,
             },
             decoder: decode::Decoder::new(&[])?,
-            page: vec![0u8; page_size()],
+            page: vec![0u8; outrider_sys::page_size()],
             at_end: opts.at_end,
             detached_home: opts.detached_home.as_deref().and_then(cstring),
             lock,
@@ -733,7 +734,7 @@ fn park_detached(path: &Path, lock: File, linger_ms: u64, home: Option<&CStr>) -
         tv_sec: (linger_ms / 1000) as libc::time_t,
         tv_nsec: ((linger_ms % 1000) * 1_000_000) as libc::c_long,
     };
-    let started = detached(c"outrider-park", Some(fd), home, || {
+    let started = detached(c"outrider-park", &[fd], home, || {
         // SAFETY: valid NUL-terminated paths and our own descriptors;
         // open, close, nanosleep and flock are async-signal-safe.
         unsafe {
@@ -760,70 +761,12 @@ fn remove_detached(path: &Path, home: Option<&CStr>) -> bool {
     let Some(c) = cstring(path) else {
         return false;
     };
-    detached(c"outrider-rmdir", None, home, || rmdir_retrying(&c))
-}
-
-/// Run `work` in a grandchild that init adopts, so nobody waits for it;
-/// true when it was started. The grandchild closes every descriptor but
-/// `keep` first (a pipe it held open would keep a reader of our output
-/// waiting), names itself `name` and moves to `home` ([`go_home`]);
-/// `work` must make only async-signal-safe calls on memory prepared
-/// before.
-fn detached(name: &CStr, keep: Option<i32>, home: Option<&CStr>, work: impl FnOnce()) -> bool {
-    // SAFETY: after fork, the children only call async-signal-safe
-    // functions (close_range, prctl, open, write, close, _exit, and
-    // `work`'s, which promises the same) on memory prepared before it;
-    // the parent reaps the intermediate child.
-    unsafe {
-        let child = libc::fork();
-        if child < 0 {
-            return false;
-        }
-        if child == 0 {
-            if libc::fork() == 0 {
-                match keep {
-                    Some(fd) if fd >= 0 => {
-                        if fd > 0 {
-                            libc::syscall(libc::SYS_close_range, 0u32, fd as u32 - 1, 0u32);
-                        }
-                        libc::syscall(libc::SYS_close_range, fd as u32 + 1, u32::MAX, 0u32);
-                    }
-                    _ => {
-                        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-                    }
-                }
-                libc::prctl(libc::PR_SET_NAME, name.as_ptr());
-                go_home(home);
-                work();
-            }
-            libc::_exit(0);
-        }
-        let mut status = 0;
-        libc::waitpid(child, &mut status, 0);
-    }
-    true
+    detached(c"outrider-rmdir", &[], home, || rmdir_retrying(&c))
 }
 
 fn cstring(p: &Path) -> Option<CString> {
     use std::os::unix::ffi::OsStrExt;
     CString::new(p.as_os_str().as_bytes()).ok()
-}
-
-/// Move the calling process into the cgroup whose `cgroup.procs` is
-/// `home` (writing 0 names the writer). Async-signal-safe.
-fn go_home(home: Option<&CStr>) {
-    let Some(home) = home else {
-        return;
-    };
-    // SAFETY: a valid NUL-terminated path and a 1-byte buffer; open,
-    // write and close are async-signal-safe.
-    unsafe {
-        let fd = libc::open(home.as_ptr(), libc::O_WRONLY);
-        if fd >= 0 {
-            libc::write(fd, b"0".as_ptr().cast(), 1);
-            libc::close(fd);
-        }
-    }
 }
 
 /// rmdir, retrying while busy (up to 0.5 s), not once the directory is
@@ -846,15 +789,5 @@ fn rmdir_retrying(dir: &CStr) {
             }
             libc::nanosleep(&pause, std::ptr::null_mut());
         }
-    }
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 {
-        n as usize
-    } else {
-        4096
     }
 }

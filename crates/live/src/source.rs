@@ -1,0 +1,145 @@
+//! Where a traced run's kernel events come from: the eBPF source
+//! ([`crate::ebpf`]), the tracefs one ([`crate::tracefs`]) where eBPF is
+//! not available, by choice ([`SourceChoice`]).
+
+use crate::ebpf::EbpfSource;
+use crate::tracefs::{AtEnd, Instance, InstanceOptions, LiveEvent, SourceStats, TraceFsError};
+use std::os::fd::BorrowedFd;
+use std::time::Duration;
+
+/// Which event source to use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SourceChoice {
+    /// eBPF, else tracefs (the reason kept in [`EventSource::fallback`]).
+    #[default]
+    Auto,
+    /// eBPF only: an error when it cannot start.
+    Ebpf,
+    /// tracefs only.
+    TraceFs,
+}
+
+impl std::str::FromStr for SourceChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(SourceChoice::Auto),
+            "ebpf" => Ok(SourceChoice::Ebpf),
+            "tracefs" => Ok(SourceChoice::TraceFs),
+            _ => Err(format!(
+                "unknown event source {s:?}: expected auto, ebpf or tracefs"
+            )),
+        }
+    }
+}
+
+/// An open event source.
+pub enum EventSource {
+    /// Programs on the tracepoints, one ring buffer.
+    Ebpf(Box<EbpfSource>),
+    /// A tracing instance's per-CPU buffers.
+    TraceFs(Instance),
+}
+
+/// A source could not start or read.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The tracefs source.
+    #[error("{0}")]
+    TraceFs(#[from] TraceFsError),
+    /// The eBPF source.
+    #[error("eBPF: {0}")]
+    Ebpf(#[from] std::io::Error),
+}
+
+/// An opened source and, when `auto` fell back to tracefs, why.
+pub struct Opened {
+    /// The source.
+    pub source: EventSource,
+    /// Why eBPF was not used under [`SourceChoice::Auto`].
+    pub fallback: Option<String>,
+}
+
+impl EventSource {
+    /// Open the source `choice` names for `opts`'s events and task filter
+    /// (the tracefs-only settings — instance name, parking — apply to the
+    /// tracefs source).
+    pub fn open(opts: &InstanceOptions, choice: SourceChoice) -> Result<Opened, SourceError> {
+        let home = opts.detached_home.as_deref();
+        // A parked tracing instance's linger is also how long the eBPF
+        // source's tracepoints stay registered for the next run.
+        let linger_ms = match opts.at_end {
+            AtEnd::Park { linger_ms } => linger_ms,
+            AtEnd::Remove | AtEnd::RemoveDetached => 0,
+        };
+        let ebpf =
+            || EbpfSource::open(&opts.events, opts.follow_pid, home, linger_ms).map(Box::new);
+        match choice {
+            SourceChoice::TraceFs => Ok(Opened {
+                source: EventSource::TraceFs(Instance::open(opts)?),
+                fallback: None,
+            }),
+            SourceChoice::Ebpf => Ok(Opened {
+                source: EventSource::Ebpf(ebpf()?),
+                fallback: None,
+            }),
+            SourceChoice::Auto => match ebpf() {
+                Ok(s) => Ok(Opened {
+                    source: EventSource::Ebpf(s),
+                    fallback: None,
+                }),
+                Err(e) => Ok(Opened {
+                    source: EventSource::TraceFs(Instance::open(opts)?),
+                    fallback: Some(e.to_string()),
+                }),
+            },
+        }
+    }
+
+    /// `"ebpf"` or `"tracefs"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventSource::Ebpf(_) => "ebpf",
+            EventSource::TraceFs(_) => "tracefs",
+        }
+    }
+
+    /// Append the events available now to `out` (not sorted across CPUs);
+    /// at most `max_pages` 4 KiB units; returns the units read.
+    pub fn poll(
+        &mut self,
+        out: &mut Vec<LiveEvent>,
+        max_pages: usize,
+    ) -> Result<usize, SourceError> {
+        match self {
+            EventSource::Ebpf(s) => Ok(s.poll(out, max_pages)?),
+            EventSource::TraceFs(i) => Ok(i.poll(out, max_pages)?),
+        }
+    }
+
+    /// Block until an event waits, `also` is readable or `timeout` passes;
+    /// true when an event waits.
+    pub fn wait(&self, also: Option<BorrowedFd<'_>>, timeout: Duration) -> bool {
+        match self {
+            EventSource::Ebpf(s) => s.wait(also, timeout),
+            EventSource::TraceFs(i) => i.wait(also, timeout),
+        }
+    }
+
+    /// Is the source still there? (A tracing instance can be removed under
+    /// us; BPF programs cannot.)
+    pub fn alive(&self) -> bool {
+        match self {
+            EventSource::Ebpf(_) => true,
+            EventSource::TraceFs(i) => i.alive(),
+        }
+    }
+
+    /// What was read so far.
+    pub fn stats(&self) -> SourceStats {
+        match self {
+            EventSource::Ebpf(s) => s.stats,
+            EventSource::TraceFs(i) => i.stats,
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Against the real kernel: the eBPF source sees a followed thread's file
+//! reads (device, inode, pages, CLOCK_MONOTONIC times), follows the
+//! processes it forks, and ignores every other task. Skipped (passes
+//! vacuously, with a note) when not root.
+
+use outrider_live::ebpf::EbpfSource;
+use outrider_live::tracefs::{EventKind, LiveEvent, EVENTS};
+use outrider_sys::monotonic_ns;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::time::Duration;
+
+fn is_root() -> bool {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn events() -> Vec<(String, String)> {
+    EVENTS
+        .iter()
+        .map(|(s, e)| (s.to_string(), e.to_string()))
+        .collect()
+}
+
+fn drain(src: &mut EbpfSource) -> Vec<LiveEvent> {
+    let mut out = Vec::new();
+    while src.poll(&mut out, 256).unwrap() > 0 {}
+    out
+}
+
+#[test]
+fn a_followed_thread_and_its_children_are_seen_and_no_one_else() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, vec![7u8; 64 * 4096]).unwrap();
+    let md = std::fs::metadata(&path).unwrap();
+    // A thread started before the source, reading the same file, is not
+    // followed (threads and processes forked afterwards are).
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let p2 = path.clone();
+    let stranger = std::thread::spawn(move || {
+        wait.recv().unwrap();
+        let mut b = Vec::new();
+        std::fs::File::open(&p2)
+            .unwrap()
+            .read_to_end(&mut b)
+            .unwrap();
+    });
+    // SAFETY: no preconditions.
+    let tid = unsafe { libc::gettid() } as u32;
+    let mut src =
+        EbpfSource::open(&events(), Some(tid), None, 0).expect("eBPF source starts as root");
+    assert!(src.follows(tid));
+    go.send(()).unwrap();
+    stranger.join().unwrap();
+    let before = monotonic_ns();
+    let mut f = std::fs::File::open(&path).unwrap();
+    let mut buf = vec![0u8; 4096];
+    for _ in 0..32 {
+        f.read_exact(&mut buf).unwrap();
+    }
+    let after = monotonic_ns();
+    let child = std::process::Command::new("cat")
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(child.success());
+    assert!(src.wait(None, Duration::from_millis(100)));
+    let got = drain(&mut src);
+    let mine: Vec<&LiveEvent> = got
+        .iter()
+        .filter(|e| {
+            e.pid == tid
+                && matches!(e.kind, EventKind::GetPages { ino, dev, .. }
+                    if ino == md.ino() && dev == md.dev())
+        })
+        .collect();
+    assert!(mine.len() >= 32, "one get_pages per read: {}", mine.len());
+    for e in &mine {
+        assert!(e.ts_ns >= before && e.ts_ns <= after, "monotonic time");
+    }
+    let forks: Vec<u32> = (got.iter())
+        .filter_map(|e| match e.kind {
+            EventKind::Fork { parent, child } if parent == tid => Some(child),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(forks.len(), 1, "the cat was forked: {got:?}");
+    let cat_read = got.iter().any(|e| {
+        e.pid == forks[0] && matches!(e.kind, EventKind::GetPages { ino, .. } if ino == md.ino())
+    });
+    assert!(cat_read, "the forked cat's read of the file is seen");
+    assert!(
+        !src.follows(forks[0]),
+        "the cat left the table when it exited"
+    );
+    let strangers = got.iter().filter(|e| e.pid != tid && e.pid != forks[0]);
+    assert_eq!(strangers.count(), 0, "no other task's events");
+    assert_eq!(src.stats.lost_events, 0);
+    assert_eq!(src.stats.events, got.len() as u64);
+}
+
+#[test]
+fn a_stopped_source_is_parked_and_the_next_one_claims_it_following_only_its_own_tasks() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, vec![7u8; 16 * 4096]).unwrap();
+    let md = std::fs::metadata(&path).unwrap();
+    // Events of a set no other test opens (the park name is per event set).
+    let ev: Vec<(String, String)> = events().into_iter().filter(|(s, _)| s != "block").collect();
+    // SAFETY: no preconditions.
+    let tid = unsafe { libc::gettid() } as u32;
+    let first = EbpfSource::open(&ev, Some(tid), None, 5_000).expect("eBPF source starts as root");
+    drop(first);
+    // The next source, on another thread: the first one's thread must no
+    // longer be followed (the parked table was emptied).
+    let p2 = path.clone();
+    let (reused, got, other) = std::thread::spawn(move || {
+        // SAFETY: no preconditions.
+        let me = unsafe { libc::gettid() } as u32;
+        let mut src = EbpfSource::open(&ev, Some(me), None, 0).expect("claims or loads");
+        let mut b = Vec::new();
+        std::fs::File::open(&p2)
+            .unwrap()
+            .read_to_end(&mut b)
+            .unwrap();
+        assert!(src.wait(None, Duration::from_millis(100)));
+        (src.reused(), drain(&mut src), me)
+    })
+    .join()
+    .unwrap();
+    assert!(reused, "the parked programs were claimed, not loaded again");
+    assert!(
+        got.iter().any(|e| e.pid == other
+            && matches!(e.kind, EventKind::GetPages { ino, .. } if ino == md.ino())),
+        "the claimer's read is seen: {got:?}"
+    );
+    assert!(
+        got.iter().all(|e| e.pid == other),
+        "only the claimer's thread: {got:?}"
+    );
+}
