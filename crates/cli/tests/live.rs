@@ -255,19 +255,7 @@ fn sigterm_is_forwarded_and_the_instance_stopped() {
         eprintln!("skipped: needs root for tracefs");
         return;
     }
-    let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
-        .args([
-            "run",
-            "-q",
-            "--no-history",
-            "--event-source",
-            "tracefs",
-            "--",
-            "sleep",
-            "30",
-        ])
-        .spawn()
-        .unwrap();
+    let child = sleep_under_outrider("tracefs");
     let pid = child.id();
     let mut inst = None;
     for _ in 0..200 {
@@ -301,24 +289,30 @@ fn sigterm_is_forwarded_with_the_ebpf_source() {
         eprintln!("skipped: needs root for eBPF");
         return;
     }
-    let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
-        .args([
-            "run",
-            "-q",
-            "--no-history",
-            "--event-source",
-            "ebpf",
-            "--",
-            "sleep",
-            "30",
-        ])
-        .spawn()
-        .unwrap();
+    let child = sleep_under_outrider("ebpf");
     std::thread::sleep(std::time::Duration::from_millis(300));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(128 + 15));
+}
+
+/// `outrider run` of `sleep 30` with this event source, started.
+fn sleep_under_outrider(source: &str) -> std::process::Child {
+    let args = [
+        "run",
+        "-q",
+        "--no-history",
+        "--event-source",
+        source,
+        "--",
+        "sleep",
+        "30",
+    ];
+    Command::new(env!("CARGO_BIN_EXE_outrider"))
+        .args(args)
+        .spawn()
+        .unwrap()
 }
 
 /// The tracing instance whose pid filter lists `pid`.
