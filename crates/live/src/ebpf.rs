@@ -502,22 +502,7 @@ fn emit(a: &mut Asm, id: u16, end: usize, m: &Maps<'_>, lost: outrider_sys::bpf:
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const GET_PAGES: &str = "name: mm_filemap_get_pages
-ID: 599
-format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
-\tfield:unsigned long i_ino;\toffset:8;\tsize:8;\tsigned:0;
-\tfield:dev_t s_dev;\toffset:16;\tsize:4;\tsigned:0;
-\tfield:unsigned long index;\toffset:24;\tsize:8;\tsigned:0;
-\tfield:unsigned long last_index;\toffset:32;\tsize:8;\tsigned:0;
-
-print fmt: \"x\"
-";
+    use crate::tracefs::format::tests::GET_PAGES;
 
     #[test]
     fn the_copy_ends_at_the_last_fixed_field() {

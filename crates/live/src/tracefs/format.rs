@@ -179,12 +179,12 @@ pub fn parse_header_page(text: &str) -> Result<PageLayout, FormatError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Verbatim from this machine's kernel (6.18), so the parser is tested
     /// on the real syntax.
-    const GET_PAGES: &str = "name: mm_filemap_get_pages
+    pub(crate) const GET_PAGES: &str = "name: mm_filemap_get_pages
 ID: 599
 format:
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
