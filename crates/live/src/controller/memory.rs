@@ -15,7 +15,7 @@ use super::*;
 pub(super) const CGROUP_SETTLE_NS: u64 = 25_000_000;
 /// The budget while the program's cgroup settles (8 MiB: `auto` then
 /// replays at most 4 MiB ahead).
-pub(super) const SETTLE_BUDGET_BYTES: u64 = 128 << 20;
+pub(super) const SETTLE_BUDGET_BYTES: u64 = 8 << 20;
 
 impl Live {
     /// Follow the memory cgroup of `pid`: when it differs from the one
