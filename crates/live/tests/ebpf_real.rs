@@ -22,6 +22,16 @@ fn events() -> Vec<(String, String)> {
         .collect()
 }
 
+/// A file of `pages` pages in a temporary directory (kept while the
+/// directory lives), its path and metadata.
+fn file_of_pages(pages: usize) -> (tempfile::TempDir, std::path::PathBuf, std::fs::Metadata) {
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, vec![7u8; pages * 4096]).unwrap();
+    let md = std::fs::metadata(&path).unwrap();
+    (dir, path, md)
+}
+
 fn drain(src: &mut EbpfSource) -> Vec<LiveEvent> {
     let mut out = Vec::new();
     while src.poll(&mut out, 256).unwrap() > 0 {}
@@ -34,10 +44,7 @@ fn a_followed_thread_and_its_children_are_seen_and_no_one_else() {
         eprintln!("skipped: needs root for eBPF");
         return;
     }
-    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-    let path = dir.path().join("f");
-    std::fs::write(&path, vec![7u8; 64 * 4096]).unwrap();
-    let md = std::fs::metadata(&path).unwrap();
+    let (_dir, path, md) = file_of_pages(64);
     // A thread started before the source, reading the same file, is not
     // followed (threads and processes forked afterwards are).
     let (go, wait) = std::sync::mpsc::channel::<()>();
@@ -111,10 +118,7 @@ fn a_stopped_source_is_parked_and_the_next_one_claims_it_following_only_its_own_
         eprintln!("skipped: needs root for eBPF");
         return;
     }
-    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-    let path = dir.path().join("f");
-    std::fs::write(&path, vec![7u8; 16 * 4096]).unwrap();
-    let md = std::fs::metadata(&path).unwrap();
+    let (_dir, path, md) = file_of_pages(16);
     // Events of a set no other test opens (the park name is per event set).
     let ev: Vec<(String, String)> = events().into_iter().filter(|(s, _)| s != "block").collect();
     // SAFETY: no preconditions.
