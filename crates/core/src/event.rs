@@ -46,6 +46,13 @@ pub enum Origin {
     FilePrefetch,
     /// outrider's own prefetch.
     OurPrefetch,
+    /// Resident pages the kernel mapped for the application around one of
+    /// its page faults (live: fault-around, `mm_filemap_map_pages`): pages
+    /// it may use without a fault of its own, or never. Always hits; not
+    /// demand, and the order they arrive in says little about the
+    /// program's (a library's pages are mapped again by every process that
+    /// maps it).
+    Mapped,
 }
 
 /// Identifies one prefetch window (or stream) so that accuracy can be

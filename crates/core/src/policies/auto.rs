@@ -13,7 +13,13 @@
 //!   from the history store after dropping changed or deleted files; sim:
 //!   `--history DB` or the previous run of `--runs N`, see
 //!   [`Policy::on_start`]). Every run records its own list, which
-//!   [`Policy::save_history`] returns.
+//!   [`Policy::save_history`] returns. Pages fault-around mapped for the
+//!   program ([`Origin::Mapped`]) are recorded too, so a program start's
+//!   library pages are replayed, not only the few that faulted; they
+//!   match nothing and move nothing (a library's code is mapped in no
+//!   fixed order relative to the program's reads: with them matched, a
+//!   page of `rg`'s executable recorded late in run 1 and mapped early in
+//!   run 2 moved the replay past most of its history).
 //! * **Replay.** The list is fetched ahead of the program one batch (a
 //!   libprefetch reorder buffer, §3.5: "traverse an access list one reorder
 //!   buffer at a time, prefetching each buffer's data in disk order") at a
@@ -516,11 +522,15 @@ impl Policy for Auto {
     }
 
     fn on_access(&mut self, a: &Access, o: &Outcome, sink: &mut Sink<'_>) {
-        if a.op != Op::Read || a.origin != Origin::Demand {
+        let recorded = matches!(a.origin, Origin::Demand | Origin::Mapped);
+        if a.op != Op::Read || !recorded {
             return;
         }
         let n = u64::from(a.blocks.max(1));
         self.record.note(a.file, a.page, n, a.dev, a.lbn);
+        if a.origin == Origin::Mapped {
+            return;
+        }
         let m = if self.hist.is_empty() {
             None
         } else {

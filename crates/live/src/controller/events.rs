@@ -7,6 +7,10 @@
 use super::*;
 use outrider_core::policies::readahead::kernel::get_init_ra_size;
 
+/// Pages of one fault-around event taken at most (the kernel maps
+/// `fault_around_bytes`, 64 KiB by default, at a time).
+const MAX_MAPPED_PAGES: u64 = 1024;
+
 impl Live {
     pub(super) fn rel(&self, ts_ns: u64) -> u64 {
         ts_ns.saturating_sub(self.t0_ns)
@@ -80,19 +84,7 @@ impl Live {
         self.stats.demand_pages += pages;
         self.stats.miss_pages += miss;
         let lbn = self.position(id, dev, index, positions);
-        self.seq += 1;
-        let access = Access {
-            seq: self.seq,
-            time_ns: self.rel(e.ts_ns),
-            pid: e.pid,
-            dev: dev as u32,
-            lbn,
-            file: id,
-            page: index,
-            blocks: pages as u32,
-            op: outrider_core::Op::Read,
-            origin: Origin::Demand,
-        };
+        let access = self.access_of(e, Origin::Demand, (id, dev, lbn), index, pages);
         let outcome = Outcome {
             hit_blocks: (pages - miss) as u32,
             prefetched_hit_blocks: used.min(pages - miss) as u32,
@@ -109,6 +101,80 @@ impl Live {
             // the access is complete in memory: DiskSeen §3.1 records its
             // timestamps here, as the simulator does at completion.
             d.on_feedback(self, &Feedback::AccessDone(&access));
+        }
+    }
+
+    /// Fault-around mapped `pages` resident pages from `index` around a
+    /// fault: pages the program uses without a fault of its own. The
+    /// policy hears them as an access of [`Origin::Mapped`] that hit, so a
+    /// history can hold them:
+    /// a history of the faults alone replays only the pages that missed,
+    /// and on the next run every page the program then touches among the
+    /// rest faults alone and brings in a whole mmap read-around
+    /// (`read_ahead_kb`, 8 MiB on the virtio disk here). Measured on `rustc
+    /// -O` of a one-line program, cold: 2 051 faults brought in 100 k pages
+    /// (391 MiB) on run 1 and again on run 2, whose replay of the faulted
+    /// pages (8.3 MiB) was all used and saved nothing; with the mapped
+    /// pages in the history, run 2 0.58 s against stock 0.88 s (medians of
+    /// 3). They are not demand: fault-around maps pages the program may
+    /// never touch, and maps a page again in every process that maps it
+    /// (a Python start: 3 400 windows, 160 MiB). Prefetched pages among
+    /// them count as used.
+    fn mapped(
+        &mut self,
+        d: &mut LiveDriver,
+        e: &LiveEvent,
+        (dev, ino): (u64, u64),
+        index: u64,
+        pages: u64,
+    ) {
+        let Some(id) = self.file_id(dev, ino) else {
+            return;
+        };
+        for q in index..index + pages {
+            if self.unused.remove(&(id, q)).is_some() {
+                self.stats.used_pages += 1;
+            }
+        }
+        let positions = d.interests().positions;
+        if self.known_end(id).is_none()
+            && (positions == Positions::Physical || !self.files.lazy_ok(dev))
+        {
+            self.files.resolve(id, e.pid);
+        }
+        let lbn = self.position(id, dev, index, positions);
+        let access = self.access_of(e, Origin::Mapped, (id, dev, lbn), index, pages);
+        let outcome = Outcome {
+            hit_blocks: pages as u32,
+            prefetched_hit_blocks: 0,
+            inflight_blocks: 0,
+            miss_blocks: 0,
+        };
+        d.on_access(self, &access, &outcome);
+    }
+
+    /// The next access (a read of `origin`) to `pages` pages of `id` from
+    /// `index` (at block `lbn` of `dev`), by the task and at the time of `e`.
+    fn access_of(
+        &mut self,
+        e: &LiveEvent,
+        origin: Origin,
+        (id, dev, lbn): (FileId, u64, u64),
+        index: u64,
+        pages: u64,
+    ) -> Access {
+        self.seq += 1;
+        Access {
+            seq: self.seq,
+            time_ns: self.rel(e.ts_ns),
+            pid: e.pid,
+            dev: dev as u32,
+            lbn,
+            file: id,
+            page: index,
+            blocks: pages as u32,
+            op: outrider_core::Op::Read,
+            origin,
         }
     }
 
@@ -331,13 +397,8 @@ impl Live {
                 index,
                 last_index,
             } => {
-                if let Some(id) = self.file_id(dev, ino) {
-                    for q in index..=last_index.min(index + 1024) {
-                        if self.unused.remove(&(id, q)).is_some() {
-                            self.stats.used_pages += 1;
-                        }
-                    }
-                }
+                let pages = last_index.saturating_sub(index).min(MAX_MAPPED_PAGES - 1) + 1;
+                self.mapped(d, e, (dev, ino), index, pages);
             }
             EventKind::BlockIssue {
                 dev,

@@ -12,8 +12,11 @@
 //! other page of the range was a hit. A page outrider prefetched and the
 //! program then reads is a prefetched hit (and counts as *used*); one the
 //! program has to bring in again was evicted before use (*wasted*).
-//! `mm_filemap_fault` is a one-page access; `mm_filemap_map_pages`
-//! (fault-around over resident pages) only marks prefetched pages used.
+//! `mm_filemap_fault` is a one-page access (a page fault fault-around could
+//! not serve); `mm_filemap_map_pages` (fault-around mapping resident pages
+//! around a fault) is told to the policy as an `Origin::Mapped` access that
+//! hit (not
+//! counted as demand: see `Live::mapped`).
 //!
 //! # From requests to system calls
 //!

@@ -398,3 +398,61 @@ fn the_end_of_an_unopened_file_is_learned_from_the_kernels_readahead() {
     assert_eq!(demand(&mut c, &[add(2, 2), read(2, 2, 2)]), 1);
     assert_eq!(demand(&mut c, &[read(2, 0, 15)]), 3);
 }
+
+/// Counts the accesses a policy hears, by outcome.
+#[derive(Clone, Default)]
+struct Heard(Arc<Mutex<Vec<(Origin, u64, u32, u32)>>>);
+
+impl Policy for Heard {
+    fn name(&self) -> &str {
+        "heard"
+    }
+    fn on_access(&mut self, a: &Access, o: &Outcome, _s: &mut Sink<'_>) {
+        (self.0.lock().unwrap()).push((a.origin, a.page, a.blocks, o.miss_blocks));
+    }
+    fn box_clone(&self) -> BoxedPolicy {
+        Box::new(self.clone())
+    }
+}
+
+#[test]
+fn pages_fault_around_mapped_reach_the_policy_as_mapped_hits_not_demand() {
+    let heard = Heard::default();
+    let mut c = Controller::new(Box::new(heard.clone()), ControllerOptions::default());
+    c.on_start(42, T0);
+    let ev = |ts, kind| LiveEvent {
+        ts_ns: T0 + ts,
+        pid: 42,
+        kind,
+    };
+    let add = |index| EventKind::AddToCache {
+        dev: 7,
+        ino: 5,
+        index,
+        order: 0,
+    };
+    // The task brought in pages 0..4, fault-around mapped 16 resident
+    // pages elsewhere in the file, then the task read pages 0..4.
+    let mut evs: Vec<_> = (0..4).map(|i| ev(10, add(i))).collect();
+    let mapped = EventKind::MapPages {
+        dev: 7,
+        ino: 5,
+        index: 32,
+        last_index: 47,
+    };
+    let read = EventKind::GetPages {
+        dev: 7,
+        ino: 5,
+        index: 0,
+        last_index: 3,
+    };
+    evs.extend([ev(20, mapped), ev(30, read)]);
+    c.on_events(&evs, &vec![true; evs.len()]);
+    assert_eq!(
+        *heard.0.lock().unwrap(),
+        vec![(Origin::Mapped, 32, 16, 0), (Origin::Demand, 0, 4, 4)]
+    );
+    // Demand is the read alone, and its misses are the pages brought in.
+    let s = c.stats();
+    assert_eq!((s.accesses, s.demand_pages, s.miss_pages), (1, 4, 4));
+}

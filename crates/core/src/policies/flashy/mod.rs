@@ -540,7 +540,7 @@ impl Flashy {
                     m.disk.observe(r.lbn, r.blocks, true);
                 }
             }
-            Origin::FilePrefetch => {}
+            Origin::FilePrefetch | Origin::Mapped => {}
         }
     }
 
