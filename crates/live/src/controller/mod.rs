@@ -15,8 +15,7 @@
 //! `mm_filemap_fault` is a one-page access (a page fault fault-around could
 //! not serve); `mm_filemap_map_pages` (fault-around mapping resident pages
 //! around a fault) is told to the policy as an `Origin::Mapped` access that
-//! hit (not
-//! counted as demand: see `Live::mapped`).
+//! hit (not counted as demand: see `Live::mapped`).
 //!
 //! # From requests to system calls
 //!

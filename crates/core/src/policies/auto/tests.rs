@@ -359,3 +359,53 @@ fn forward_sequential_runs_beyond_the_limit_are_left_to_kernel_readahead() {
     a.set_history(hist);
     assert_eq!(tick(&mut a), vec![(1, 0, 10), (1, 20, 1), (2, 9, 1)]);
 }
+
+/// Pages fault-around mapped are recorded for the next run, but during
+/// replay they neither move it (a late history entry mapped early does not
+/// resynchronise) nor count towards departure, and prompt no stride.
+#[test]
+fn mapped_pages_are_recorded_but_neither_move_nor_stop_the_replay() {
+    let mut a = Auto::new(params(
+        "init_batch=4KiB,batch=4KiB,ahead=16KiB,window=8,depart=0.5,seq_limit=0",
+    ));
+    a.set_history((0..1000).map(|p| entry(1, p * 10, 1, p * 10)).collect());
+    read(&mut a, 1, 0, 1);
+    let mapped = |a: &mut Auto, file, page, blocks| {
+        let mut reqs: Vec<PrefetchRequest> = Vec::new();
+        let mut w = 0;
+        let mut sink = Sink::new(&mut reqs, &mut w, &NoResidency);
+        let acc = Access {
+            pid: 1,
+            file: FileId(file),
+            page,
+            lbn: page,
+            blocks,
+            origin: Origin::Mapped,
+            ..Access::default()
+        };
+        a.on_access(&acc, &Outcome::default(), &mut sink);
+        pages_of(&reqs)
+    };
+    // An entry near the list's end, then 320 pages of a file it never saw,
+    // forward in 16-page windows (a stream, were they reads).
+    assert!(mapped(&mut a, 1, 9000, 1).is_empty());
+    for w in 0..20 {
+        assert!(mapped(&mut a, 7, w * 16, 16).is_empty());
+    }
+    assert_eq!((a.stats.resyncs, a.stats.departures), (0, 0));
+    assert_eq!((a.stats.matched, a.stats.unmatched), (1, 0));
+    assert!(a.replaying());
+    // The replay goes on from where the reads left it.
+    assert_eq!(read(&mut a, 1, 10, 1), vec![(1, 50, 1)]);
+    // The next run's history holds the mapped pages after the read.
+    let saved = decode_history(&a.save_history().unwrap()).unwrap();
+    assert_eq!(saved[..2], [entry(1, 0, 1, 0), entry(1, 9000, 1, 9000)]);
+    assert_eq!(
+        saved[2..],
+        [
+            entry(7, 0, 256, 0),
+            entry(7, 256, 64, 256),
+            entry(1, 10, 1, 10)
+        ]
+    );
+}
