@@ -19,6 +19,11 @@ fn entry(file: u64, page: u64, pages: u32, lbn: u64) -> Entry {
 }
 
 fn read(a: &mut Auto, file: u64, page: u64, blocks: u32) -> Vec<(u64, u64, u32)> {
+    access(a, file, page, blocks, Origin::Demand)
+}
+
+/// An access of `origin` (`read` for demand reads); returns the requests.
+fn access(a: &mut Auto, file: u64, page: u64, blocks: u32, origin: Origin) -> Vec<(u64, u64, u32)> {
     let mut reqs: Vec<PrefetchRequest> = Vec::new();
     let mut w = 0;
     let mut sink = Sink::new(&mut reqs, &mut w, &NoResidency);
@@ -28,6 +33,7 @@ fn read(a: &mut Auto, file: u64, page: u64, blocks: u32) -> Vec<(u64, u64, u32)>
         page,
         lbn: page,
         blocks,
+        origin,
         ..Access::default()
     };
     a.on_access(&acc, &Outcome::default(), &mut sink);
@@ -370,22 +376,7 @@ fn mapped_pages_are_recorded_but_neither_move_nor_stop_the_replay() {
     ));
     a.set_history((0..1000).map(|p| entry(1, p * 10, 1, p * 10)).collect());
     read(&mut a, 1, 0, 1);
-    let mapped = |a: &mut Auto, file, page, blocks| {
-        let mut reqs: Vec<PrefetchRequest> = Vec::new();
-        let mut w = 0;
-        let mut sink = Sink::new(&mut reqs, &mut w, &NoResidency);
-        let acc = Access {
-            pid: 1,
-            file: FileId(file),
-            page,
-            lbn: page,
-            blocks,
-            origin: Origin::Mapped,
-            ..Access::default()
-        };
-        a.on_access(&acc, &Outcome::default(), &mut sink);
-        pages_of(&reqs)
-    };
+    let mapped = |a: &mut Auto, file, page, blocks| access(a, file, page, blocks, Origin::Mapped);
     // An entry near the list's end, then 320 pages of a file it never saw,
     // forward in 16-page windows (a stream, were they reads).
     assert!(mapped(&mut a, 1, 9000, 1).is_empty());
