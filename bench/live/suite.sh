@@ -25,7 +25,11 @@
 # (`outrider_cpu_s` of its --json-file), the program's CPU seconds (the
 # shell's children times around the stock run) and the targets each row
 # misses. Also the fixed cost: `outrider run -- true` against `true`
-# (TRUE_REPS, default 20, hot cache; COLD_TRUE_REPS, default 7, cold).
+# (TRUE_REPS, default 20, hot cache; COLD_TRUE_REPS, default 7, cold),
+# the MiB each run read from the data's disk (its `stat`, before and
+# after) and the disk's sequential rate (a cold `dd` of the large file,
+# DISK_REPS, default 3): stock's MiB at that rate is a floor no prefetcher
+# that starts with the program can beat.
 #
 # PROGRAMS="tar gcc ..." selects (default: all, see suite-programs.sh);
 # QUICK=1: REPS=1, SHORT_REPS=1, TRUE_REPS=5, six programs, results to
@@ -45,6 +49,7 @@ REPS=${REPS:-3}
 SHORT_REPS=${SHORT_REPS:-7}
 TRUE_REPS=${TRUE_REPS:-20}
 COLD_TRUE_REPS=${COLD_TRUE_REPS:-7}
+DISK_REPS=${DISK_REPS:-3}
 PROGRAMS=${PROGRAMS:-$SUITE_PROGRAMS}
 OUT=${OUT:-bench/results/live.md}
 POLICY=${POLICY:-}
@@ -82,15 +87,24 @@ machine_busy() {
   awk -v hz="$(getconf CLK_TCK)" '/^cpu / { printf "%.2f", ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat
 }
 
+# The block device holding DATA_DIR (the whole disk) and the 512-byte
+# sectors read from it since boot.
+disk=$(lsblk -no PKNAME "$(df --output=source "$DATA_DIR" | tail -1)" 2> /dev/null | head -1)
+[ -n "$disk" ] || disk=$(basename "$(df --output=source "$DATA_DIR" | tail -1)")
+sectors_read() { awk '{ print $3 }' "/sys/block/$disk/stat" 2> /dev/null || echo 0; }
+
 # Run "$@" in this shell (no subshell, so `times` sees its CPU), output
-# discarded; sets WALL and CPU (seconds) and RC.
+# discarded; sets WALL and CPU (seconds), READ_MIB (read from the disk
+# meanwhile, by anything) and RC.
 timed() {
-  local t0 t1
+  local t0 t1 s0
   times > "$work/times0"
+  s0=$(sectors_read)
   t0=$EPOCHREALTIME
   RC=0
   "$@" > /dev/null 2> "$work/stderr" || RC=$?
   t1=$EPOCHREALTIME
+  READ_MIB=$(awk -v a="$s0" -v b="$(sectors_read)" 'BEGIN { printf "%.1f", (b - a) * 512 / 1048576 }')
   times > "$work/times1"
   WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", b - a }')
   CPU=$(awk 'function s(t) { sub(/s$/, "", t); split(t, p, "m"); return p[1] * 60 + p[2] }
@@ -98,7 +112,8 @@ timed() {
              END { printf "%.3f", c[ARGV[2]] - c[ARGV[1]] }' "$work/times0" "$work/times1")
 }
 
-# One arm of program $p, repetition $rep: appends "p arm rep wall cpu" to
+# One arm of program $p, repetition $rep: appends "p arm rep wall cpu
+# read_mib" to
 # the results, or returns 1 (with FAILED set) when the command failed
 # (exit status above 1: grep and diff use 1 for "no match"/"differences").
 arm() {
@@ -121,7 +136,7 @@ arm() {
     FAILED="$a exited $RC: $(tail -c 300 "$work/stderr" | tr '\n' ' ')"
     return 1
   fi
-  echo "$p $a $rep $WALL $CPU" >> "$work/results"
+  echo "$p $a $rep $WALL $CPU $READ_MIB" >> "$work/results"
 }
 
 # Every arm of program $p, REPS_OF repetitions, the groups in turn.
@@ -200,6 +215,14 @@ for rep in $(seq 1 "$COLD_TRUE_REPS"); do
   echo "true coldload $rep $WALL $CPU" >> "$work/fixed"
   cold; timed "$bin" run -q --no-history -- /bin/true
   echo "true coldnohist $rep $WALL $CPU" >> "$work/fixed"
+done
+
+# The disk's sequential rate: the large file read cold in 8 MiB requests.
+: > "$work/disk"
+suite_file
+for rep in $(seq 1 "$DISK_REPS"); do
+  cold; timed dd if="$big" of=/dev/null bs=8M
+  echo "$rep $WALL $READ_MIB" >> "$work/disk"
 done
 
 elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')

@@ -7,7 +7,10 @@ arm stock | hot | none | run1 | run2; cpu_s is the CPU of the whole
 process tree the shell waited for), `programs` (tab-separated: name,
 category, tags, repetitions, load average before and after, description),
 `skipped` (name, reason), `fixed` (the `true` runs, same columns as
-results) and json/PROGRAM.ARM.REP.json, each outrider run's --json-file."""
+results), `disk` (`rep wall_s read_mib` of a cold sequential read of the
+large file) and json/PROGRAM.ARM.REP.json, each outrider run's
+--json-file. A results line may end with `read_mib`, the MiB the run read
+from the data's disk."""
 import datetime
 import json
 import os
@@ -26,12 +29,14 @@ CPU_SHARE = 0.05     # outrider CPU / program CPU where there is little to gain
 
 
 def load(work):
-    """(wall, cpu, programs, skipped, fixed) read from WORKDIR."""
-    wall, cpu, fixed = {}, {}, {}
+    """(wall, cpu, read, programs, skipped, fixed) read from WORKDIR."""
+    wall, cpu, read, fixed = {}, {}, {}, {}
     for line in open(os.path.join(work, "results")):
-        p, arm, _rep, w, c = line.split()
+        p, arm, _rep, w, c, *mib = line.split()
         wall.setdefault((p, arm), []).append(float(w))
         cpu.setdefault((p, arm), []).append(float(c))
+        if mib:
+            read.setdefault((p, arm), []).append(float(mib[0]))
     programs = []
     for line in open(os.path.join(work, "programs")):
         f = line.rstrip("\n").split("\t")
@@ -43,7 +48,17 @@ def load(work):
         for line in open(path):
             _t, arm, _rep, w, c = line.split()
             fixed.setdefault(arm, []).append(float(w))
-    return wall, cpu, programs, skipped, fixed
+    return wall, cpu, read, programs, skipped, fixed
+
+
+def disk_rate(work):
+    """The disk's sequential read rate, MiB/s: median over the cold reads
+    of the large file (None without them)."""
+    path = os.path.join(work, "disk")
+    if not os.path.exists(path):
+        return None
+    rates = [float(m) / float(w) for _rep, w, m in (line.split() for line in open(path)) if float(m) > 0]
+    return med(rates)
 
 
 def summaries(work, name, arm):
@@ -59,10 +74,15 @@ def med(v):
     return statistics.median(v) if v else None
 
 
-def row_stats(work, wall, cpu, name):
+def row_stats(work, wall, cpu, read, rate, fixed_cpu, name):
     """Medians and derived numbers of one program."""
     m = {a: med(wall.get((name, a))) for a in ARMS}
-    r = dict(m=m, prog_cpu=med(cpu.get((name, "stock"))))
+    r = dict(m=m, prog_cpu=med(cpu.get((name, "stock"))), stock_reps=wall.get((name, "stock"), []))
+    # What stock read from the disk, and how long the disk alone takes
+    # to deliver it at its sequential rate: with the program starting cold,
+    # no prefetcher that starts with it gets below this.
+    r["read_stock"] = med(read.get((name, "stock")))
+    r["disk_floor"] = r["read_stock"] / rate if rate and r["read_stock"] is not None else None
     s, h = m["stock"], m["hot"]
     r["gain"] = s / h if s and h else None
     for a in ("none", "run1", "run2"):
@@ -74,6 +94,11 @@ def row_stats(work, wall, cpu, name):
         r[f"ocpu_{a}"] = med(cpus)
         per = [j["outrider_cpu_s"] / j["events"] * 1e6 for j in js if j.get("events") and "outrider_cpu_s" in j]
         r[f"us_{a}"] = med(per)
+        # The same less the CPU of a run that traces nothing (`run --
+        # true`): set-up and tear-down are paid once per run, not per event.
+        net = [max(0.0, j["outrider_cpu_s"] - fixed_cpu) / j["events"] * 1e6
+               for j in js if j.get("events") and "outrider_cpu_s" in j and fixed_cpu is not None]
+        r[f"net_us_{a}"] = med(net)
         r[f"events_{a}"] = med([j["events"] for j in js if "events" in j])
     return r
 
@@ -90,8 +115,9 @@ def misses(prog, r):
         out.append(f"run 2 headroom {pct(r['head_run2'], 1)}")
     if {"backwards", "stride"} & set(prog["tags"]) and (r["head_run1"] or 0) < HEADROOM_RUN1:
         out.append(f"run 1 headroom {pct(r['head_run1'], 1)}")
-    if prog["cat"] == "tree" and r["us_none"] is not None and r["us_none"] > EVENT_US:
-        out.append(f"{r['us_none']:.1f} us/event")
+    per_event = r["net_us_none"] if r["net_us_none"] is not None else r["us_none"]
+    if prog["cat"] == "tree" and per_event is not None and per_event > EVENT_US:
+        out.append(f"{per_event:.1f} us/event")
     share = cpu_share(r)
     if r["gain"] and r["gain"] < 1.25 and share is not None and share > CPU_SHARE:
         out.append(f"outrider CPU {share * 100:.0f}% of the program's")
@@ -118,7 +144,7 @@ def why(prog, r, fixed_added):
             continue
         js = r[f"js_{a}"]
         extra = m[a] - m["stock"]
-        parts = [f"{label} +{extra * 1e3:.0f} ms"]
+        parts = [f"{label} +{extra * 1e3:.0f} ms{spread(r, extra)}"]
         if fixed_added is not None:
             parts.append(f"fixed cost {fixed_added * 1e3:.1f} ms ({fixed_added / extra * 100:.0f}% of it)")
         if r[f"ocpu_{a}"] is not None:
@@ -137,7 +163,33 @@ def why(prog, r, fixed_added):
         out.append(f"run 2 is {(m['run2'] - m['hot']) * 1e3:.0f} ms above the floor: coverage {cov:.2f}, "
                    f"{mib(miss)} of {mib(demand)} still missed, {mib(late)} prefetched too late; history loaded {loaded(js)}"
                    if cov is not None else f"run 2 is {(m['run2'] - m['hot']) * 1e3:.0f} ms above the floor")
+        if r["disk_floor"] is not None:
+            out.append(disk_bound(r))
     return out
+
+
+def spread(r, extra):
+    """Stock's own repetitions beside an arm's gap: a gap inside their
+    spread is not resolved by this many repetitions."""
+    v = r["stock_reps"]
+    if len(v) < 2:
+        return ""
+    lo, hi = min(v), max(v)
+    inside = " (inside it)" if extra < hi - lo else ""
+    return f" (stock's own repetitions span {lo:.3f}-{hi:.3f} s{inside})"
+
+
+def disk_bound(r):
+    """A run 2 short of the hot floor, against the disk's: stock's MiB read
+    at the disk's sequential rate."""
+    m, floor = r["m"], r["disk_floor"]
+    reach = max(floor, m["hot"])
+    head = (m["stock"] - m["run2"]) / (m["stock"] - reach) if m["stock"] > reach else None
+    text = (f"stock read {r['read_stock']:.0f} MiB from the disk, {floor:.3f} s at its sequential rate, so "
+            f"{reach:.3f} s is as low as a run starting cold can go")
+    if head is None:
+        return text + ": stock is already there (the headroom is the disk's, left only to data in memory before the program starts)"
+    return text + f"; run 2 took {pct(head)} of the headroom down to it"
 
 
 def why_section(rows, fixed):
@@ -151,8 +203,9 @@ def why_section(rows, fixed):
     print()
     print("Per missing row, medians of the same runs: each slow arm's time above stock with outrider's fixed cost "
           "(the cold `/bin/true` measurement below: every arm here is cold, outrider's executable included) and its own CPU beside it, on this 2-core machine where the program's "
-          "CPU (cores = program CPU / stock wall) competes with outrider's; for a run 2 short of the floor, what "
-          "the run-2 summaries say was still missed.")
+          "CPU (cores = program CPU / stock wall) competes with outrider's, and the span of stock's own repetitions "
+          "(a gap inside it is not resolved by this many repetitions on this disk); for a run 2 short of the floor, what "
+          "the run-2 summaries say was still missed, and the disk floor: stock's MiB read at the disk's sequential rate.")
     print()
     for p, w in lines:
         if w:
@@ -208,18 +261,23 @@ def header(conf, programs):
     print()
 
 
-def main_table(rows):
+def rate_text(rate):
+    return f"{rate:.0f} MiB/s, a cold `dd` of the large file, median" if rate else "not measured"
+
+
+def main_table(rows, rate):
     print("| program | category | stock (s) | none (s) | run 1 (s) | run 2 (s) | hot (s) | stock / hot | "
-          "speed-up none / run 1 / run 2 | headroom run 1 / run 2 | misses |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "disk floor (s) | speed-up none / run 1 / run 2 | headroom run 1 / run 2 | misses |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for p, r in rows:
         m = r["m"]
         miss = "; ".join(f"**{x}**" for x in misses(p, r)) or "none"
         print(f"| {p['name']} | {p['cat']} | {f3(m['stock'])} | {f3(m['none'])} | {f3(m['run1'])} | {f3(m['run2'])} | "
-              f"{f3(m['hot'])} | {fx(r['gain'])} | {fx(r['x_none'])} / {fx(r['x_run1'])} / {fx(r['x_run2'])} | "
+              f"{f3(m['hot'])} | {fx(r['gain'])} | {f3(r['disk_floor'])} | {fx(r['x_none'])} / {fx(r['x_run1'])} / {fx(r['x_run2'])} | "
               f"{pct(r['head_run1'])} / {pct(r['head_run2'])} | {miss} |")
     print()
-    print(f"speed-up = stock / arm; headroom captured = (stock - arm) / (stock - hot), shown where stock / hot >= 1.1. "
+    print(f"speed-up = stock / arm; headroom captured = (stock - arm) / (stock - hot), shown where stock / hot >= 1.1; "
+          f"disk floor = the MiB stock read from the disk (its `stat`) at the disk's sequential rate ({rate_text(rate)}). "
           f"Targets checked per row (a miss names the number): none within {(NONE_MAX - 1) * 100:.0f}% of stock; "
           f"run 1 and run 2 >= {RUN_MIN}x; run 2 >= {HEADROOM_RUN2 * 100:.0f}% of the headroom where stock / hot >= 2; "
           f"reverse and strided reads (tac, mmap-back, mmap-stride, pread-stride) >= {HEADROOM_RUN1 * 100:.0f}% on run 1; "
@@ -232,8 +290,9 @@ def cpu_table(rows):
     print("## Outrider's CPU")
     print()
     print("| program | program CPU (s, stock) | outrider CPU none / run 1 / run 2 (s) | outrider / program (run 2) | "
-          "events none / run 2 | us per event none / run 1 / run 2 | lost events | policy run 2 | history loaded run 2 | event source |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|---|---|")
+          "events none / run 2 | us per event none / run 1 / run 2 | us per event, less the fixed CPU, none | lost events | "
+          "policy run 2 | history loaded run 2 | event source |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
     for p, r in rows:
         js = r["js_none"] + r["js_run1"] + r["js_run2"]
         lost = sum(j.get("lost_events", 0) for j in js)
@@ -242,11 +301,13 @@ def cpu_table(rows):
         ev = f"{r['events_none']:.0f} / {r['events_run2']:.0f}" if r["events_none"] is not None and r["events_run2"] is not None else "-"
         us = " / ".join(f"{r[k]:.2f}" if r[k] is not None else "-" for k in ("us_none", "us_run1", "us_run2"))
         print(f"| {p['name']} | {f3(r['prog_cpu'])} | {f3(r['ocpu_none'])} / {f3(r['ocpu_run1'])} / {f3(r['ocpu_run2'])} | "
-              f"{pct(cpu_share(r))} | {ev} | {us} | {lost} | {pol} | {loaded(r['js_run2'])} | {src} |")
+              f"{pct(cpu_share(r))} | {ev} | {us} | {f3(r['net_us_none'])} | {lost} | {pol} | {loaded(r['js_run2'])} | {src} |")
     print()
     print("Outrider CPU = `outrider_cpu_s` of its `--json-file` (the outrider process's own user + system time, its threads "
           "included; the background history save after it exits is not in it). Program CPU = the user + system time of the "
-          "stock run's process tree (bash `times` around it). us per event = outrider CPU / `events` of the same run.")
+          "stock run's process tree (bash `times` around it). us per event = outrider CPU / `events` of the same run; "
+          "less the fixed CPU: (outrider CPU - the median outrider CPU of `outrider run --no-history -- /bin/true`, "
+          "the fixed-cost section) / events, the number the tree walkers' per-event target is checked on.")
     print()
 
 
@@ -315,10 +376,12 @@ def details(rows, skipped, wall, conf):
 def main():
     work = sys.argv[1]
     conf = dict(a.split("=", 1) for a in sys.argv[2:])
-    wall, cpu, programs, skipped, fixed = load(work)
-    rows = [(p, row_stats(work, wall, cpu, p["name"])) for p in programs]
+    wall, cpu, read, programs, skipped, fixed = load(work)
+    rate = disk_rate(work)
+    fixed_cpu = med([j["outrider_cpu_s"] for j in summaries(work, "true", "nohist") if "outrider_cpu_s" in j])
+    rows = [(p, row_stats(work, wall, cpu, read, rate, fixed_cpu, p["name"])) for p in programs]
     header(conf, programs)
-    main_table(rows)
+    main_table(rows, rate)
     n_miss = sum(1 for p, r in rows if misses(p, r))
     print(f"{len(rows)} programs measured, {len(skipped)} skipped; {n_miss} miss at least one target.")
     print()
