@@ -27,6 +27,19 @@ setup_tree() {
   fi
 }
 
+# Whether a process pgrep "$@" finds is still working: any but a parked
+# tracing source (comm outrider-bpf-pa[rk] or outrider-park).
+outrider_busy() {
+  local p
+  for p in $(pgrep "$@"); do
+    case $(cat "/proc/$p/comm" 2> /dev/null) in
+      outrider-bpf-pa | outrider-park | "") ;;
+      *) return 0 ;;
+    esac
+  done
+  return 1
+}
+
 # Cold cache, and the disk idle: reads a previous run left queued (a
 # prefetch still in flight when its program exited) must not slow the next.
 cold() {
@@ -35,11 +48,13 @@ cold() {
   # disk's in-flight I/O below, so it neither competes with nor delays the
   # next timed run (a run started meanwhile would wait for the save).
   # Only this script's binary ($bin, when set): other people's outrider
-  # runs on a shared machine are not ours to wait for.
+  # runs on a shared machine are not ours to wait for. Not the process
+  # keeping a parked tracing source for the next run (it lingers 10 s,
+  # idle; waiting for it added 5 s to every cold after an outrider run).
   local k mine=(-x outrider)
   [ -n "${bin:-}" ] && mine=(-f -- "^$bin ")
   for k in $(seq 500); do
-    pgrep "${mine[@]}" > /dev/null || break
+    outrider_busy "${mine[@]}" || break
     sleep 0.01
   done
   sync; echo 3 > /proc/sys/vm/drop_caches

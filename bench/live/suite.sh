@@ -9,7 +9,7 @@
 # it needs (apt-get, a venv of PyPI wheels) and builds its fixtures once in
 # DATA_DIR (default /var/tmp/outrider-suite, ~3 GB; first run ~10 min more).
 #
-# Arms, per program and repetition (REPS, default 3; SHORT_REPS, default 7,
+# Arms, per program and repetition (REPS, default 5; SHORT_REPS, default 7,
 # for programs under 100 ms):
 #   stock  the program alone, cold cache
 #   hot    the program alone right after stock, no cache drop (the floor)
@@ -45,7 +45,7 @@ if [ "${QUICK:-0}" = 1 ]; then
   REPS=${REPS:-1} SHORT_REPS=${SHORT_REPS:-1} TRUE_REPS=${TRUE_REPS:-5} COLD_TRUE_REPS=${COLD_TRUE_REPS:-3}
   PROGRAMS=${PROGRAMS:-$SUITE_QUICK} OUT=${OUT:-/tmp/live-suite-quick.md}
 fi
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 SHORT_REPS=${SHORT_REPS:-7}
 TRUE_REPS=${TRUE_REPS:-20}
 COLD_TRUE_REPS=${COLD_TRUE_REPS:-7}

@@ -68,6 +68,20 @@ fn parse_meminfo_kb(text: &str, key: &str) -> Option<u64> {
 /// The memory cgroup of `pid` (`None`: the calling process), or `Ok(None)`
 /// when no memory controller is mounted.
 pub fn cgroup_memory(pid: Option<u32>) -> io::Result<Option<CgroupMemory>> {
+    match memory_cgroup_of(pid)? {
+        Some((version, mount, path)) => read_cgroup(version, &mount, &path).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The directory of the memory cgroup of `pid` (`None`: the calling
+/// process), without reading its limits; `Ok(None)` as [`cgroup_memory`].
+pub fn cgroup_memory_dir(pid: Option<u32>) -> io::Result<Option<PathBuf>> {
+    Ok(memory_cgroup_of(pid)?.map(|(_, mount, path)| join(&mount, &path)))
+}
+
+/// (controller version, its mount point, the cgroup's path under it).
+fn memory_cgroup_of(pid: Option<u32>) -> io::Result<Option<(u8, PathBuf, String)>> {
     let proc = match pid {
         Some(p) => format!("/proc/{p}/cgroup"),
         None => "/proc/self/cgroup".to_string(),
@@ -77,12 +91,11 @@ pub fn cgroup_memory(pid: Option<u32>) -> io::Result<Option<CgroupMemory>> {
     let (v1_mount, v2_mount) = parse_mounts(&mountinfo);
     let (v1_path, v2_path) = parse_proc_cgroup(&cgroups);
     if let (Some(mount), Some(path)) = (v1_mount, v1_path) {
-        return read_cgroup(1, &mount, &path).map(Some);
+        return Ok(Some((1, mount, path)));
     }
     if let (Some(mount), Some(path)) = (v2_mount, v2_path) {
-        let dir = join(&mount, &path);
-        if dir.join("memory.max").exists() || path == "/" {
-            return read_cgroup(2, &mount, &path).map(Some);
+        if join(&mount, &path).join("memory.max").exists() || path == "/" {
+            return Ok(Some((2, mount, path)));
         }
     }
     Ok(None)

@@ -119,8 +119,8 @@ pub(super) fn save_in_background(
         libc::setpriority(libc::PRIO_PROCESS, 0, 10);
     }
     if let Some(dir) = orig_cgroup {
-        let now = outrider_sys::cgroup_memory(None).ok().flatten();
-        if now.is_some_and(|c| c.dir != dir) {
+        let now = outrider_sys::memory::cgroup_memory_dir(None).ok().flatten();
+        if now.is_some_and(|d| d != dir) {
             let _ = std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string());
         }
     }
