@@ -65,6 +65,10 @@ suite_base
 # Not under /tmp: a shared machine's cleanups sweep /tmp/tmp.* there.
 work=$(mktemp -d "$DATA_DIR/run.XXXXXX")
 trap 'rm -rf "$work" /dev/shm/outrider-suite-out' EXIT
+# A finished run's measurements are kept in $DATA_DIR/last-run (the
+# previous one replaced), with the report's arguments in `report-args`:
+# `python3 bench/live/suite_report.py DIR $(cat DIR/report-args)` writes
+# the report again without measuring again.
 mkdir -p "$work/json" "$work/hist"
 started=$EPOCHREALTIME
 
@@ -226,10 +230,13 @@ for rep in $(seq 1 "$DISK_REPS"); do
 done
 
 elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
-python3 bench/live/suite_report.py "$work" \
-  "reps=$REPS" "short_reps=$SHORT_REPS" "true_reps=$TRUE_REPS" "cold_true_reps=$COLD_TRUE_REPS" "policy=$POLICY" \
-  "elapsed_s=$elapsed" "quick=${QUICK:-0}" "outrider=$("$bin" --version)" \
-  "sql_limit=${sql_limit:-0}" "db_bytes=${db_bytes:-0}" "file_mib=$SUITE_FILE_MIB" \
-  "load_end=$(cut -d' ' -f1-3 /proc/loadavg)" > "$OUT.tmp"
+report_args=("reps=$REPS" "short_reps=$SHORT_REPS" "true_reps=$TRUE_REPS" "cold_true_reps=$COLD_TRUE_REPS"
+  "policy=$POLICY" "elapsed_s=$elapsed" "quick=${QUICK:-0}" "outrider=$("$bin" --version | tr ' ' '_')"
+  "sql_limit=${sql_limit:-0}" "db_bytes=${db_bytes:-0}" "file_mib=$SUITE_FILE_MIB"
+  "load_end=$(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '_')")
+python3 bench/live/suite_report.py "$work" "${report_args[@]}" > "$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
+rm -rf "$work/hist" "$DATA_DIR/last-run"
+printf '%s\n' "${report_args[@]}" > "$work/report-args"
+mv "$work" "$DATA_DIR/last-run"
 cat "$OUT"

@@ -179,6 +179,9 @@ def why(prog, r, fixed_added):
         out.append(f"run 2 is {(m['run2'] - m['hot']) * 1e3:.0f} ms above the floor: coverage {cov:.2f}, "
                    f"{mib(miss)} of {mib(demand)} still missed{ra}, {mib(late)} prefetched too late; history loaded {loaded(js)}"
                    if cov is not None else f"run 2 is {(m['run2'] - m['hot']) * 1e3:.0f} ms above the floor")
+        if r["ocpu_run2"] is not None and r["prog_cpu"]:
+            out.append(f"outrider's CPU in run 2 {r['ocpu_run2']:.3f} s beside the program's {r['prog_cpu']:.3f} s (stock), "
+                       f"{(r['ocpu_run2'] + r['prog_cpu']) / 2:.3f} s of this 2-core machine's time when both run at once")
         if r["disk_floor"] is not None:
             out.append(disk_bound(r))
     return out
@@ -397,6 +400,11 @@ def details(rows, skipped, wall, conf):
 def main():
     work = sys.argv[1]
     conf = dict(a.split("=", 1) for a in sys.argv[2:])
+    # Spaces travel as underscores (the arguments are kept one per line
+    # and read back by word splitting).
+    for k in ("outrider", "load_end"):
+        if k in conf:
+            conf[k] = conf[k].replace("_", " ")
     wall, cpu, read, programs, skipped, fixed = load(work)
     rate = disk_rate(work)
     fixed_cpu = med([j["outrider_cpu_s"] for j in summaries(work, "true", "nohist") if "outrider_cpu_s" in j])
