@@ -2,7 +2,7 @@
 //! ([`outrider_daemon`]), its config check and its boot replay.
 
 use clap::Args;
-use outrider_daemon::{Config, ConfigError, Daemon, DEFAULT_CONFIG};
+use outrider_daemon::{query, Config, ConfigError, Daemon, DEFAULT_CONFIG};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -40,6 +40,137 @@ pub fn run(a: DaemonArgs) -> anyhow::Result<()> {
     Daemon::new(cfg)
         .and_then(Daemon::run)
         .map_err(anyhow::Error::msg)
+}
+
+/// `outrider status`, `outrider apps` and `outrider forget` options.
+#[derive(Args)]
+pub struct QueryArgs {
+    /// The daemon's configuration (its state directory and store).
+    #[arg(long, default_value = DEFAULT_CONFIG)]
+    config: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `outrider forget` options.
+#[derive(Args)]
+pub struct ForgetArgs {
+    /// The executable whose launch set to forget (as `outrider apps`
+    /// lists it).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    exe: Option<String>,
+    /// Forget every application's launch set (the boot set stays).
+    #[arg(long)]
+    all: bool,
+    #[command(flatten)]
+    q: QueryArgs,
+}
+
+/// `outrider status`: whether the daemon runs, what it watches, its
+/// memory and CPU, and per application what its recent launches read.
+pub fn status(a: QueryArgs) -> anyhow::Result<()> {
+    let r = query::report(&load(&a.config)?);
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;
+        return Ok(());
+    }
+    match (r.running, r.pid) {
+        (true, Some(pid)) => writeln!(
+            out,
+            "outrider daemon: running, pid {pid}, {:.0} s; {:.1} MiB resident, {:.2} s of CPU ({:.2}% of a core)",
+            r.uptime_s.unwrap_or(0.0),
+            r.rss_bytes.unwrap_or(0) as f64 / 1048576.0,
+            r.cpu_s.unwrap_or(0.0),
+            100.0 * r.cpu_s.unwrap_or(0.0) / r.uptime_s.unwrap_or(1.0).max(1.0)
+        )?,
+        _ => writeln!(
+            out,
+            "outrider daemon: not running (start it with `sudo systemctl start outrider` or `sudo outrider daemon`)"
+        )?,
+    }
+    writeln!(out, "watching: {}", r.watching.join(", "))?;
+    writeln!(out, "history: {}", r.store)?;
+    if let Some(s) = &r.status {
+        writeln!(
+            out,
+            "launches seen {}, replayed {}, launch sets saved {} (stored {}, forgotten {}); events {} (lost {})",
+            s.launches_seen,
+            s.replays,
+            s.launch_sets_saved,
+            s.launch_sets_stored,
+            s.launch_sets_forgotten,
+            s.events,
+            s.lost_events
+        )?;
+    }
+    if !r.apps.is_empty() {
+        writeln!(
+            out,
+            "{:>8} {:>8} {:>10} {:>10} {:>10}  application (recent launches)",
+            "launches", "replayed", "asked MiB", "read MiB", "missed MiB"
+        )?;
+        let mib = |p: u64| p as f64 * 4096.0 / 1048576.0;
+        for app in &r.apps {
+            writeln!(
+                out,
+                "{:>8} {:>8} {:>10.1} {:>10.1} {:>10.1}  {}",
+                app.launches,
+                app.replayed,
+                mib(app.pages_requested),
+                mib(app.pages_read),
+                mib(app.pages_missed),
+                app.exe
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `outrider apps`: the launch sets in the daemon's store.
+pub fn apps(a: QueryArgs) -> anyhow::Result<()> {
+    let sets = query::launch_sets(&load(&a.config)?).map_err(anyhow::Error::msg)?;
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&sets)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:>6} {:>6} {:>9} {:>20}  application",
+        "runs", "files", "MiB", "saved (UTC)"
+    )?;
+    for s in &sets {
+        writeln!(
+            out,
+            "{:>6} {:>6} {:>9.1} {:>20}  {}",
+            s.runs,
+            s.files,
+            s.pages as f64 * 4096.0 / 1048576.0,
+            crate::output::utc_datetime(s.saved_unix),
+            s.exe
+        )?;
+    }
+    Ok(())
+}
+
+/// `outrider forget`: remove one application's launch set, or all.
+pub fn forget(a: ForgetArgs) -> anyhow::Result<()> {
+    let cfg = load(&a.q.config)?;
+    let exe = if a.all { None } else { a.exe.as_deref() };
+    let n = query::forget(&cfg, exe).map_err(crate::usage)?;
+    let mut out = std::io::stdout().lock();
+    if a.q.json {
+        writeln!(out, "{}", serde_json::json!({ "forgotten": n }))?;
+    } else {
+        writeln!(
+            out,
+            "forgot {n} launch set{}",
+            if n == 1 { "" } else { "s" }
+        )?;
+    }
+    Ok(())
 }
 
 /// The configuration at `path`; a missing default file means the defaults.

@@ -41,6 +41,7 @@ Examples:
   outrider daemon --check-config --config dist/daemon.toml
   sudo outrider daemon --replay-boot
   sudo systemctl enable --now outrider   (dist/outrider.service; see the README)
+  outrider status; outrider apps --json; sudo outrider forget /usr/bin/python3.11
 
 Status: <state_dir>/status.json, rewritten every second.";
 

@@ -82,3 +82,34 @@ impl<'a> JsonLine<'a> {
         }
     }
 }
+
+/// `YYYY-MM-DD HH:MM:SS` of `unix_secs` (UTC).
+pub fn utc_datetime(unix_secs: i64) -> String {
+    let (days, secs) = (unix_secs.div_euclid(86_400), unix_secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod date_tests {
+    #[test]
+    fn unix_seconds_become_civil_utc_dates() {
+        assert_eq!(super::utc_datetime(0), "1970-01-01 00:00:00");
+        assert_eq!(super::utc_datetime(951_782_400), "2000-02-29 00:00:00");
+        assert_eq!(super::utc_datetime(1_795_702_215), "2026-11-26 14:10:15");
+    }
+}

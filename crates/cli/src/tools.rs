@@ -67,6 +67,16 @@ enum Cmd {
     /// the foreground (dist/outrider.service).
     #[command(after_help = docs::DAEMON_EXAMPLES)]
     Daemon(daemoncmd::DaemonArgs),
+    /// Whether the daemon runs, what it watches, its memory and CPU, and
+    /// per application what its recent launches read and had replayed.
+    #[command(after_help = docs::DAEMON_EXAMPLES)]
+    Status(daemoncmd::QueryArgs),
+    /// The applications whose launch sets the daemon keeps.
+    #[command(after_help = docs::DAEMON_EXAMPLES)]
+    Apps(daemoncmd::QueryArgs),
+    /// Forget an application's launch set (or every one with --all).
+    #[command(after_help = docs::DAEMON_EXAMPLES)]
+    Forget(daemoncmd::ForgetArgs),
     /// Run a program and write what it read as a native trace.
     #[command(after_help = docs::RECORD_EXAMPLES)]
     Record(recordcmd::RecordArgs),
@@ -116,6 +126,9 @@ fn main() -> ExitCode {
         Cmd::Run(a) => return runcmd::run(a).map_or_else(error_exit, ExitCode::from),
         Cmd::Record(a) => return recordcmd::run(a).map_or_else(error_exit, ExitCode::from),
         Cmd::Daemon(a) => daemoncmd::run(a),
+        Cmd::Status(a) => daemoncmd::status(a),
+        Cmd::Apps(a) => daemoncmd::apps(a),
+        Cmd::Forget(a) => daemoncmd::forget(a),
         Cmd::Sim(a) => simcmd::sim(a),
         Cmd::Compare(a) => simcmd::compare(a),
         Cmd::Sweep(a) => sweepcmd::run(a),

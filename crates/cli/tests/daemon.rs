@@ -2,7 +2,8 @@
 //! with every cache dropped between has its launch set recorded at the
 //! first launch and replayed at the second, which then misses far less; a
 //! `kill -9` of the daemon keeps the saved sets; the boot set replays on
-//! demand and drops a changed file; bad configurations exit 2. Tracing
+//! demand and drops a changed file; `status`, `apps` and `forget` show
+//! and remove what it keeps; bad configurations exit 2. Tracing
 //! needs root: without it only the configuration checks run.
 
 mod common;
@@ -163,7 +164,36 @@ fn a_launch_is_recorded_then_replayed_and_survives_kill_9() {
     let s = status(&state).unwrap();
     assert_eq!(s["launch_sets_stored"], 1, "{s}");
     let l2 = launch(&state);
+    let config = cfg.display().to_string();
+    let json = |args: &[&str]| -> Value {
+        let o = outrider(&[args, &["--json", "--config", &config]].concat());
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let st = json(&["status"]);
+    assert_eq!(st["running"], true, "{st}");
+    assert!(st["rss_bytes"].as_u64().unwrap() > 0, "{st}");
+    let app = &st["apps"][0];
+    assert_eq!(app["exe"], py.display().to_string(), "{st}");
+    assert_eq!(
+        (app["launches"].as_u64(), app["replayed"].as_u64()),
+        (Some(1), Some(1)),
+        "the launch after the restart: {st}"
+    );
     drop(d);
+    assert_eq!(json(&["status"])["running"], false);
+    let apps = json(&["apps"]);
+    assert_eq!(apps[0]["exe"], py.display().to_string(), "{apps}");
+    assert!(apps[0]["files"].as_u64().unwrap() >= 5, "{apps}");
+    assert_eq!(json(&["forget", &py.display().to_string()])["forgotten"], 1);
+    assert_eq!(json(&["apps"]), Value::Array(vec![]));
+    let again = outrider(&["forget", &py.display().to_string(), "--config", &config]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr(&again).contains("no launch set of"),
+        "{}",
+        stderr(&again)
+    );
     assert_eq!(l1["known"], false, "{l1}");
     assert_eq!(l1["exe"], py.display().to_string(), "{l1}");
     let recorded = l1["recorded_pages"].as_u64().unwrap();

@@ -21,7 +21,8 @@ const STATUS_LAUNCHES: usize = 256;
 const STATUS_EVERY_NS: u64 = 1_000_000_000;
 
 /// One launch in the status file.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct LaunchStatus {
     /// Sequence number.
     pub id: u64,
@@ -46,7 +47,8 @@ pub struct LaunchStatus {
 }
 
 /// The boot set in the status file.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct BootStatus {
     /// Recording now.
     pub recording: bool,
@@ -59,7 +61,8 @@ pub struct BootStatus {
 }
 
 /// What `<state_dir>/status.json` holds.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Status {
     /// The daemon's pid.
     pub pid: u32,

@@ -110,7 +110,8 @@ impl Recorder {
 }
 
 /// What one replay did.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ReplayStats {
     /// Files verified unchanged.
     pub files_kept: u64,

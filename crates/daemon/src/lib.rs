@@ -74,6 +74,7 @@
 pub mod config;
 pub mod daemon;
 pub mod launchset;
+pub mod query;
 pub mod store;
 
 pub use config::{Config, ConfigError, DEFAULT_CONFIG};

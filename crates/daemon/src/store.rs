@@ -67,9 +67,12 @@ pub fn load_boot(store: &Store, stamp: &[u8]) -> Result<Option<AppHistory>, Stri
     ))
 }
 
+/// What the store keys of launch sets start with.
+pub const LAUNCH_PREFIX: &str = "exe:";
+
 /// The store key of an executable's launch set.
 pub fn launch_key(exe: &str) -> String {
-    format!("exe:{exe}")
+    format!("{LAUNCH_PREFIX}{exe}")
 }
 
 /// Save `h` under `key` (the run counter goes on).

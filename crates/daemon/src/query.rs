@@ -1,0 +1,360 @@
+//! What `outrider status`, `outrider apps` and `outrider forget` read and
+//! change: the daemon's status file and process, and the launch sets in
+//! its store. They work whether the daemon runs or not; the store's
+//! writers (the daemon's saves, a `forget`) are serialised by SQLite.
+
+use crate::config::Config;
+use crate::daemon::{open_store, LaunchStatus, Status};
+use crate::store::{launch_key, LAUNCH_PREFIX};
+use outrider_store::Store;
+use rusqlite::params;
+use std::collections::BTreeMap;
+
+/// The daemon as `outrider status` shows it.
+#[derive(Debug, serde::Serialize)]
+pub struct DaemonReport {
+    /// A daemon process of the status file's pid is alive.
+    pub running: bool,
+    /// Its pid (the status file's, running or not).
+    pub pid: Option<u32>,
+    /// What it watches: "every program" or the executables.
+    pub watching: Vec<String>,
+    /// The history store.
+    pub store: String,
+    /// Its resident memory, bytes (running only).
+    pub rss_bytes: Option<u64>,
+    /// Its CPU time so far, seconds (running only).
+    pub cpu_s: Option<f64>,
+    /// How long it has run, seconds (running only).
+    pub uptime_s: Option<f64>,
+    /// The status file's counters (none before the daemon's first start).
+    pub status: Option<Status>,
+    /// Per application, from the launches in the status file.
+    pub apps: Vec<AppActivity>,
+}
+
+/// One application's recent launches.
+#[derive(Debug, Default, PartialEq, serde::Serialize)]
+pub struct AppActivity {
+    /// The executable.
+    pub exe: String,
+    /// Launches seen.
+    pub launches: u64,
+    /// Launches that had a launch set replayed.
+    pub replayed: u64,
+    /// Pages the replays asked for.
+    pub pages_requested: u64,
+    /// Pages the launches read (cache hits included).
+    pub pages_read: u64,
+    /// Pages the launches had to bring in themselves (their misses).
+    pub pages_missed: u64,
+}
+
+/// One launch set in the store.
+#[derive(Debug, PartialEq, serde::Serialize)]
+pub struct LaunchSet {
+    /// The executable.
+    pub exe: String,
+    /// Launches recorded into it.
+    pub runs: u64,
+    /// When it was last saved (Unix seconds).
+    pub saved_unix: i64,
+    /// Files in it.
+    pub files: u64,
+    /// Pages in it (what a replay asks for at most).
+    pub pages: u64,
+}
+
+/// `outrider status`: the status file of `cfg`'s state directory and the
+/// process it names.
+pub fn report(cfg: &Config) -> DaemonReport {
+    let status: Option<Status> = std::fs::read_to_string(cfg.state_dir.join("status.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let pid = status.as_ref().map(|s| s.pid);
+    let proc = pid.and_then(daemon_process);
+    DaemonReport {
+        running: proc.is_some(),
+        pid,
+        watching: if cfg.watch.is_empty() {
+            vec!["every program".into()]
+        } else {
+            cfg.watch.iter().map(|p| p.display().to_string()).collect()
+        },
+        store: cfg.store_path().display().to_string(),
+        rss_bytes: proc.map(|p| p.rss_bytes),
+        cpu_s: proc.map(|p| p.cpu_s),
+        uptime_s: proc.map(|p| p.uptime_s),
+        apps: status
+            .as_ref()
+            .map_or_else(Vec::new, |s| activity(&s.launches)),
+        status,
+    }
+}
+
+/// The launches of the status file, summed per executable, most
+/// launched first.
+pub fn activity(launches: &[LaunchStatus]) -> Vec<AppActivity> {
+    let mut by_exe: BTreeMap<&str, AppActivity> = BTreeMap::new();
+    for l in launches {
+        let a = by_exe.entry(&l.exe).or_insert_with(|| AppActivity {
+            exe: l.exe.clone(),
+            ..AppActivity::default()
+        });
+        a.launches += 1;
+        if let Some(r) = &l.replay {
+            a.replayed += 1;
+            a.pages_requested += r.pages_requested;
+        }
+        a.pages_read += l.read_pages;
+        a.pages_missed += l.missed_pages;
+    }
+    let mut out: Vec<AppActivity> = by_exe.into_values().collect();
+    out.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.exe.cmp(&b.exe)));
+    out
+}
+
+/// What `/proc` says of a live daemon process.
+#[derive(Clone, Copy)]
+struct Proc {
+    rss_bytes: u64,
+    cpu_s: f64,
+    uptime_s: f64,
+}
+
+/// `pid` when it is alive and an `outrider daemon` (a recycled pid is
+/// another program).
+fn daemon_process(pid: u32) -> Option<Proc> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let mut args = cmdline.split(|&b| b == 0);
+    let is_outrider = args
+        .next()
+        .is_some_and(|a| a.ends_with(b"outrider") || a.ends_with(b"outrider-tools"));
+    if !is_outrider || !args.any(|a| a == b"daemon") {
+        return None;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which may hold spaces: state is 3,
+    // utime 14, stime 15, starttime 22 (proc(5)).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| f.get(n - 3).and_then(|v| v.parse::<f64>().ok());
+    // SAFETY: sysconf takes a name and returns a number.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let rss_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    Some(Proc {
+        rss_bytes: rss_kib * 1024,
+        cpu_s: (field(14)? + field(15)?) / hz,
+        uptime_s: uptime - field(22)? / hz,
+    })
+}
+
+/// `outrider apps`: the launch sets of the store, most recently saved
+/// first.
+pub fn launch_sets(cfg: &Config) -> Result<Vec<LaunchSet>, String> {
+    launch_sets_in(&open_store(cfg)?)
+}
+
+/// The launch sets of `store`, most recently saved first.
+pub fn launch_sets_in(store: &Store) -> Result<Vec<LaunchSet>, String> {
+    let c = store.connection();
+    let mut q = c
+        .prepare(
+            "SELECT app_key, runs, saved_unix, accesses,
+                    (SELECT COUNT(*) FROM app_files f WHERE f.app_key = r.app_key)
+             FROM app_runs r WHERE app_key LIKE 'exe:%' ORDER BY saved_unix DESC, app_key",
+        )
+        .map_err(|e| e.to_string())?;
+    let rows = q
+        .query_map([], |r| {
+            let key: String = r.get(0)?;
+            let blob: Vec<u8> = r.get(3)?;
+            let pages = outrider_store::decode_accesses(&blob)
+                .map_or(0, |l| l.iter().map(|a| u64::from(a.pages)).sum());
+            Ok(LaunchSet {
+                exe: key[LAUNCH_PREFIX.len()..].to_string(),
+                runs: r.get::<_, i64>(1)? as u64,
+                saved_unix: r.get(2)?,
+                files: r.get::<_, i64>(4)? as u64,
+                pages,
+            })
+        })
+        .map_err(|e| e.to_string())?;
+    rows.collect::<Result<_, _>>().map_err(|e| e.to_string())
+}
+
+/// `outrider forget`: remove the launch set of `exe` (every launch set
+/// when `None`); returns how many were removed. An executable with no
+/// launch set is an error that names it.
+pub fn forget(cfg: &Config, exe: Option<&str>) -> Result<u64, String> {
+    forget_in(&open_store(cfg)?, exe)
+}
+
+/// [`forget`] in `store`.
+pub fn forget_in(store: &Store, exe: Option<&str>) -> Result<u64, String> {
+    let pattern = exe.map_or_else(|| format!("{LAUNCH_PREFIX}%"), launch_key);
+    let c = store.connection();
+    let tx = c.unchecked_transaction().map_err(|e| e.to_string())?;
+    let mut removed = 0;
+    for table in ["app_files", "models", "app_runs"] {
+        // LIKE with the key escaped would be needed for a path holding
+        // `%` or `_`; one executable is matched exactly instead.
+        let sql = match exe {
+            Some(_) => format!("DELETE FROM {table} WHERE app_key = ?1"),
+            None => format!("DELETE FROM {table} WHERE app_key LIKE ?1"),
+        };
+        removed = tx
+            .execute(&sql, params![pattern])
+            .map_err(|e| e.to_string())? as u64;
+    }
+    tx.commit().map_err(|e| e.to_string())?;
+    match exe {
+        Some(e) if removed == 0 => Err(format!(
+            "{}: no launch set of {e} (`outrider apps` lists them)",
+            store.path().display()
+        )),
+        _ => Ok(removed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launchset::ReplayStats;
+    use outrider_store::{AccessRecord, AppHistory};
+
+    fn set(files: usize, pages: &[u32]) -> AppHistory {
+        let mut h = AppHistory::default();
+        h.files = (0..files)
+            .map(|i| outrider_store::FileRecord {
+                id: i as u32,
+                dev: 1,
+                ino: i as u64 + 1,
+                handle: None,
+                path: format!("/f{i}"),
+                size: 4096,
+                mtime_ns: 0,
+            })
+            .collect();
+        h.accesses = pages
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| AccessRecord {
+                file: 0,
+                page: i as u64 * 100,
+                pages: p,
+            })
+            .collect();
+        h
+    }
+
+    #[test]
+    fn apps_lists_launch_sets_with_their_files_and_pages_and_forget_removes_them() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let mut s = Store::open(dir.path().join("h.db")).unwrap();
+        crate::store::save(&mut s, &launch_key("/usr/bin/a"), &set(2, &[3, 4])).unwrap();
+        crate::store::save(&mut s, &launch_key("/usr/bin/b_c"), &set(1, &[1])).unwrap();
+        crate::store::save(&mut s, crate::store::BOOT_KEY, &set(5, &[9])).unwrap();
+        let mut sets = launch_sets_in(&s).unwrap();
+        sets.sort_by(|a, b| a.exe.cmp(&b.exe));
+        assert_eq!(sets.len(), 2, "the boot set is not an application's");
+        assert_eq!(
+            (
+                sets[0].exe.as_str(),
+                sets[0].files,
+                sets[0].pages,
+                sets[0].runs
+            ),
+            ("/usr/bin/a", 2, 7, 1)
+        );
+        assert_eq!((sets[1].exe.as_str(), sets[1].pages), ("/usr/bin/b_c", 1));
+        // `_` is a LIKE wildcard: one executable is matched exactly.
+        let e = forget_in(&s, Some("/usr/bin/b%c")).unwrap_err();
+        assert!(e.contains("no launch set of /usr/bin/b%c"), "{e}");
+        assert_eq!(forget_in(&s, Some("/usr/bin/b_c")).unwrap(), 1);
+        assert_eq!(launch_sets_in(&s).unwrap().len(), 1);
+        assert!(s.load_run(&launch_key("/usr/bin/b_c")).unwrap().is_none());
+        assert_eq!(forget_in(&s, None).unwrap(), 1);
+        assert!(launch_sets_in(&s).unwrap().is_empty());
+        assert!(
+            s.load_run(crate::store::BOOT_KEY).unwrap().is_some(),
+            "forget --all keeps the boot set"
+        );
+    }
+
+    #[test]
+    fn activity_sums_launches_per_executable() {
+        let l = |id, exe: &str, replayed: Option<u64>, read, missed| LaunchStatus {
+            id,
+            exe: exe.into(),
+            known: replayed.is_some(),
+            replay: replayed.map(|p| ReplayStats {
+                pages_requested: p,
+                ..ReplayStats::default()
+            }),
+            read_pages: read,
+            missed_pages: missed,
+            ..LaunchStatus::default()
+        };
+        let a = activity(&[
+            l(1, "/b", None, 10, 10),
+            l(2, "/a", None, 100, 90),
+            l(3, "/a", Some(80), 100, 5),
+        ]);
+        assert_eq!(
+            a,
+            vec![
+                AppActivity {
+                    exe: "/a".into(),
+                    launches: 2,
+                    replayed: 1,
+                    pages_requested: 80,
+                    pages_read: 200,
+                    pages_missed: 95,
+                },
+                AppActivity {
+                    exe: "/b".into(),
+                    launches: 1,
+                    pages_read: 10,
+                    pages_missed: 10,
+                    ..AppActivity::default()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_status_file_of_a_dead_or_foreign_pid_is_not_a_running_daemon() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let cfg = Config {
+            state_dir: dir.path().to_path_buf(),
+            ..Config::default()
+        };
+        assert!(!report(&cfg).running && report(&cfg).status.is_none());
+        // Our own pid: alive, but a test binary, not `outrider daemon`.
+        let st = Status {
+            pid: std::process::id(),
+            ..Status::default()
+        };
+        std::fs::write(
+            dir.path().join("status.json"),
+            serde_json::to_string(&st).unwrap(),
+        )
+        .unwrap();
+        let r = report(&cfg);
+        assert_eq!(r.pid, Some(std::process::id()));
+        assert!(!r.running && r.rss_bytes.is_none());
+        assert_eq!(r.watching, vec!["every program".to_string()]);
+    }
+}
