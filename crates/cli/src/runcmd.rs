@@ -124,6 +124,12 @@ pub fn default_history_path() -> PathBuf {
     base.join("outrider/history.db")
 }
 
+/// Said to a user who is not root: the kernel's page-cache events are
+/// root's to read, so the program runs unprefetched; what would help.
+pub const NOT_ROOT: &str = "outrider: not root, so the kernel's page-cache events cannot be traced and the program runs without prefetching. \
+`sudo outrider run -- CMD` prefetches for CMD and still runs it as you; the machine-wide daemon (`sudo systemctl enable --now outrider`, \
+see the README) prefetches every program's launch with no `outrider run` at all";
+
 /// Run it; returns the child's exit code. Our own errors are returned
 /// (the caller prints them and exits 2 for bad input, 1 otherwise).
 pub fn run(a: RunArgs) -> anyhow::Result<u8> {
@@ -140,6 +146,10 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
     })?;
     outrider_live::controller::check_live(policy.as_ref())
         .map_err(|e| usage(format!("--policy: {e}")))?;
+    // SAFETY: no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        outrider_sys::warnln!("{NOT_ROOT}");
+    }
     let tracing = lifecycle::TracingSetup::start(policy.interests(), a.event_source)?;
     // Ours, before following the program into its cgroup: the history
     // saver goes back to it.

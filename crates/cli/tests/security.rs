@@ -415,6 +415,32 @@ fn stat_as_another_user_reports_unknown_not_a_false_zero() {
     );
 }
 
+/// Without root, `outrider run` runs the program unprefetched and says
+/// what would prefetch for it (sudo, or the daemon).
+#[test]
+fn a_user_without_root_is_told_how_to_get_prefetching() {
+    let Some((uid, gid, _)) = test_user() else {
+        eprintln!("skipped: needs root to create a second user");
+        return;
+    };
+    let o = Command::new(BIN)
+        .args(["run", "--no-history", "--", "id", "-u"])
+        .env("HOME", "/nonexistent")
+        .uid(uid)
+        .gid(gid)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), uid.to_string());
+    assert!(
+        err.contains("not root")
+            && err.contains("sudo outrider run")
+            && err.contains("systemctl enable --now outrider"),
+        "{err}"
+    );
+}
+
 /// `sudo outrider stat DIR` used to list, as root, a directory the user
 /// cannot read (names, sizes): under sudo the walk lists and opens as the
 /// invoking user; residency of what the user can read is still known
