@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Cold launches of real programs with `outrider daemon` running, against
+# the same launches with no daemon: no `outrider run`, no wrapper, the
+# programs started as a user starts them. Writes bench/results/daemon.md.
+#
+# Per program (bench/live/suite-programs.sh's fixtures and commands), one
+# recording launch with the daemon running, then REPS (default 5)
+# repetitions of:
+#   stock   the daemon stopped, cold cache
+#   daemon  the daemon running (started before the cold drop, its launch
+#           set of this program from the launch before), cold cache; the
+#           daemon is stopped once it saved this launch's set
+#   hot     the program again at once, no daemon, no cache drop (the floor)
+# Cold = bench/live/setup.sh's cold (sync, drop_caches, the disk idle).
+# The daemon watches every program (watch = []), as installed. Reported:
+# medians, speed-up stock / daemon and headroom captured (stock - daemon)
+# / (stock - hot) as medians of each repetition's own ratio, and the
+# daemon's resident memory and CPU from `outrider status --json`.
+# `wc` (a 256 MiB sequential read) is a program a launch set cannot help:
+# it measures the daemon's cost. Needs root. PROGRAMS="gcc node" selects;
+# OUT=file writes elsewhere.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DATA_DIR=${DATA_DIR:-/var/tmp/outrider-suite}
+. bench/live/setup.sh
+. bench/live/suite-programs.sh
+REPS=${REPS:-5}
+SHORT_REPS=$REPS
+PROGRAMS=${PROGRAMS:-"gcc gxx rustc java node python python-bare perl file git-status wc"}
+OUT=${OUT:-bench/results/daemon.md}
+[ "$(id -u)" = 0 ] || { echo "launch.sh: needs root (the daemon traces the kernel)" >&2; exit 2; }
+cargo build --release --quiet -p outrider-cli
+bin=$PWD/target/release/outrider
+mkdir -p "$DATA_DIR"
+suite_base
+work=$(mktemp -d "$DATA_DIR/daemon-bench.XXXXXX")
+daemon_pid=""
+stop_daemon() {
+  if [ -n "$daemon_pid" ]; then
+    kill -TERM "$daemon_pid" 2> /dev/null || true
+    wait "$daemon_pid" 2> /dev/null || true
+    daemon_pid=""
+  fi
+}
+trap 'stop_daemon; rm -rf "$work" /dev/shm/outrider-suite-out' EXIT
+cat > "$work/daemon.toml" << EOF
+state_dir = "$work/state"
+launch_window_s = 3
+save_interval_s = 0.2
+EOF
+status() { "$bin" status --json --config "$work/daemon.toml"; }
+start_daemon() {
+  "$bin" daemon --config "$work/daemon.toml" 2>> "$work/daemon.log" &
+  daemon_pid=$!
+  local k
+  for k in $(seq 300); do
+    status 2> /dev/null | grep -q '"running": true' && return 0
+    sleep 0.05
+  done
+  echo "launch.sh: the daemon did not start: $(tail -3 "$work/daemon.log")" >&2
+  exit 1
+}
+# The launch's set is saved once its window (3 s) ended and the next
+# save (0.2 s) ran; other programs' launches are saved too (the daemon
+# watches every program), so the wait is by time.
+wait_saved() { sleep 3.6; }
+timed() { # sets WALL
+  local t0=$EPOCHREALTIME
+  "$@" > /dev/null 2>&1 || true
+  WALL=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.6f", b - a }')
+}
+# One launch with the daemon running; appends its time under $1 (or
+# nothing for the recording launch) and the daemon's memory and CPU.
+daemon_launch() {
+  start_daemon
+  cold
+  timed "${CMD[@]}"
+  [ -n "$1" ] && echo "$p daemon $1 $WALL" >> "$work/results"
+  wait_saved
+  status | python3 -c 'import json,sys; s=json.load(sys.stdin); print(sys.argv[1], s["rss_bytes"], s["cpu_s"], s["uptime_s"])' "$p" >> "$work/usage"
+  stop_daemon
+}
+: > "$work/results"
+: > "$work/usage"
+: > "$work/programs"
+started=$EPOCHREALTIME
+for p in $PROGRAMS; do
+  suite_program "$p"
+  [ -n "$SKIP" ] && { echo "launch.sh: skipping $p: $SKIP" >&2; continue; }
+  [ "$TAGS" = cgroup ] && { echo "launch.sh: skipping $p: runs in a cgroup" >&2; continue; }
+  printf '%s\t%s\t%s\n' "$p" "$CAT" "$DESC" >> "$work/programs"
+  rm -f /dev/shm/outrider-suite-out/* 2> /dev/null || true
+  daemon_launch "" # records the first launch set
+  for rep in $(seq 1 "$REPS"); do
+    if [ $((rep % 2)) = 1 ]; then
+      cold; timed "${CMD[@]}"; echo "$p stock $rep $WALL" >> "$work/results"
+      timed "${CMD[@]}"; echo "$p hot $rep $WALL" >> "$work/results"
+      daemon_launch "$rep"
+    else
+      daemon_launch "$rep"
+      cold; timed "${CMD[@]}"; echo "$p stock $rep $WALL" >> "$work/results"
+      timed "${CMD[@]}"; echo "$p hot $rep $WALL" >> "$work/results"
+    fi
+    echo "launch.sh: $p rep $rep: $(awk -v p="$p" -v r="$rep" '$1 == p && $3 == r { printf "%s %.3f  ", $2, $4 }' "$work/results")" >&2
+  done
+done
+elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+python3 bench/daemon/report.py "$work" "$REPS" "$elapsed" "$("$bin" --version)" > "$OUT.tmp"
+mv "$OUT.tmp" "$OUT"
+cat "$OUT"
