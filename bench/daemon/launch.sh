@@ -47,6 +47,7 @@ cat > "$work/daemon.toml" << EOF
 state_dir = "$work/state"
 launch_window_s = 3
 save_interval_s = 0.2
+${LAUNCH_CAP:+launch_cap_mib = $LAUNCH_CAP}
 EOF
 status() { "$bin" status --json --config "$work/daemon.toml"; }
 start_daemon() {

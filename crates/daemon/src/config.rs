@@ -9,7 +9,7 @@
 //! | `state_dir` | `/var/lib/outrider` | where the history store (`history.db`) lives |
 //! | `history_max_apps` | `512` | launch sets kept; beyond it the least recently launched are forgotten |
 //! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set |
-//! | `launch_cap_mib` | `64` | bytes one launch set holds at most |
+//! | `launch_cap_mib` | `256` | bytes one launch set holds at most |
 //! | `max_recording` | `64` | launches recorded at once at most (more are not recorded) |
 //! | `save_interval_s` | `2` | finished launch sets are saved at most this long after they end |
 //! | `boot_prefetch` | `false` | record the boot set (the first `boot_window_s` after start) and replay it at the next start |
@@ -65,7 +65,7 @@ impl Default for Config {
             state_dir: PathBuf::from("/var/lib/outrider"),
             history_max_apps: 512,
             launch_window_s: 5.0,
-            launch_cap_mib: 64,
+            launch_cap_mib: 256,
             max_recording: 64,
             save_interval_s: 2.0,
             boot_prefetch: false,

@@ -123,7 +123,8 @@ pub struct ReplayStats {
     pub pages_skipped: u64,
 }
 
-/// Replay `h`: ask the kernel for its pages in physical order, at most
+/// Replay `h`: ask the kernel for its pages, one reorder buffer of the
+/// first-touch order at a time, each in physical order; at most
 /// `budget_bytes`. Runs in the calling thread.
 pub fn replay(h: &AppHistory, budget_bytes: u64) -> ReplayStats {
     let mut table = FileTable::new(FileTableOptions {
@@ -136,17 +137,22 @@ pub fn replay(h: &AppHistory, budget_bytes: u64) -> ReplayStats {
         files_dropped: restored.files_dropped,
         ..ReplayStats::default()
     };
-    let mut ranges = merged_ranges(&h.accesses);
-    // Physical order: the disk address of each range's first page (files
-    // without a mapping last, in file order).
-    ranges.sort_by_cached_key(|&(file, page, _)| {
-        let phys = table.known_extents(FileId(u64::from(file))).and_then(|ex| {
-            ex.iter()
-                .find_map(|e| e.physical_of(page * PAGE))
-                .map(|p| (0u8, p))
+    // First-touch order, one reorder buffer at a time, each in physical
+    // order (libprefetch §3.5, as `auto` replays): the pages a launch
+    // needs first are asked for first.
+    let mut ranges = Vec::new();
+    for batch in batches(&h.accesses) {
+        let mut b = merged_ranges(batch);
+        b.sort_by_cached_key(|&(file, page, _)| {
+            let phys = table.known_extents(FileId(u64::from(file))).and_then(|ex| {
+                ex.iter()
+                    .find_map(|e| e.physical_of(page * PAGE))
+                    .map(|p| (0u8, p))
+            });
+            (phys.unwrap_or((1, u64::from(file))), page)
         });
-        (phys.unwrap_or((1, u64::from(file))), page)
-    });
+        ranges.extend(b);
+    }
     let mut budget = budget_bytes / PAGE;
     for (file, page, pages) in ranges {
         let n = pages.min(budget);
@@ -172,6 +178,28 @@ pub fn replay(h: &AppHistory, budget_bytes: u64) -> ReplayStats {
     st
 }
 
+/// The first reorder buffer's pages: 1 MiB, each next one twice the last
+/// up to [`MAX_BATCH_PAGES`].
+const FIRST_BATCH_PAGES: u64 = 256;
+/// The largest reorder buffer: 16 MiB.
+const MAX_BATCH_PAGES: u64 = 4096;
+
+/// The access list cut into reorder buffers, in first-touch order.
+fn batches(accesses: &[AccessRecord]) -> Vec<&[AccessRecord]> {
+    let (mut out, mut start, mut size, mut pages) = (Vec::new(), 0, FIRST_BATCH_PAGES, 0);
+    for (i, a) in accesses.iter().enumerate() {
+        pages += u64::from(a.pages);
+        if pages >= size {
+            out.push(&accesses[start..=i]);
+            (start, pages, size) = (i + 1, 0, (size * 2).min(MAX_BATCH_PAGES));
+        }
+    }
+    if start < accesses.len() {
+        out.push(&accesses[start..]);
+    }
+    out
+}
+
 /// Each file's recorded pages as sorted, merged (file, first page, pages).
 fn merged_ranges(accesses: &[AccessRecord]) -> Vec<(u32, u64, u64)> {
     let mut v: Vec<(u32, u64, u64)> = accesses
@@ -193,6 +221,22 @@ fn merged_ranges(accesses: &[AccessRecord]) -> Vec<(u32, u64, u64)> {
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn reorder_buffers_start_at_1_mib_and_double_to_16() {
+        let a = |pages| AccessRecord {
+            file: 0,
+            page: 0,
+            pages,
+        };
+        let list: Vec<AccessRecord> = [200, 100, 512, 1, 4096, 5000, 3].map(a).to_vec();
+        let sizes: Vec<usize> = batches(&list).iter().map(|b| b.len()).collect();
+        // 256 pages reached at the 2nd entry, 512 at the 3rd, 1024 at the
+        // 5th, 2048 at the 6th, then the rest.
+        assert_eq!(sizes, vec![2, 1, 2, 1, 1]);
+        assert_eq!(batches(&list).concat(), list, "every entry once, in order");
+        assert!(batches(&[]).is_empty());
+    }
 
     #[test]
     fn ranges_of_a_file_merge() {
