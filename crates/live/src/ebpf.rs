@@ -246,7 +246,7 @@ impl EbpfSource {
         if let Some(name) = &self.park {
             // Nothing of this run's is followed any more.
             let _ = self.tracked.clear(4);
-            if let Ok(mut offer) = Offer::bind(name, &fds) {
+            if let Ok(mut offer) = bind_park(name, &fds) {
                 let mut keep = fds.clone();
                 keep.push(offer.listener());
                 let linger = Duration::from_millis(self.linger_ms);
@@ -258,6 +258,23 @@ impl EbpfSource {
         }
         detached(c"outrider-bpf-end", &fds, home, || {});
     }
+}
+
+/// Offer `fds` under `name`. The parked source this run claimed holds the
+/// name until it has exited, a moment after it handed its parts over
+/// (a run that stops at once, as `outrider run -- true` does, met it
+/// still there and closed its programs instead of parking them): a taken
+/// name is tried again, five times a millisecond apart.
+fn bind_park(name: &[u8], fds: &[i32]) -> io::Result<Offer> {
+    for _ in 0..5 {
+        match Offer::bind(name, fds) {
+            Err(e) if e.raw_os_error() == Some(libc::EADDRINUSE) => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            r => return r,
+        }
+    }
+    Offer::bind(name, fds)
 }
 
 /// What a source runs on: its maps, ring and attached programs.
