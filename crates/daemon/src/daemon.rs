@@ -6,6 +6,7 @@ use crate::launchset::{replay, Recorder, ReplayStats};
 use crate::store::{self, BOOT_KEY};
 use outrider_live::tracefs::{EventKind, Instance, InstanceOptions, LiveEvent, EVENTS, EXEC_EVENT};
 use outrider_store::{AppHistory, Store};
+use outrider_sys::launch::Credentials;
 use outrider_sys::monotonic_ns;
 use rustc_hash::FxHashMap;
 use std::path::PathBuf;
@@ -170,7 +171,7 @@ impl Daemon {
             let budget = self.cfg.memory_budget_mib << 20;
             let tx = self.done_tx.clone();
             std::thread::spawn(move || {
-                let _ = tx.send(Done::Boot(replay(&h, budget)));
+                let _ = tx.send(Done::Boot(replay(&h, budget, None)));
             });
         }
         self.boot = Some((monotonic_ns(), Recorder::new(self.cfg.boot_cap_mib << 20)));
@@ -312,12 +313,16 @@ impl Daemon {
         let id = self.next_id;
         self.next_id += 1;
         let key = store::launch_key(&exe);
-        let known = match self.store.load_run(&key) {
-            Ok(Some(h)) => {
+        // Replayed with the launching process's own identity: a process
+        // that is gone already, or whose identity cannot be read, gets
+        // no replay.
+        let user = Credentials::of_pid(pid);
+        let known = match (self.store.load_run(&key), user) {
+            (Ok(Some(h)), Ok(user)) => {
                 let budget = (self.cfg.memory_budget_mib << 20).min(self.cfg.launch_cap_mib << 20);
                 let tx = self.done_tx.clone();
                 std::thread::spawn(move || {
-                    let _ = tx.send(Done::Launch(id, replay(&h, budget)));
+                    let _ = tx.send(Done::Launch(id, replay(&h, budget, user)));
                 });
                 self.status.replays += 1;
                 true
@@ -472,7 +477,7 @@ fn status_of(status: &mut Status, id: u64) -> Option<&mut LaunchStatus> {
 pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
     let store = open_store(cfg)?;
     match store::load_boot(&store, &store::package_stamp(store::PACKAGE_DBS))? {
-        Some(h) => Ok(replay(&h, cfg.memory_budget_mib << 20)),
+        Some(h) => Ok(replay(&h, cfg.memory_budget_mib << 20, None)),
         None => Err(format!(
             "{}: no boot set recorded (start the daemon with boot_prefetch = true first)",
             cfg.store_path().display()

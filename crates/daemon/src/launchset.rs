@@ -9,7 +9,9 @@
 //! [`AppHistory`] for `outrider_store`.
 //!
 //! [`replay`] verifies the saved files (handle, then path; dev, ino, size
-//! and mtime unchanged — [`outrider_live::history::restore`]), merges each
+//! and mtime unchanged — [`outrider_live::history::restore`]) and, for a
+//! launch by a user other than root, that this user may open each by its
+//! path (checked with the user's own file-system identity), merges each
 //! file's ranges, and asks for them with `POSIX_FADV_WILLNEED` in physical
 //! order (FIEMAP), stopping at the byte budget.
 
@@ -17,6 +19,7 @@ use outrider_core::FileId;
 use outrider_live::files::{FileTable, FileTableOptions};
 use outrider_live::history;
 use outrider_store::{AccessRecord, AppHistory};
+use outrider_sys::launch::Credentials;
 use outrider_sys::Fetch;
 use rustc_hash::FxHashSet;
 use std::os::fd::AsFd;
@@ -125,10 +128,14 @@ pub struct ReplayStats {
 
 /// Replay `h`: ask the kernel for its pages, one reorder buffer of the
 /// first-touch order at a time, each in physical order; at most
-/// `budget_bytes`. Runs in the calling thread.
-pub fn replay(h: &AppHistory, budget_bytes: u64) -> ReplayStats {
+/// `budget_bytes`. Runs in the calling thread. For a launch by a user
+/// other than root, `user` is that process's identity: a file of the set
+/// is replayed only if that user can open it by its path (the set may
+/// hold another user's launch of the same executable); the others count
+/// as dropped.
+pub fn replay(h: &AppHistory, budget_bytes: u64, user: Option<Credentials>) -> ReplayStats {
     let mut table = FileTable::new(FileTableOptions {
-        program_user: None,
+        program_user: user,
         ..FileTableOptions::default()
     });
     let restored = history::restore(h, &mut table);
@@ -258,6 +265,7 @@ mod tests {
         if unsafe { libc::geteuid() } != 0 {
             return; // files are found by inode, which needs root
         }
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let p = dir.path().join("f");
         std::fs::write(&p, vec![1u8; 16 * 4096]).unwrap();
@@ -273,11 +281,27 @@ mod tests {
         let pages: Vec<(u64, u32)> = h.accesses.iter().map(|a| (a.page, a.pages)).collect();
         assert_eq!(pages, vec![(4, 2), (0, 2), (6, 1), (10, 1)]);
         assert_eq!(h.files.len(), 1);
-        let st = replay(&h, 1 << 20);
+        let st = replay(&h, 1 << 20, None);
+        assert_eq!((st.files_kept, st.pages_requested), (1, 6));
+        // For a launch by `nobody`, who cannot search the 0700 directory:
+        // nothing; once the directory is searchable, all of it.
+        let nobody = Credentials {
+            uid: 65534,
+            gid: 65534,
+            groups: vec![65534],
+        };
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let st = replay(&h, 1 << 20, Some(nobody.clone()));
+        assert_eq!(
+            (st.files_kept, st.files_dropped, st.pages_requested),
+            (0, 1, 0)
+        );
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let st = replay(&h, 1 << 20, Some(nobody));
         assert_eq!((st.files_kept, st.pages_requested), (1, 6));
         // Changed since: nothing is replayed.
         std::fs::write(&p, vec![2u8; 4096]).unwrap();
-        let st = replay(&h, 1 << 20);
+        let st = replay(&h, 1 << 20, None);
         assert_eq!((st.files_dropped, st.pages_requested), (1, 0));
     }
 }

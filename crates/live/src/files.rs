@@ -58,7 +58,7 @@ use rustc_hash::FxHashMap;
 use std::fs::{self, File};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -225,6 +225,9 @@ pub struct FileTable {
     pub resolved: u64,
     /// Lookups that found none.
     pub unresolved: u64,
+    /// Files the program had open that its user could not open by path
+    /// ([`FileTableOptions::program_user`]): never prefetched.
+    pub refused: u64,
     /// Files opened by inode number (ext4 handle with generation 0), no
     /// descriptor of the program needed.
     pub opened_by_ino: u64,
@@ -270,9 +273,12 @@ impl FileTable {
             .as_ref()
             .map(|c| AccessChecker::new(c).map_err(|e| e.to_string()));
         FileTable {
+            // Acting for another user, every file is opened through a
+            // path that user could open ([`FileTable::permitted`]): never
+            // by inode number, which checks no permission.
+            by_ino_ok: access.is_none(),
             opts,
             access,
-            by_ino_ok: true,
             ..FileTable::default()
         }
     }
@@ -470,12 +476,7 @@ impl FileTable {
         if want <= self.keys.len() || want > self.opts.max_files {
             return false;
         }
-        let permitted = match &self.access {
-            None => true,
-            Some(Ok(checker)) => checker.can_open(&info.path, info.dev, info.ino),
-            Some(Err(_)) => false,
-        };
-        if !permitted {
+        if !self.permitted(&info.path, info.dev, info.ino) {
             return false;
         }
         while self.keys.len() + 1 < want {
@@ -497,6 +498,16 @@ impl FileTable {
         self.ids.insert(key, id);
         self.info.insert(id, info);
         true
+    }
+
+    /// May the program's user ([`FileTableOptions::program_user`]) open
+    /// `path`, and is it (`dev`, `ino`)? Always when there is none.
+    fn permitted(&self, path: &Path, dev: u64, ino: u64) -> bool {
+        match &self.access {
+            None => true,
+            Some(Ok(checker)) => checker.can_open(path, dev, ino),
+            Some(Err(_)) => false,
+        }
     }
 
     /// The extent map of history file `id` (seeded), computed when the
@@ -619,6 +630,7 @@ impl FileTable {
         let (dev, ino) = (info.dev, info.ino);
         let fd = match self.open.get(&id) {
             Some(f) => Arc::clone(&f.fd),
+            None if !self.by_ino_ok => return,
             None => match handle::open_by_ino(&mut self.mounts, dev, ino) {
                 Ok((f, st)) if st.st_dev == dev && st.st_ino == ino => Arc::new(OwnedFd::from(f)),
                 _ => return,
@@ -715,7 +727,20 @@ impl FileTable {
         // Check that the reopened file is the same one (the descriptor may
         // have been closed and its number reused since the listing).
         let m2 = f.metadata().ok()?;
-        (m2.dev() == key.dev && m2.ino() == key.ino).then_some((f, p))
+        if (m2.dev(), m2.ino()) != (key.dev, key.ino) {
+            return None;
+        }
+        // A descriptor of the program is not proof that its user may open
+        // the file (a set-user-ID program in the tree, a descriptor passed
+        // in): acting for a user, the file's path must open as that user.
+        if self.access.is_some() {
+            let real = fs::read_link(&p).ok()?;
+            if !self.permitted(&real, key.dev, key.ino) {
+                self.refused += 1;
+                return None;
+            }
+        }
+        Some((f, p))
     }
 
     /// (dev, ino) → entry of every regular file `pid` has open or mapped.

@@ -117,8 +117,9 @@ fn set_fs_ids(uid: libc::uid_t, gid: libc::gid_t) -> std::io::Result<(libc::uid_
     }
 }
 
-/// Give this thread (only) `creds`' groups and file-system ids.
-fn become_user(creds: &Credentials) -> std::io::Result<()> {
+/// Give this thread (only) `creds`' groups and file-system ids, for the
+/// rest of its life (threads it starts inherit them).
+pub fn become_user(creds: &Credentials) -> std::io::Result<()> {
     set_thread_groups(creds)?;
     set_fs_ids(creds.uid, creds.gid).map(drop)
 }
@@ -154,5 +155,49 @@ impl AsUser {
         // would keep the user's (fewer) rights, the safe direction.
         let _ = set_fs_ids(uid, gid);
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    /// As `nobody`, a file in a root-only directory does not open; once
+    /// the directory may be searched and the file read, it does (root
+    /// only: taking another identity needs it).
+    #[test]
+    fn a_user_opens_only_what_its_permissions_allow() {
+        // SAFETY: no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return;
+        }
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"x").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let md = std::fs::metadata(&p).unwrap();
+        let nobody = Credentials {
+            uid: 65534,
+            gid: 65534,
+            groups: vec![65534],
+        };
+        let c = AccessChecker::new(&nobody).unwrap();
+        let perm =
+            |m| std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(m)).unwrap();
+        perm(0o700);
+        assert!(
+            !c.can_open(&p, md.dev(), md.ino()),
+            "a directory nobody may not search"
+        );
+        perm(0o711);
+        assert!(c.can_open(&p, md.dev(), md.ino()));
+        assert!(!c.can_open(&p, md.dev(), md.ino() + 1), "another file");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(
+            !c.can_open(&p, md.dev(), md.ino()),
+            "a file only root reads"
+        );
+        assert!(std::fs::File::open(&p).is_ok(), "this thread is still root");
     }
 }

@@ -47,7 +47,60 @@ pub struct Credentials {
     pub groups: Vec<libc::gid_t>,
 }
 
+impl Credentials {
+    /// The file-system identity process `pid` has now: its fs uid and fs
+    /// gid (what the kernel checks file access with) and its
+    /// supplementary groups, from `/proc/PID/status`. `Ok(None)` when the
+    /// process runs with root's fs uid.
+    pub fn of_pid(pid: u32) -> io::Result<Option<Credentials>> {
+        let text = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+        Credentials::from_status(&text)
+            .map(|c| (c.uid != 0).then_some(c))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("/proc/{pid}/status: no Uid, Gid or Groups line"),
+                )
+            })
+    }
+
+    /// Parse a `/proc/PID/status` text: the fourth (file-system) ids of
+    /// `Uid:` and `Gid:`, and `Groups:`.
+    pub fn from_status(text: &str) -> Option<Credentials> {
+        let field = |name: &str| {
+            text.lines().find_map(|l| l.strip_prefix(name)).map(|rest| {
+                rest.split_whitespace()
+                    .map(str::parse::<u32>)
+                    .collect::<Result<Vec<_>, _>>()
+            })
+        };
+        let uid = *field("Uid:")?.ok()?.get(3)?;
+        let gid = *field("Gid:")?.ok()?.get(3)?;
+        let mut groups = field("Groups:")?.ok()?;
+        if !groups.contains(&gid) {
+            groups.push(gid);
+        }
+        Some(Credentials { uid, gid, groups })
+    }
+}
+
 static KEEP_ROOT: AtomicBool = AtomicBool::new(false);
+/// The program's user when it is not the sudo user: a client of the
+/// daemon ([`act_for`]).
+static CLIENT: OnceLock<Credentials> = OnceLock::new();
+
+/// Act for `creds` for the rest of this process: the daemon's helper for
+/// one unprivileged client of `outrider run` calls it before anything
+/// opens a file, so everything that asks [`program_credentials`] (the
+/// file table's access checks, the metadata walk) acts as that user.
+/// Root (uid 0) changes nothing. Returns false if another user was set.
+pub fn act_for(creds: Credentials) -> bool {
+    if creds.uid == 0 {
+        return CLIENT.get().is_none();
+    }
+    let want = creds.clone();
+    CLIENT.get_or_init(|| creds) == &want
+}
 
 /// `--as-root`: run the program as root even under `sudo`. Call before
 /// the first [`program_credentials`].
@@ -61,6 +114,9 @@ pub fn keep_root(yes: bool) {
 /// (never silently root).
 pub fn program_credentials() -> Result<Option<Credentials>, String> {
     static CREDS: OnceLock<Result<Option<Credentials>, String>> = OnceLock::new();
+    if let Some(c) = CLIENT.get() {
+        return Ok(Some(c.clone()));
+    }
     if KEEP_ROOT.load(Ordering::SeqCst) {
         return Ok(None);
     }
@@ -270,6 +326,23 @@ mod tests {
         assert!(c.groups.contains(&65534));
         let e = sudo_credentials(Some(OsStr::new("x1")), None).unwrap_err();
         assert!(e.contains("SUDO_UID=x1") && e.contains("--as-root"), "{e}");
+    }
+
+    #[test]
+    fn a_process_status_gives_its_file_system_ids_and_groups() {
+        let text =
+            "Name:\tsh\nUid:\t1000\t1000\t1000\t1001\nGid:\t100\t100\t100\t101\nGroups:\t27 100 \n";
+        let c = Credentials::from_status(text).unwrap();
+        assert_eq!((c.uid, c.gid), (1001, 101), "the fs ids, the fourth column");
+        assert_eq!(c.groups, vec![27, 100, 101], "the fs gid joins the groups");
+        assert!(
+            Credentials::from_status("Uid:\t1\t1\n").is_none(),
+            "no fs id: no credentials"
+        );
+        let me = Credentials::of_pid(std::process::id()).unwrap();
+        // SAFETY: no preconditions.
+        let uid = unsafe { libc::geteuid() };
+        assert_eq!(me.map(|c| c.uid), (uid != 0).then_some(uid));
     }
 
     #[test]
