@@ -19,6 +19,10 @@ pub struct DaemonArgs {
     /// Replay the recorded boot set now, print what was done (JSON) and exit.
     #[arg(long, conflicts_with = "check_config")]
     replay_boot: bool,
+    /// Serve the client connected on standard input (the daemon starts
+    /// one such helper per client of its socket).
+    #[arg(long, hide = true, conflicts_with_all = ["check_config", "replay_boot"])]
+    serve_client: bool,
 }
 
 /// Run the subcommand.
@@ -37,7 +41,11 @@ pub fn run(a: DaemonArgs) -> anyhow::Result<()> {
         let _ = writeln!(std::io::stdout(), "{}", serde_json::to_string(&st)?);
         return Ok(());
     }
-    Daemon::new(cfg)
+    if a.serve_client {
+        return outrider_daemon::helper::serve(&cfg)
+            .map_err(|e| anyhow::Error::msg(format!("outrider daemon: {e}")));
+    }
+    Daemon::new(cfg, a.config)
         .and_then(Daemon::run)
         .map_err(anyhow::Error::msg)
 }

@@ -23,6 +23,8 @@ mod errors;
 #[allow(dead_code)]
 #[path = "outfile.rs"]
 mod outfile;
+#[path = "runclient.rs"]
+mod runclient;
 #[path = "runcmd.rs"]
 mod runcmd;
 

@@ -95,7 +95,7 @@ pub struct RunArgs {
 /// memory, and thousands of threads abort on some systems.
 pub const MAX_WORKERS: u64 = 256;
 
-fn budget_bytes(text: &str) -> anyhow::Result<u64> {
+pub(crate) fn budget_bytes(text: &str) -> anyhow::Result<u64> {
     if let Ok(f) = text.parse::<f64>() {
         if text.contains('.') {
             if !(f > 0.0 && f <= 1.0) {
@@ -127,8 +127,8 @@ pub fn default_history_path() -> PathBuf {
 /// Said to a user who is not root: the kernel's page-cache events are
 /// root's to read, so the program runs unprefetched; what would help.
 pub const NOT_ROOT: &str = "outrider: not root, so the kernel's page-cache events cannot be traced and the program runs without prefetching. \
-`sudo outrider run -- CMD` prefetches for CMD and still runs it as you; the machine-wide daemon (`sudo systemctl enable --now outrider`, \
-see the README) prefetches every program's launch with no `outrider run` at all";
+With the machine-wide daemon running (`sudo systemctl enable --now outrider`, see the README), `outrider run -- CMD` is served by it, \
+and it prefetches every program's launch with no `outrider run` at all; `sudo outrider run -- CMD` prefetches for CMD and still runs it as you";
 
 /// Run it; returns the child's exit code. Our own errors are returned
 /// (the caller prints them and exits 2 for bad input, 1 otherwise).
@@ -148,7 +148,13 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         .map_err(|e| usage(format!("--policy: {e}")))?;
     // SAFETY: no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        outrider_sys::warnln!("{NOT_ROOT}");
+        if let Some(conn) = outrider_daemon::clients::connect() {
+            return crate::runclient::run(conn, &a);
+        }
+        outrider_sys::warnln!(
+            "{NOT_ROOT} (no daemon answers at {})",
+            outrider_daemon::clients::socket_path().display()
+        );
     }
     let tracing = lifecycle::TracingSetup::start(policy.interests(), a.event_source)?;
     // Ours, before following the program into its cgroup: the history
@@ -179,6 +185,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<u8> {
         metadata_walk: !a.no_metadata_walk,
         wait_for_save: a.wait_for_save,
         orig_cgroup,
+        cwd: None,
     };
     let o = match lifecycle::run(&opts, policy, tracing)? {
         Ended::Ran(o) => o,

@@ -19,6 +19,7 @@ mod outfile;
 mod output;
 mod recordcmd;
 mod report;
+mod runclient;
 mod runcmd;
 mod simcmd;
 mod sweepcmd;

@@ -15,6 +15,9 @@
 //! | `boot_prefetch` | `false` | record the boot set (the first `boot_window_s` after start) and replay it at the next start |
 //! | `boot_window_s` | `30` | seconds after the daemon starts that form the boot set |
 //! | `boot_cap_mib` | `256` | bytes the boot set holds at most |
+//! | `socket` | `/run/outrider/daemon.sock` | the Unix socket through which `outrider run` by a user who is not root is served ([`crate::clients`]); `""`: none |
+//! | `max_clients` | `16` | runs served at once at most (more run unprefetched) |
+//! | `max_clients_per_user` | `4` | runs of one user served at once at most |
 //!
 //! A bad file is refused with a message naming the file, the key and what
 //! was expected ([`ConfigError`]); `outrider daemon --check-config` prints
@@ -54,6 +57,12 @@ pub struct Config {
     pub boot_window_s: f64,
     /// Boot-set cap, MiB.
     pub boot_cap_mib: u64,
+    /// The clients' socket; empty: none.
+    pub socket: PathBuf,
+    /// Clients served at once at most.
+    pub max_clients: usize,
+    /// Clients of one user served at once at most.
+    pub max_clients_per_user: usize,
 }
 
 impl Default for Config {
@@ -71,6 +80,9 @@ impl Default for Config {
             boot_prefetch: false,
             boot_window_s: 30.0,
             boot_cap_mib: 256,
+            socket: PathBuf::from("/run/outrider/daemon.sock"),
+            max_clients: 16,
+            max_clients_per_user: 4,
         }
     }
 }
@@ -157,6 +169,17 @@ impl Config {
         }
         if self.history_max_apps == 0 {
             return bad("history_max_apps", "a positive number of applications");
+        }
+        if !(self.socket.as_os_str().is_empty() || self.socket.is_absolute()) {
+            return bad("socket", "an absolute path, or \"\" for no socket");
+        }
+        if self.max_clients == 0 || self.max_clients_per_user == 0 {
+            let key = if self.max_clients == 0 {
+                "max_clients"
+            } else {
+                "max_clients_per_user"
+            };
+            return bad(key, "a positive number of runs");
         }
         if self.max_recording == 0 {
             return bad("max_recording", "a positive number of launches");

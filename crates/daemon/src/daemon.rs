@@ -1,6 +1,7 @@
 //! The daemon's loop: one machine-wide tracefs instance, launches
 //! recorded and replayed, finished sets saved, the status file rewritten.
 
+use crate::clients::Listener;
 use crate::config::Config;
 use crate::launchset::{replay, Recorder, ReplayStats};
 use crate::store::{self, BOOT_KEY};
@@ -107,6 +108,7 @@ enum Done {
 /// The running daemon.
 pub struct Daemon {
     cfg: Config,
+    config_path: PathBuf,
     store: Store,
     status_path: PathBuf,
     status: Status,
@@ -129,8 +131,10 @@ pub fn open_store(cfg: &Config) -> Result<Store, String> {
 }
 
 impl Daemon {
-    /// Open the store and start the boot replay and recording if configured.
-    pub fn new(cfg: Config) -> Result<Daemon, String> {
+    /// Open the store and start the boot replay and recording if
+    /// configured. `config_path` is where `cfg` came from (the helpers
+    /// serving clients read it again).
+    pub fn new(cfg: Config, config_path: PathBuf) -> Result<Daemon, String> {
         let store = open_store(&cfg)?;
         let (done_tx, done_rx) = mpsc::channel();
         let mut d = Daemon {
@@ -154,6 +158,7 @@ impl Daemon {
             done_tx,
             done_rx,
             cfg,
+            config_path,
         };
         if d.cfg.boot_prefetch {
             d.start_boot();
@@ -192,6 +197,14 @@ impl Daemon {
             ..InstanceOptions::default()
         };
         let mut inst = Instance::open(&opts).map_err(|e| format!("tracing: {e}"))?;
+        // Clients are served by helpers of their own: a socket that cannot
+        // be bound leaves the daemon's own prefetching running.
+        let _listener = (!self.cfg.socket.as_os_str().is_empty())
+            .then(|| Listener::start(&self.cfg, &self.config_path))
+            .and_then(|r| {
+                r.map_err(|e| log(format!("outrider daemon: clients: {e}")))
+                    .ok()
+            });
         log(format!(
             "outrider daemon: watching {}; history {}",
             if self.cfg.watch.is_empty() {
@@ -300,7 +313,9 @@ impl Daemon {
         let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
             return;
         };
-        if !self.cfg.watches(&exe) {
+        // Our own helpers (one per client run) are not launches.
+        if !self.cfg.watches(&exe) || std::fs::read_link("/proc/self/exe").is_ok_and(|me| me == exe)
+        {
             return;
         }
         let exe = exe.to_string_lossy().into_owned();
@@ -462,7 +477,7 @@ impl Daemon {
 
 /// One line on stderr (the journal under systemd); a closed stderr is
 /// not a reason to stop prefetching.
-fn log(line: String) {
+pub(crate) fn log(line: String) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{line}");
 }

@@ -67,6 +67,22 @@
 //! a package upgrade (dpkg's, rpm's or pacman's database changed) the
 //! whole set is discarded. `outrider daemon --replay-boot` replays it now.
 //!
+//! # Who a replay acts for
+//!
+//! A launch set is shared by every user who runs the executable, so it
+//! may hold another user's files (`vim notes.txt`). A launch by a user
+//! other than root is replayed with that process's own file-system
+//! identity (`/proc/PID/status`: fs uid, fs gid, groups), each file
+//! checked by a thread holding it ([`outrider_sys::access`]); what that
+//! user cannot open is dropped.
+//!
+//! # Clients
+//!
+//! `outrider run` by a user who is not root is served through the
+//! daemon's socket by a helper process per run, which traces the
+//! program the client starts and prefetches with the client's rights
+//! ([`clients`]).
+//!
 //! # Saving
 //!
 //! A launch set is saved when its window ends, batched at most
@@ -83,8 +99,10 @@
 //! cache itself (its misses).
 #![deny(missing_docs)]
 
+pub mod clients;
 pub mod config;
 pub mod daemon;
+pub mod helper;
 pub mod launchset;
 pub mod query;
 pub mod store;

@@ -273,10 +273,7 @@ impl FileTable {
             .as_ref()
             .map(|c| AccessChecker::new(c).map_err(|e| e.to_string()));
         FileTable {
-            // Acting for another user, every file is opened through a
-            // path that user could open ([`FileTable::permitted`]): never
-            // by inode number, which checks no permission.
-            by_ino_ok: access.is_none(),
+            by_ino_ok: true,
             opts,
             access,
             ..FileTable::default()
@@ -367,6 +364,9 @@ impl FileTable {
         }
         match handle::open_by_ino(&mut self.mounts, dev, ino) {
             Ok((f, st)) if st.st_dev == dev && st.st_ino == ino => {
+                if !self.user_may_open(&f, dev, ino) {
+                    return false;
+                }
                 self.resolved += 1;
                 self.opened_by_ino += 1;
                 self.ino_devs.insert(dev);
@@ -498,6 +498,21 @@ impl FileTable {
         self.ids.insert(key, id);
         self.info.insert(id, info);
         true
+    }
+
+    /// Acting for another user, may that user open the file `f` (opened
+    /// by inode number, which checks no permission) by its path? Always
+    /// when acting for no one. A refusal is counted.
+    fn user_may_open(&mut self, f: &File, dev: u64, ino: u64) -> bool {
+        if self.access.is_none() {
+            return true;
+        }
+        let path = fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()));
+        let ok = path.is_ok_and(|p| self.permitted(&p, dev, ino));
+        if !ok {
+            self.refused += 1;
+        }
+        ok
     }
 
     /// May the program's user ([`FileTableOptions::program_user`]) open
@@ -632,7 +647,11 @@ impl FileTable {
             Some(f) => Arc::clone(&f.fd),
             None if !self.by_ino_ok => return,
             None => match handle::open_by_ino(&mut self.mounts, dev, ino) {
-                Ok((f, st)) if st.st_dev == dev && st.st_ino == ino => Arc::new(OwnedFd::from(f)),
+                Ok((f, st))
+                    if st.st_dev == dev && st.st_ino == ino && self.user_may_open(&f, dev, ino) =>
+                {
+                    Arc::new(OwnedFd::from(f))
+                }
                 _ => return,
             },
         };
@@ -733,14 +752,7 @@ impl FileTable {
         // A descriptor of the program is not proof that its user may open
         // the file (a set-user-ID program in the tree, a descriptor passed
         // in): acting for a user, the file's path must open as that user.
-        if self.access.is_some() {
-            let real = fs::read_link(&p).ok()?;
-            if !self.permitted(&real, key.dev, key.ino) {
-                self.refused += 1;
-                return None;
-            }
-        }
-        Some((f, p))
+        self.user_may_open(&f, key.dev, key.ino).then_some((f, p))
     }
 
     /// (dev, ino) → entry of every regular file `pid` has open or mapped.

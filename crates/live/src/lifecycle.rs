@@ -18,7 +18,9 @@
 use crate::controller::{Controller, ControllerOptions, LiveStats};
 use crate::history;
 use crate::metawalk::{MetaWalk, WalkStats};
-use crate::session::{exit_code, install_signal_handlers, run_traced_on, signalled};
+use crate::session::{
+    exit_code, install_signal_handlers, run_program as run_program_traced, signalled, Program,
+};
 use crate::source::{EventSource, Opened, SourceChoice, SourceError};
 use crate::tracefs::{AtEnd, InstanceOptions};
 use outrider_core::metrics::Report;
@@ -51,6 +53,8 @@ pub struct RunOptions {
     /// Outrider's own memory cgroup at the start (the background saver
     /// returns to it).
     pub orig_cgroup: Option<PathBuf>,
+    /// The program's working directory (default: ours).
+    pub cwd: Option<PathBuf>,
 }
 
 /// How a run ended.
@@ -147,8 +151,19 @@ pub fn run(
     policy: BoxedPolicy,
     tracing: TracingSetup,
 ) -> std::io::Result<Ended> {
+    run_program(opts, policy, tracing, Program::Spawn(&opts.cmd))
+}
+
+/// [`run`] for a program started here or elsewhere (a client of the
+/// daemon: `opts.cmd` then only names it).
+pub fn run_program(
+    opts: &RunOptions,
+    policy: BoxedPolicy,
+    tracing: TracingSetup,
+    program: Program<'_>,
+) -> std::io::Result<Ended> {
     let mut ctl = Controller::new(policy, opts.controller.clone());
-    let cwd = std::env::current_dir().unwrap_or_default();
+    let cwd = (opts.cwd.clone()).unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
     let db = opts.history.as_deref();
     let loading = db.and_then(|d| starting::start_loading(d, opts, &cwd));
     let mut dirs = (db.is_some() && opts.metadata_walk)
@@ -170,7 +185,7 @@ pub fn run(
         starting.finish_loading();
         return Ok(Ended::Interrupted((128 + sig) as u8));
     }
-    let out = run_traced_on(&opts.cmd, opened, &mut starting);
+    let out = run_program_traced(program, opened, &mut starting);
     // The load's end (a program that could not start never let it in).
     starting.finish_loading();
     let (mut loaded, mut store) = (std::mem::take(&mut starting.loaded), starting.store.take());
@@ -270,13 +285,24 @@ impl TracingSetup {
     /// the event source `choice` names. Call it first: the set-up is most
     /// of what a run adds before the program starts.
     pub fn start(interests: Interests, choice: SourceChoice) -> std::io::Result<TracingSetup> {
+        TracingSetup::following(interests, choice, std::process::id())
+    }
+
+    /// [`TracingSetup::start`] following the tasks `pid` forks from now on
+    /// (outrider's own pid when it starts the program; a client's when the
+    /// client starts it).
+    pub fn following(
+        interests: Interests,
+        choice: SourceChoice,
+        pid: u32,
+    ) -> std::io::Result<TracingSetup> {
         // Before the tracing instance exists, so Ctrl-C or SIGTERM during
         // the set-up still ends with the instance removed.
         install_signal_handlers();
         let wants_dev = interests.device_requests;
         let handle = std::thread::Builder::new()
             .name("outrider-tracing".into())
-            .spawn(move || EventSource::open(&instance_options(wants_dev), choice))?;
+            .spawn(move || EventSource::open(&instance_options(wants_dev, pid), choice))?;
         Ok(TracingSetup(Some(handle)))
     }
 
@@ -303,9 +329,9 @@ const PARK_LINGER_MS: u64 = 10_000;
 /// reads the device stream (for the others they were a third of the
 /// events of a random-read program, all for nothing); parked at the end
 /// for the next run ([`AtEnd::Park`]).
-fn instance_options(wants_dev: bool) -> InstanceOptions {
+fn instance_options(wants_dev: bool, follow: u32) -> InstanceOptions {
     InstanceOptions {
-        follow_pid: Some(std::process::id()),
+        follow_pid: Some(follow),
         at_end: AtEnd::Park {
             linger_ms: PARK_LINGER_MS,
         },

@@ -17,7 +17,7 @@ use crate::source::{EventSource, Opened, SourceChoice, SourceError};
 use crate::tracefs::{EventKind, InstanceOptions, LiveEvent, SourceStats};
 use outrider_sys::{launch, monotonic_ns};
 use std::ffi::OsString;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
@@ -115,11 +115,100 @@ pub fn run_traced(
     run_traced_on(argv, EventSource::open(opts, choice), handler)
 }
 
+/// A program started by someone else — a client of the daemon started it
+/// as itself — whose process tree a session follows from its root.
+pub trait Attached {
+    /// The root of the tree (the event source follows it from before
+    /// it forks).
+    fn pid(&self) -> u32;
+    /// Tracing is on: let the program start.
+    fn start(&mut self) -> std::io::Result<()>;
+    /// Its exit status once it ended (reported, or its root vanished).
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>>;
+    /// A descriptor that becomes readable when [`Attached::try_wait`] may
+    /// have news.
+    fn wake_fd(&self) -> BorrowedFd<'_>;
+}
+
+/// The program of a session.
+pub enum Program<'a> {
+    /// Started here: the command and its arguments (as its user,
+    /// [`launch::program_credentials`]).
+    Spawn(&'a [OsString]),
+    /// Started elsewhere.
+    Attached(&'a mut dyn Attached),
+}
+
+/// The program while it runs.
+enum Running<'a> {
+    Child(std::process::Child, Option<OwnedFd>),
+    Attached(&'a mut dyn Attached),
+}
+
+impl Running<'_> {
+    fn start(program: Program<'_>) -> std::io::Result<Running<'_>> {
+        match program {
+            Program::Spawn(argv) => {
+                let (prog, args) = argv
+                    .split_first()
+                    .ok_or_else(|| std::io::Error::other("no command given"))?;
+                let creds = launch::program_credentials()
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+                let child = launch::command(prog, args, creds.as_ref()).spawn()?;
+                let exit_fd = pidfd(child.id());
+                Ok(Running::Child(child, exit_fd))
+            }
+            Program::Attached(a) => {
+                a.start()?;
+                Ok(Running::Attached(a))
+            }
+        }
+    }
+
+    fn root(&self) -> u32 {
+        match self {
+            Running::Child(c, _) => c.id(),
+            Running::Attached(a) => a.pid(),
+        }
+    }
+
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        match self {
+            Running::Child(c, _) => c.try_wait(),
+            Running::Attached(a) => a.try_wait(),
+        }
+    }
+
+    fn exit_fd(&self) -> Option<BorrowedFd<'_>> {
+        match self {
+            Running::Child(_, fd) => fd.as_ref().map(|f| f.as_fd()),
+            Running::Attached(a) => Some(a.wake_fd()),
+        }
+    }
+
+    /// Pass on the signals caught (only to a program started here: an
+    /// attached one's starter has them).
+    fn forward_signals(&self) {
+        if let Running::Child(c, _) = self {
+            launch::forward_pending(c.id());
+        }
+    }
+}
+
 /// [`run_traced`] on a source opened beforehand (`outrider run` opens it
 /// on another thread while it loads the history: the set-up then costs
 /// the program nothing).
 pub fn run_traced_on(
     argv: &[OsString],
+    opened: Result<Opened, SourceError>,
+    handler: &mut dyn Handler,
+) -> std::io::Result<SessionOutcome> {
+    run_program(Program::Spawn(argv), opened, handler)
+}
+
+/// [`run_traced_on`] for a program started here or elsewhere.
+pub fn run_program(
+    program: Program<'_>,
     opened: Result<Opened, SourceError>,
     handler: &mut dyn Handler,
 ) -> std::io::Result<SessionOutcome> {
@@ -141,16 +230,10 @@ pub fn run_traced_on(
             None
         }
     };
-    let (prog, args) = argv
-        .split_first()
-        .ok_or_else(|| std::io::Error::other("no command given"))?;
     let start = Instant::now();
     let t0 = monotonic_ns();
-    let creds = launch::program_credentials()
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    let mut child = launch::command(prog, args, creds.as_ref()).spawn()?;
-    let root = child.id();
-    let exit_fd = pidfd(root);
+    let mut child = Running::start(program)?;
+    let root = child.root();
     let mut alive_checked = Instant::now();
     handler.on_start(root, t0);
     let mut tree = ProcessTree::new(root);
@@ -212,7 +295,7 @@ pub fn run_traced_on(
         }
         handler.on_poll(monotonic_ns());
         if exited.is_none() {
-            launch::forward_pending(root);
+            child.forward_signals();
         }
         if let Some(st) = exited {
             if pages < MAX_PAGES_PER_POLL {
@@ -221,12 +304,12 @@ pub fn run_traced_on(
             continue; // drain what is left
         }
         if pages == 0 {
-            idle(inst.as_ref(), exit_fd.as_ref(), handler.idle_wait());
+            idle(inst.as_ref(), child.exit_fd(), handler.idle_wait());
         } else if pages < MAX_PAGES_PER_POLL {
             // A partial batch: read again once more events gathered, not
             // at once (a few events per read made the read, poll and
             // decode calls most of a busy tree walker's cost per event).
-            pause(exit_fd.as_ref(), handler.batch_wait());
+            pause(child.exit_fd(), handler.batch_wait());
         }
     };
     let elapsed_s = start.elapsed().as_secs_f64();
@@ -251,10 +334,10 @@ pub fn run_traced_on(
 /// `longest` passes, then let a batch of events gather for [`IDLE_SLEEP`];
 /// otherwise sleep [`IDLE_SLEEP`]. A 1 ms sleep loop cost outrider 47 ms
 /// of CPU per second of an idle program (measured, `run -- sleep 2`).
-fn idle(inst: Option<&EventSource>, exit_fd: Option<&OwnedFd>, longest: Duration) {
+fn idle(inst: Option<&EventSource>, exit_fd: Option<BorrowedFd<'_>>, longest: Duration) {
     match (inst, exit_fd) {
         (Some(i), Some(fd)) if longest > IDLE_SLEEP => {
-            if i.wait(Some(fd.as_fd()), longest) {
+            if i.wait(Some(fd), longest) {
                 std::thread::sleep(IDLE_SLEEP);
             }
         }
@@ -263,7 +346,7 @@ fn idle(inst: Option<&EventSource>, exit_fd: Option<&OwnedFd>, longest: Duration
 }
 
 /// Wait `d`, or less if the program exits (its pidfd becomes readable).
-fn pause(exit_fd: Option<&OwnedFd>, d: Duration) {
+fn pause(exit_fd: Option<BorrowedFd<'_>>, d: Duration) {
     match exit_fd {
         Some(fd) => {
             let mut p = libc::pollfd {
@@ -279,7 +362,7 @@ fn pause(exit_fd: Option<&OwnedFd>, d: Duration) {
 }
 
 /// A pidfd of `pid` (readable once it exits); `None` before Linux 5.3.
-fn pidfd(pid: u32) -> Option<OwnedFd> {
+pub fn pidfd(pid: u32) -> Option<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new
     // descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };

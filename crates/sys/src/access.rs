@@ -31,9 +31,15 @@ type Request = (PathBuf, u64, u64, mpsc::Sender<bool>);
 
 /// A thread with another user's file-system identity that answers
 /// [`Self::can_open`].
+///
+/// A process forked from the one that made it (the background history
+/// saver) has no helper thread: there each question is answered on the
+/// calling thread, its identity switched around the open ([`AsUser`]).
 #[derive(Debug)]
 pub struct AccessChecker {
     tx: Mutex<mpsc::Sender<Request>>,
+    creds: Credentials,
+    pid: u32,
 }
 
 impl AccessChecker {
@@ -42,6 +48,7 @@ impl AccessChecker {
     pub fn new(creds: &Credentials) -> std::io::Result<AccessChecker> {
         let (tx, rx) = mpsc::channel::<Request>();
         let (ready_tx, ready_rx) = mpsc::channel();
+        let kept = creds.clone();
         let creds = creds.clone();
         std::thread::Builder::new()
             .name("outrider-access".into())
@@ -59,12 +66,21 @@ impl AccessChecker {
         ready_rx
             .recv()
             .map_err(|_| std::io::Error::other("the access thread died"))??;
-        Ok(AccessChecker { tx: Mutex::new(tx) })
+        Ok(AccessChecker {
+            tx: Mutex::new(tx),
+            creds: kept,
+            pid: std::process::id(),
+        })
     }
 
     /// Can the user open `path` for reading, and is it the file (`dev`,
     /// `ino`)? False on any doubt.
     pub fn can_open(&self, path: &Path, dev: u64, ino: u64) -> bool {
+        if std::process::id() != self.pid {
+            return AsUser::new(&self.creds)
+                .and_then(|u| u.run(|| Ok(opens_as(path, dev, ino))))
+                .unwrap_or(false);
+        }
         let (reply, answer) = mpsc::channel();
         let sent = self
             .tx
@@ -199,5 +215,20 @@ mod tests {
             "a file only root reads"
         );
         assert!(std::fs::File::open(&p).is_ok(), "this thread is still root");
+        // In a forked child (no helper thread there) the answers stay.
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // SAFETY: the child only runs the checks and exits.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            let ok = c.can_open(&p, md.dev(), md.ino());
+            perm(0o700);
+            let denied = !c.can_open(&p, md.dev(), md.ino());
+            // SAFETY: leaving the forked child at once.
+            unsafe { libc::_exit(if ok && denied { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(child, &mut status, 0) };
+        assert_eq!(status, 0, "a forked child answers on its own thread");
     }
 }

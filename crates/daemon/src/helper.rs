@@ -1,0 +1,187 @@
+//! The helper that serves one client of the daemon
+//! (`outrider daemon --serve-client`, the connection on its standard
+//! input): the protocol and the rules are [`crate::clients`]'.
+
+use crate::clients::{self, Exit, LineReader, Peer, Reply, Request};
+use crate::config::Config;
+use outrider_core::{build_policy, PolicyError};
+use outrider_live::controller::{check_live, default_budget_bytes, ControllerOptions};
+use outrider_live::lifecycle::{self, Ended, RunOptions, TracingSetup};
+use outrider_live::session::Attached;
+use outrider_live::source::SourceChoice;
+use std::ffi::OsString;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+
+/// I/O workers a client may ask for at most.
+const MAX_CLIENT_WORKERS: usize = 4;
+
+/// Serve the client on standard input; errors are logged by the caller.
+pub fn serve(cfg: &Config) -> Result<(), String> {
+    let conn = UnixStream::from(
+        std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| format!("the client connection: {e}"))?,
+    );
+    let who = clients::peer(conn.as_fd()).map_err(|e| format!("the client's identity: {e}"))?;
+    let mut lines = LineReader::default();
+    let req: Request = match lines.recv(&conn) {
+        Ok(Some(r)) => r,
+        Ok(None) => return Ok(()),
+        Err(e) => return refuse(&conn, &who, format!("bad request: {e}")),
+    };
+    match prepare(cfg, &who, &req) {
+        Ok((opts, policy)) => run(conn, lines, who, &req, opts, policy),
+        Err(why) => refuse(&conn, &who, why),
+    }
+}
+
+fn refuse(conn: &UnixStream, who: &Peer, why: String) -> Result<(), String> {
+    let _ = clients::send(conn, &Reply::Refused { why: why.clone() });
+    Err(format!("client uid {} pid {}: {why}", who.uid, who.pid))
+}
+
+/// Check the request and take the client's identity; the run's options.
+fn prepare(
+    cfg: &Config,
+    who: &Peer,
+    req: &Request,
+) -> Result<(RunOptions, outrider_core::BoxedPolicy), String> {
+    if req.argv.is_empty() {
+        return Err("no command given".into());
+    }
+    let policy = build_policy(&req.policy).map_err(|e| match e {
+        PolicyError::Help(_) => "a policy's help is not a policy".to_string(),
+        e => format!("--policy: {e}"),
+    })?;
+    check_live(policy.as_ref()).map_err(|e| format!("--policy: {e}"))?;
+    let creds = who.credentials()?;
+    if let Some(c) = creds.clone() {
+        if !outrider_sys::launch::act_for(c) {
+            return Err("this helper already acts for another user".into());
+        }
+    }
+    let cwd = std::fs::read_link(format!("/proc/{}/cwd", who.pid)).ok();
+    // A client may ask for less than the budget `outrider run` takes by
+    // default, not more.
+    let cap = default_budget_bytes(Some(who.pid), 0.25);
+    let opts = RunOptions {
+        cmd: req.argv.iter().map(OsString::from).collect(),
+        policy_spec: req.policy.clone(),
+        controller: ControllerOptions {
+            budget_bytes: req.budget_bytes.clamp(1, cap.max(1)),
+            workers: req.workers.clamp(1, MAX_CLIENT_WORKERS),
+            ..ControllerOptions::default()
+        },
+        history: (!req.no_history).then(|| clients::user_store(cfg, who.uid)),
+        app_key: req.app_key.clone(),
+        metadata_walk: req.metadata_walk,
+        wait_for_save: false,
+        orig_cgroup: outrider_sys::cgroup_memory(None)
+            .ok()
+            .flatten()
+            .map(|c| c.dir),
+        cwd,
+    };
+    Ok((opts, policy))
+}
+
+fn run(
+    conn: UnixStream,
+    lines: LineReader,
+    who: Peer,
+    req: &Request,
+    opts: RunOptions,
+    policy: outrider_core::BoxedPolicy,
+) -> Result<(), String> {
+    let tracing = TracingSetup::following(policy.interests(), SourceChoice::Auto, who.pid)
+        .map_err(|e| format!("tracing: {e}"))?;
+    conn.set_nonblocking(true)
+        .map_err(|e| format!("the client connection: {e}"))?;
+    let mut client = Client {
+        conn,
+        lines,
+        who,
+        gone: false,
+    };
+    let ended = lifecycle::run_program(
+        &opts,
+        policy,
+        tracing,
+        outrider_live::session::Program::Attached(&mut client),
+    )
+    .map_err(|e| e.to_string())?;
+    if client.gone {
+        return Ok(());
+    }
+    let _ = client.conn.set_nonblocking(false);
+    let reply = match ended {
+        Ended::Ran(o) => {
+            let argv0 = req.argv.first().map_or("", String::as_str);
+            let reply = Reply::Done {
+                summary: o.summary(argv0),
+                json: o.json(&opts.cmd),
+            };
+            let _ = clients::send(&client.conn, &reply);
+            if o.history.save == "background" {
+                // The saver child holds the store's lock; nothing else to do.
+                std::process::exit(0);
+            }
+            return Ok(());
+        }
+        Ended::Interrupted(_) => Reply::Refused {
+            why: "the daemon is stopping".into(),
+        },
+        Ended::CannotRun(e) => Reply::Refused { why: e.to_string() },
+    };
+    let _ = clients::send(&client.conn, &reply);
+    Ok(())
+}
+
+/// The client's program, as the session sees it.
+struct Client {
+    conn: UnixStream,
+    lines: LineReader,
+    who: Peer,
+    /// The client left (or the daemon is stopping) before reporting an
+    /// exit: nothing to reply.
+    gone: bool,
+}
+
+impl Attached for Client {
+    fn pid(&self) -> u32 {
+        self.who.pid
+    }
+
+    fn start(&mut self) -> std::io::Result<()> {
+        self.conn.set_nonblocking(false)?;
+        let sent = clients::send(&self.conn, &Reply::Ready);
+        self.conn.set_nonblocking(true)?;
+        sent
+    }
+
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        if outrider_sys::launch::last_signal().is_some() {
+            // The daemon is stopping: stop tracing; the program runs on.
+            self.gone = true;
+            return Ok(Some(ExitStatus::from_raw(libc::SIGTERM)));
+        }
+        // The client holds the only other end of the connection (it is
+        // not inherited by the program): its end is the client's.
+        match self.lines.poll::<Exit>(&self.conn) {
+            Ok(Some(e)) => Ok(Some(ExitStatus::from_raw(i32::from(e.code) << 8))),
+            Ok(None) => Ok(None),
+            Err(_) => {
+                self.gone = true;
+                Ok(Some(ExitStatus::from_raw(libc::SIGKILL)))
+            }
+        }
+    }
+
+    fn wake_fd(&self) -> BorrowedFd<'_> {
+        self.conn.as_fd()
+    }
+}
