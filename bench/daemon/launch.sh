@@ -19,6 +19,15 @@
 # `wc` (a 256 MiB sequential read) is a program a launch set cannot help:
 # it measures the daemon's cost. Needs root. PROGRAMS="gcc node" selects;
 # OUT=file writes elsewhere.
+#
+# Then a day in miniature: DAY_PROGRAMS (a dozen) run one after another
+# as one script, DAY_REPS (default 3) repetitions of, alternating which
+# goes first:
+#   stock    the script once, cold, no daemon; then hot: once more at once
+#   daemon   a fresh daemon (empty state): the script cold (day 1, it
+#            learns), its launch sets saved, caches dropped, the script
+#            again (day 2, measured)
+# DAY_PROGRAMS="" skips it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DATA_DIR=${DATA_DIR:-/var/tmp/outrider-suite}
@@ -27,6 +36,8 @@ DATA_DIR=${DATA_DIR:-/var/tmp/outrider-suite}
 REPS=${REPS:-5}
 SHORT_REPS=$REPS
 PROGRAMS=${PROGRAMS:-"gcc gxx rustc java node python python-bare perl file git-status wc"}
+DAY_PROGRAMS=${DAY_PROGRAMS-"file perl python-bare git-status gcc gxx node python java rustc find rg"}
+DAY_REPS=${DAY_REPS:-3}
 OUT=${OUT:-bench/results/daemon.md}
 [ "$(id -u)" = 0 ] || { echo "launch.sh: needs root (the daemon traces the kernel)" >&2; exit 2; }
 cargo build --release --quiet -p outrider-cli
@@ -104,6 +115,39 @@ for p in $PROGRAMS; do
     fi
     echo "launch.sh: $p rep $rep: $(awk -v p="$p" -v r="$rep" '$1 == p && $3 == r { printf "%s %.3f  ", $2, $4 }' "$work/results")" >&2
   done
+done
+# The day: each program of DAY_PROGRAMS once, in order; appends
+# "arm rep program wall" to $work/day.
+day() { # arm rep
+  local q
+  for q in $DAY_PROGRAMS; do
+    suite_program "$q"
+    [ -n "$SKIP" ] && continue
+    rm -rf /dev/shm/outrider-suite-out/* 2> /dev/null || true
+    timed "${CMD[@]}"
+    echo "$1 $2 $q $WALL" >> "$work/day"
+  done
+}
+day_daemon() { # rep
+  rm -rf "$work/state"
+  start_daemon
+  cold; day daemon1 "$1"
+  wait_saved
+  cold; day daemon "$1"
+  status | python3 -c 'import json,sys; s=json.load(sys.stdin); print("day", s["rss_bytes"], s["cpu_s"], s["uptime_s"])' >> "$work/day-usage"
+  stop_daemon
+}
+: > "$work/day"
+: > "$work/day-usage"
+for q in $DAY_PROGRAMS; do suite_program "$q"; done # fixtures and packages first
+for rep in $(seq 1 "$DAY_REPS"); do
+  [ -n "$DAY_PROGRAMS" ] || break
+  if [ $((rep % 2)) = 1 ]; then
+    cold; day stock "$rep"; day hot "$rep"; day_daemon "$rep"
+  else
+    day_daemon "$rep"; cold; day stock "$rep"; day hot "$rep"
+  fi
+  echo "launch.sh: day rep $rep: $(awk -v r="$rep" '$2 == r { t[$1] += $4 } END { for (a in t) printf "%s %.2f  ", a, t[a] }' "$work/day")" >&2
 done
 elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 python3 bench/daemon/report.py "$work" "$REPS" "$elapsed" "$("$bin" --version)" > "$OUT.tmp"

@@ -45,6 +45,68 @@ def row(runs, name):
     return m, gain, x, head
 
 
+def day_section(work):
+    """The day in miniature: whole-script times (the sum of its programs'
+    times) and per program, medians over repetitions."""
+    path = os.path.join(work, "day")
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return
+    runs = {}  # arm -> rep -> program -> wall
+    order = []
+    for line in open(path):
+        arm, rep, prog, w = line.split()
+        runs.setdefault(arm, {}).setdefault(rep, {})[prog] = float(w)
+        if prog not in order:
+            order.append(prog)
+    reps = [r for r in runs.get("stock", {}) if r in runs.get("daemon", {}) and r in runs.get("hot", {})]
+    total = lambda arm, r: sum(runs[arm][r].values())
+    print("## A day in miniature")
+    print()
+    print(f"{len(order)} programs run one after another as one script ({', '.join(order)}). **stock**: the script "
+          "cold, no daemon; **hot**: again at once (the floor); **daemon**: a daemon started with an empty store ran "
+          "the script cold once (day 1, learning; its launch sets saved), then caches were dropped and the script "
+          f"ran again (day 2, measured). Medians of {len(reps)} repetitions, arms alternated; ratios are medians "
+          "of each repetition's own.")
+    print()
+    print("| | stock (s) | day 1 (s) | daemon day 2 (s) | hot (s) | stock / hot | speed-up | headroom | misses |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    n_miss = 0
+    for prog in ["the whole script"] + order:
+        get = (lambda a, r: total(a, r)) if prog == "the whole script" else (lambda a, r: runs[a][r].get(prog))
+        vals = {a: [get(a, r) for r in reps if get(a, r) is not None] for a in ("stock", "daemon", "hot")}
+        d1 = [get("daemon1", r) for r in reps if r in runs.get("daemon1", {}) and get("daemon1", r) is not None]
+        ok = [r for r in reps if all(get(a, r) for a in ("stock", "daemon", "hot"))]
+        if not ok:
+            continue
+        m = {a: med(v) for a, v in vals.items()}
+        gain = m["stock"] / m["hot"]
+        x = med([get("stock", r) / get("daemon", r) for r in ok])
+        heads = [(get("stock", r) - get("daemon", r)) / (get("stock", r) - get("hot", r)) for r in ok if get("stock", r) > get("hot", r)]
+        head = med(heads)
+        miss = []
+        if x < SPEEDUP_MIN:
+            miss.append(f"{x:.2f}x")
+        if gain >= GAIN_GATE and (head or 0) < HEADROOM_MIN:
+            miss.append(f"headroom {head * 100:.0f}%" if head is not None else "headroom -")
+        n_miss += bool(miss)
+        name = f"**{prog}**" if prog == "the whole script" else prog
+        hs = f"{head * 100:.0f}%" if head is not None else "-"
+        print(f"| {name} | {m['stock']:.3f} | {med(d1):.3f} | {m['daemon']:.3f} | {m['hot']:.3f} | {gain:.2f}x | "
+              f"{x:.2f}x | {hs} | {'; '.join(f'**{s}**' for s in miss) or 'none'} |")
+    print()
+    print(f"Same targets as above, per row. {n_miss} rows miss.")
+    usage = os.path.join(work, "day-usage")
+    if os.path.exists(usage):
+        u = [line.split()[1:] for line in open(usage)]
+        rss = [int(a) for a, _, _ in u]
+        cpu = [float(c) / float(t) for _, c, t in u if float(t) > 0]
+        if rss:
+            print()
+            print(f"The daemon after day 2: resident memory {med(rss) / 2**20:.1f} MiB median, {max(rss) / 2**20:.1f} MiB most; "
+                  f"CPU {med(cpu) * 100:.1f}% of a core median over its life (two days and the saves), {max(cpu) * 100:.1f}% most.")
+    print()
+
+
 def main():
     work, reps, elapsed, version = sys.argv[1:5]
     runs, usage, programs = load(work)
@@ -87,6 +149,7 @@ def main():
               f"median, {max(rss) / 2**20:.1f} MiB most; CPU {med(cpu) * 100:.1f}% of a core median over its life "
               f"(start, one launch, its save), {max(cpu) * 100:.1f}% most.")
         print()
+    day_section(work)
     print("## Programs")
     print()
     for name, cat, desc in programs:

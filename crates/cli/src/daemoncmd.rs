@@ -116,19 +116,29 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
     if !r.apps.is_empty() {
         writeln!(
             out,
-            "{:>8} {:>8} {:>10} {:>10} {:>10}  application (recent launches)",
-            "launches", "replayed", "asked MiB", "read MiB", "missed MiB"
+            "{:>8} {:>8} {:>10} {:>9} {:>9} {:>10} {:>8} {:>12}  application (recent launches)",
+            "launches",
+            "replayed",
+            "asked MiB",
+            "used MiB",
+            "read MiB",
+            "missed MiB",
+            "gate",
+            "verdict"
         )?;
         let mib = |p: u64| p as f64 * 4096.0 / 1048576.0;
         for app in &r.apps {
             writeln!(
                 out,
-                "{:>8} {:>8} {:>10.1} {:>10.1} {:>10.1}  {}",
+                "{:>8} {:>8} {:>10.1} {:>9.1} {:>9.1} {:>10.1} {:>8} {:>12}  {}",
                 app.launches,
                 app.replayed,
                 mib(app.pages_requested),
+                mib(app.pages_used),
                 mib(app.pages_read),
                 mib(app.pages_missed),
+                app.gate,
+                app.verdict,
                 app.exe
             )?;
         }

@@ -537,3 +537,48 @@ fn an_unprivileged_client_is_served_as_itself_and_never_beyond_its_rights() {
     assert!(r["pages_requested"].as_u64().unwrap() > 0, "{l}");
     assert_eq!(resident_pct(&data.join("closed")), 0.0, "{l}");
 }
+
+/// A launch set whose replay the next launch does not use (`cat` of
+/// another 16 MiB file each time) is judged harmed: the next launch gets a
+/// quarter of the budget, and after a second harmed replay none.
+#[test]
+fn replays_that_do_not_pay_are_throttled_then_stopped() {
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let _cold = cold_lock();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let cat = std::fs::canonicalize("/usr/bin/cat").unwrap();
+    let (cfg, state) = write_config(dir.path(), &format!("watch = [\"{}\"]\n", cat.display()));
+    let _d = Daemon::start(&cfg, &state);
+    let mut seen = Vec::new();
+    for i in 0..4 {
+        let f = dir.path().join(format!("big{i}"));
+        std::fs::write(&f, vec![i as u8; 16 << 20]).unwrap();
+        drop_caches();
+        let c = Command::new(&cat)
+            .arg(&f)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = c.id();
+        assert!(c.wait_with_output().unwrap().status.success());
+        seen.push(saved_launch(&state, pid));
+    }
+    let gates: Vec<&str> = seen.iter().map(|l| l["gate"].as_str().unwrap()).collect();
+    assert_eq!(gates, ["full", "full", "reduced", "off"], "{seen:?}");
+    let verdicts: Vec<&str> = seen
+        .iter()
+        .map(|l| l["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts[1..3], ["harmed", "harmed"], "{seen:?}");
+    assert!(
+        seen[3]["replay"].is_null() && seen[3]["known"] == true,
+        "{:?}",
+        seen[3]
+    );
+    let used = seen[1]["used_pages"].as_u64().unwrap();
+    let asked = seen[1]["replay"]["pages_requested"].as_u64().unwrap();
+    assert!(asked >= 4096 && used * 4 < asked, "{:?}", seen[1]);
+}

@@ -6,6 +6,7 @@
 //! | `watch` | `[]` | executables (absolute paths) whose launches are recorded and replayed; empty: every program |
 //! | `exclude` | `[]` | executables never watched (absolute paths), even when `watch` names them |
 //! | `memory_budget_mib` | `256` | bytes one replay (launch or boot) may ask the kernel to read, at most |
+//! | `pressure_max_pct` | `10` | memory pressure (PSI `some`, percent of the time some task waited on memory) above which no replay starts and a running one stops |
 //! | `state_dir` | `/var/lib/outrider` | where the history store (`history.db`) lives |
 //! | `history_max_apps` | `512` | launch sets kept; beyond it the least recently launched are forgotten |
 //! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set |
@@ -39,6 +40,8 @@ pub struct Config {
     pub exclude: Vec<PathBuf>,
     /// Bytes one replay may request, MiB.
     pub memory_budget_mib: u64,
+    /// Memory pressure that stops replays, percent.
+    pub pressure_max_pct: f64,
     /// Directory of the history store.
     pub state_dir: PathBuf,
     /// Launch sets kept at most.
@@ -71,6 +74,7 @@ impl Default for Config {
             watch: Vec::new(),
             exclude: Vec::new(),
             memory_budget_mib: 256,
+            pressure_max_pct: 10.0,
             state_dir: PathBuf::from("/var/lib/outrider"),
             history_max_apps: 512,
             launch_window_s: 5.0,
@@ -155,6 +159,15 @@ impl Config {
         }
         if !self.state_dir.is_absolute() {
             return bad("state_dir", "an absolute directory path");
+        }
+        if !(self.pressure_max_pct.is_finite()
+            && self.pressure_max_pct > 0.0
+            && self.pressure_max_pct <= 100.0)
+        {
+            return bad(
+                "pressure_max_pct",
+                "a percentage, more than 0 and at most 100",
+            );
         }
         if self.memory_budget_mib == 0 {
             return bad("memory_budget_mib", "a positive number of MiB");

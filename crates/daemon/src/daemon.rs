@@ -3,15 +3,16 @@
 
 use crate::clients::Listener;
 use crate::config::Config;
-use crate::launchset::{replay, Recorder, ReplayStats};
+use crate::launchset::{replay, Recorder, ReplayOptions, ReplayStats};
 use crate::store::{self, BOOT_KEY};
+use outrider_driver::benefit::{Evidence, Gate, Level, Verdict};
 use outrider_live::tracefs::{EventKind, Instance, InstanceOptions, LiveEvent, EVENTS, EXEC_EVENT};
 use outrider_store::{AppHistory, Store};
 use outrider_sys::launch::Credentials;
 use outrider_sys::monotonic_ns;
 use rustc_hash::FxHashMap;
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 /// Sleep between polls when no event page was ready.
@@ -42,6 +43,14 @@ pub struct LaunchStatus {
     pub missed_pages: u64,
     /// Pages recorded into the new launch set.
     pub recorded_pages: u64,
+    /// The benefit gate's level at exec: `full`, `reduced` (a quarter
+    /// of the budget) or `off` (no replay).
+    pub gate: String,
+    /// Pages of the replayed set the launch read in its window.
+    pub used_pages: u64,
+    /// The replay's verdict once the window ended: `paid`, `harmed` or
+    /// `no_evidence`.
+    pub verdict: String,
     /// The window ended.
     pub finished: bool,
     /// Its launch set was saved.
@@ -98,6 +107,19 @@ struct Launch {
     exe: String,
     started_ns: u64,
     rec: Recorder,
+    /// The application's benefit gate at this launch.
+    gate: Gate,
+    /// The launch set replayed for it, if one was.
+    replayed: Option<Arc<AppHistory>>,
+}
+
+/// A finished set waiting to be saved: its key, the set, the launch it
+/// came from (`None`: the boot set) and the launch's gate after it.
+struct Pending {
+    key: String,
+    set: AppHistory,
+    launch: Option<u64>,
+    gate: Gate,
 }
 
 enum Done {
@@ -119,7 +141,7 @@ pub struct Daemon {
     tree: FxHashMap<u32, u64>,
     boot: Option<(u64, Recorder)>,
     own: FxHashMap<u32, bool>,
-    pending: Vec<(String, AppHistory, Option<u64>)>,
+    pending: Vec<Pending>,
     last_save_ns: u64,
     done_tx: mpsc::Sender<Done>,
     done_rx: mpsc::Receiver<Done>,
@@ -173,14 +195,24 @@ impl Daemon {
             None
         });
         if let Some(h) = loaded {
-            let budget = self.cfg.memory_budget_mib << 20;
+            let opts = self.replay_options(1.0, None);
             let tx = self.done_tx.clone();
             std::thread::spawn(move || {
-                let _ = tx.send(Done::Boot(replay(&h, budget, None)));
+                let _ = tx.send(Done::Boot(replay(&h, &opts)));
             });
         }
         self.boot = Some((monotonic_ns(), Recorder::new(self.cfg.boot_cap_mib << 20)));
         self.status.boot.recording = true;
+    }
+
+    /// A replay's options: `share` of the memory budget (a launch's is
+    /// also capped by the launch-set cap), for `user`.
+    fn replay_options(&self, share: f64, user: Option<Credentials>) -> ReplayOptions {
+        ReplayOptions {
+            budget_bytes: ((self.cfg.memory_budget_mib << 20) as f64 * share) as u64,
+            user,
+            pressure_max_pct: self.cfg.pressure_max_pct,
+        }
     }
 
     /// Run until SIGTERM, SIGINT or SIGHUP; save what was recorded.
@@ -331,18 +363,30 @@ impl Daemon {
         // Replayed with the launching process's own identity: a process
         // that is gone already, or whose identity cannot be read, gets
         // no replay.
+        // The benefit gate (outrider_driver::benefit, as `outrider run`'s):
+        // a set whose replays did not pay is replayed with a quarter of
+        // the budget, then not at all but every PROBE_EVERY-th launch.
         let user = Credentials::of_pid(pid);
-        let known = match (self.store.load_run(&key), user) {
-            (Ok(Some(h)), Ok(user)) => {
-                let budget = (self.cfg.memory_budget_mib << 20).min(self.cfg.launch_cap_mib << 20);
-                let tx = self.done_tx.clone();
+        let gate = store::load_gate(&self.store, &key);
+        let share = match gate.level_now() {
+            Level::Full => 1.0,
+            Level::Reduced => 0.25,
+            Level::Off => 0.0,
+        };
+        let loaded = self.store.load_run(&key).ok().flatten().map(Arc::new);
+        let known = loaded.is_some();
+        let replayed = match (loaded, user) {
+            (Some(h), Ok(user)) if share > 0.0 => {
+                let mut opts = self.replay_options(share, user);
+                opts.budget_bytes = opts.budget_bytes.min(self.cfg.launch_cap_mib << 20);
+                let (tx, set) = (self.done_tx.clone(), Arc::clone(&h));
                 std::thread::spawn(move || {
-                    let _ = tx.send(Done::Launch(id, replay(&h, budget, user)));
+                    let _ = tx.send(Done::Launch(id, replay(&set, &opts)));
                 });
                 self.status.replays += 1;
-                true
+                Some(h)
             }
-            _ => false,
+            _ => None,
         };
         if self.status.launches.len() >= STATUS_LAUNCHES {
             self.compact_status();
@@ -352,6 +396,7 @@ impl Daemon {
             exe: exe.clone(),
             pid,
             known,
+            gate: level_name(gate.level_now()).into(),
             ..LaunchStatus::default()
         });
         self.tree.insert(pid, id);
@@ -361,8 +406,38 @@ impl Daemon {
                 exe,
                 started_ns: monotonic_ns(),
                 rec: Recorder::new(self.cfg.launch_cap_mib << 20),
+                gate,
+                replayed,
             },
         );
+    }
+
+    /// The gate of launch `l` after its window: a replay's pages the
+    /// launch read were used, the rest wasted
+    /// ([`outrider_driver::benefit::Evidence`]); a launch with no replay
+    /// (or one not finished) is no evidence.
+    fn judge(&mut self, id: u64, l: &Launch) -> Gate {
+        let requested = status_of(&mut self.status, id)
+            .and_then(|s| s.replay.as_ref())
+            .map(|r| r.pages_requested);
+        let ev = match (&l.replayed, requested) {
+            (Some(h), Some(requested)) => {
+                let used = l.rec.overlap(h).min(requested);
+                Evidence {
+                    used_pages: used,
+                    wasted_pages: requested - used,
+                    cpu_s: 0.0,
+                    elapsed_s: self.cfg.launch_window_s,
+                }
+            }
+            _ => Evidence::default(),
+        };
+        let after = l.gate.after(ev);
+        if let Some(s) = status_of(&mut self.status, id) {
+            s.used_pages = ev.used_pages;
+            s.verdict = verdict_name(after.verdict).into();
+        }
+        after
     }
 
     /// Drop the older half of the status list.
@@ -399,8 +474,15 @@ impl Daemon {
                 s.finished = true;
             }
             let key = store::launch_key(&l.exe);
+            let gate = self.judge(id, &l);
             if l.rec.pages > 0 {
-                self.pending.push((key, l.rec.finish(&l.exe), Some(id)));
+                let set = l.rec.finish(&l.exe);
+                self.pending.push(Pending {
+                    key,
+                    set,
+                    launch: Some(id),
+                    gate,
+                });
             }
             self.dirty = true;
         }
@@ -413,8 +495,12 @@ impl Daemon {
             let (_, rec) = self.boot.take().expect("checked");
             self.status.boot.recording = false;
             if rec.pages > 0 {
-                self.pending
-                    .push((BOOT_KEY.into(), rec.finish("boot"), None));
+                self.pending.push(Pending {
+                    key: BOOT_KEY.into(),
+                    set: rec.finish("boot"),
+                    launch: None,
+                    gate: Gate::default(),
+                });
             }
         }
         let save_every = (self.cfg.save_interval_s * 1e9) as u64;
@@ -431,16 +517,17 @@ impl Daemon {
     }
 
     fn save_pending(&mut self) {
-        for (key, h, id) in std::mem::take(&mut self.pending) {
-            let saved = match id {
-                Some(_) => store::save(&mut self.store, &key, &h),
+        for p in std::mem::take(&mut self.pending) {
+            let saved = match p.launch {
+                Some(_) => store::save(&mut self.store, &p.key, &p.set, &p.gate),
                 None => {
                     let stamp = store::package_stamp(store::PACKAGE_DBS);
-                    store::save_boot(&mut self.store, &h, &stamp)
+                    store::save_boot(&mut self.store, &p.set, &stamp)
                 }
             };
+            let key = p.key;
             match saved {
-                Ok(()) => match id {
+                Ok(()) => match p.launch {
                     Some(id) => {
                         self.status.launch_sets_saved += 1;
                         if let Some(s) = status_of(&mut self.status, id) {
@@ -488,11 +575,34 @@ fn status_of(status: &mut Status, id: u64) -> Option<&mut LaunchStatus> {
     status.launches.get_mut(i)
 }
 
+fn level_name(l: Level) -> &'static str {
+    match l {
+        Level::Full => "full",
+        Level::Reduced => "reduced",
+        Level::Off => "off",
+    }
+}
+
+fn verdict_name(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Paid => "paid",
+        Verdict::Harmed => "harmed",
+        Verdict::NoEvidence => "no_evidence",
+    }
+}
+
 /// `outrider daemon --replay-boot`: replay the saved boot set now.
 pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
     let store = open_store(cfg)?;
     match store::load_boot(&store, &store::package_stamp(store::PACKAGE_DBS))? {
-        Some(h) => Ok(replay(&h, cfg.memory_budget_mib << 20, None)),
+        Some(h) => Ok(replay(
+            &h,
+            &ReplayOptions {
+                budget_bytes: cfg.memory_budget_mib << 20,
+                user: None,
+                pressure_max_pct: cfg.pressure_max_pct,
+            },
+        )),
         None => Err(format!(
             "{}: no boot set recorded (start the daemon with boot_prefetch = true first)",
             cfg.store_path().display()

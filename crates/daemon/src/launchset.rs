@@ -104,6 +104,29 @@ impl Recorder {
         self.accesses.extend(run);
     }
 
+    /// Was page `page` of (dev, ino) recorded?
+    pub fn has(&self, dev: u64, ino: u64, page: u64) -> bool {
+        (self.table.lookup(dev, ino))
+            .and_then(|id| u32::try_from(id.0).ok())
+            .is_some_and(|fid| self.seen.contains(&(fid, page)))
+    }
+
+    /// Pages of the launch set `h` that this recording read too: what a
+    /// replay of `h` brought in for it (or would have).
+    pub fn overlap(&self, h: &AppHistory) -> u64 {
+        let files: rustc_hash::FxHashMap<u32, (u64, u64)> =
+            h.files.iter().map(|f| (f.id, (f.dev, f.ino))).collect();
+        h.accesses
+            .iter()
+            .filter_map(|a| files.get(&a.file).map(|&(d, i)| (d, i, a)))
+            .map(|(d, i, a)| {
+                (a.page..a.page + u64::from(a.pages))
+                    .filter(|&p| self.has(d, i, p))
+                    .count() as u64
+            })
+            .sum()
+    }
+
     /// The recorded set as a history for the store (`exe` for people).
     pub fn finish(mut self, exe: &str) -> AppHistory {
         let mut h = history::collect(&mut self.table, &[exe.into()], Path::new("/"));
@@ -124,18 +147,79 @@ pub struct ReplayStats {
     pub pages_requested: u64,
     /// Pages not asked for: over the budget, or of dropped files.
     pub pages_skipped: u64,
+    /// Memory pressure stopped the replay (or kept it from starting).
+    pub stopped_by_pressure: bool,
+}
+
+/// How a replay may go.
+#[derive(Clone, Debug)]
+pub struct ReplayOptions {
+    /// Bytes it may ask for at most.
+    pub budget_bytes: u64,
+    /// The launching user when not root (see [`replay`]).
+    pub user: Option<Credentials>,
+    /// Memory pressure (PSI `some`, percent of wall time) above which it
+    /// does not start, or stops (see [`Backoff`]).
+    pub pressure_max_pct: f64,
+}
+
+/// Pages asked for between two looks at the memory pressure.
+pub const PRESSURE_EVERY_PAGES: u64 = 1024;
+
+/// Backing off under memory pressure (PSI, `/proc/pressure/memory`): a
+/// replay does not start while tasks waited on memory more than
+/// `max_pct` of the last 10 s, and stops at once (checked every
+/// [`PRESSURE_EVERY_PAGES`] pages) when, since it started, they waited
+/// more than `max_pct` of its time (at least 1 ms): prefetched pages
+/// that evict pages in use cost more than they save. Without PSI, no
+/// back-off.
+pub struct Backoff {
+    max_pct: f64,
+    start: Option<(outrider_sys::MemoryPressure, u64)>,
+}
+
+impl Backoff {
+    /// `None` when the pressure is already too high.
+    pub fn start(max_pct: f64) -> Option<Backoff> {
+        let now = outrider_sys::memory_pressure();
+        if now.is_some_and(|p| p.some_avg10 > max_pct) {
+            return None;
+        }
+        Some(Backoff {
+            max_pct,
+            start: now.map(|p| (p, outrider_sys::monotonic_ns())),
+        })
+    }
+
+    /// Has pressure built up since the start?
+    pub fn pressed(&self) -> bool {
+        let (Some((p0, t0)), Some(p)) = (self.start, outrider_sys::memory_pressure()) else {
+            return false;
+        };
+        let waited_us = p.some_total_us.saturating_sub(p0.some_total_us);
+        let wall_us = outrider_sys::monotonic_ns().saturating_sub(t0) / 1000;
+        waited_us >= 1000 && waited_us as f64 > wall_us as f64 * self.max_pct / 100.0
+    }
 }
 
 /// Replay `h`: ask the kernel for its pages, one reorder buffer of the
 /// first-touch order at a time, each in physical order; at most
-/// `budget_bytes`. Runs in the calling thread. For a launch by a user
-/// other than root, `user` is that process's identity: a file of the set
+/// `o.budget_bytes`, backing off under memory pressure ([`Backoff`]).
+/// Runs in the calling thread. For a launch by a user other than root,
+/// `o.user` is that process's identity: a file of the set
 /// is replayed only if that user can open it by its path (the set may
 /// hold another user's launch of the same executable); the others count
 /// as dropped.
-pub fn replay(h: &AppHistory, budget_bytes: u64, user: Option<Credentials>) -> ReplayStats {
+pub fn replay(h: &AppHistory, o: &ReplayOptions) -> ReplayStats {
+    let Some(backoff) = Backoff::start(o.pressure_max_pct) else {
+        return ReplayStats {
+            stopped_by_pressure: true,
+            pages_skipped: h.accesses.iter().map(|a| u64::from(a.pages)).sum(),
+            ..ReplayStats::default()
+        };
+    };
     let mut table = FileTable::new(FileTableOptions {
-        program_user: user,
+        program_user: o.user.clone(),
         ..FileTableOptions::default()
     });
     let restored = history::restore(h, &mut table);
@@ -160,8 +244,16 @@ pub fn replay(h: &AppHistory, budget_bytes: u64, user: Option<Credentials>) -> R
         });
         ranges.extend(b);
     }
-    let mut budget = budget_bytes / PAGE;
+    let mut budget = o.budget_bytes / PAGE;
+    let mut next_look = PRESSURE_EVERY_PAGES;
     for (file, page, pages) in ranges {
+        if st.pages_requested >= next_look {
+            next_look = st.pages_requested + PRESSURE_EVERY_PAGES;
+            st.stopped_by_pressure = backoff.pressed();
+        }
+        if st.stopped_by_pressure {
+            budget = 0;
+        }
         let n = pages.min(budget);
         let Some(f) = table.open_known(FileId(u64::from(file))) else {
             st.pages_skipped += pages;
@@ -258,6 +350,14 @@ mod tests {
         assert_eq!(m, vec![(1, 0, 3), (2, 0, 3), (2, 10, 12)]);
     }
 
+    fn opts(user: Option<Credentials>) -> ReplayOptions {
+        ReplayOptions {
+            budget_bytes: 1 << 20,
+            user,
+            pressure_max_pct: 100.0,
+        }
+    }
+
     /// Pages are recorded once, in first-touch order, up to the cap; the
     /// history names the file so a replay finds it again (as root).
     #[test]
@@ -277,11 +377,14 @@ mod tests {
         r.read(me, md.dev(), md.ino(), 4, 3); // 4, 5 again; 6 new
         r.read(me, md.dev(), md.ino(), 10, 4); // over the cap after 1
         assert_eq!((r.pages, r.dropped_pages), (6, 3));
+        let mut r2 = Recorder::new(1 << 20);
+        r2.read(me, md.dev(), md.ino(), 5, 3); // 5, 6 in the first set; 7 not
         let h = r.finish("/bin/x");
+        assert_eq!(r2.overlap(&h), 2);
         let pages: Vec<(u64, u32)> = h.accesses.iter().map(|a| (a.page, a.pages)).collect();
         assert_eq!(pages, vec![(4, 2), (0, 2), (6, 1), (10, 1)]);
         assert_eq!(h.files.len(), 1);
-        let st = replay(&h, 1 << 20, None);
+        let st = replay(&h, &opts(None));
         assert_eq!((st.files_kept, st.pages_requested), (1, 6));
         // For a launch by `nobody`, who cannot search the 0700 directory:
         // nothing; once the directory is searchable, all of it.
@@ -291,17 +394,29 @@ mod tests {
             groups: vec![65534],
         };
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-        let st = replay(&h, 1 << 20, Some(nobody.clone()));
+        let st = replay(&h, &opts(Some(nobody.clone())));
         assert_eq!(
             (st.files_kept, st.files_dropped, st.pages_requested),
             (0, 1, 0)
         );
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let st = replay(&h, 1 << 20, Some(nobody));
+        let st = replay(&h, &opts(Some(nobody)));
         assert_eq!((st.files_kept, st.pages_requested), (1, 6));
+        // Under memory pressure (here: any, with a limit below zero) no
+        // replay starts, where the kernel reports PSI.
+        if outrider_sys::memory_pressure().is_some() {
+            let st = replay(
+                &h,
+                &ReplayOptions {
+                    pressure_max_pct: -1.0,
+                    ..opts(None)
+                },
+            );
+            assert!(st.stopped_by_pressure && st.pages_requested == 0, "{st:?}");
+        }
         // Changed since: nothing is replayed.
         std::fs::write(&p, vec![2u8; 4096]).unwrap();
-        let st = replay(&h, 1 << 20, None);
+        let st = replay(&h, &opts(None));
         assert_eq!((st.files_dropped, st.pages_requested), (1, 0));
     }
 }

@@ -67,6 +67,23 @@
 //! a package upgrade (dpkg's, rpm's or pacman's database changed) the
 //! whole set is discarded. `outrider daemon --replay-boot` replays it now.
 //!
+//! # When a replay is not made
+//!
+//! * **Memory pressure** (PSI, [`launchset::Backoff`]): no replay starts
+//!   while tasks waited on memory more than
+//!   [`config::Config::pressure_max_pct`] of the last 10 s, and a running
+//!   one stops at once when they waited that share of its own time.
+//! * **Replays that did not pay** (the benefit gate of `outrider run`,
+//!   `outrider_driver::benefit`, saved with each launch set): at the end
+//!   of a launch's window, the pages of the replayed set the launch read
+//!   count as used and the rest as wasted. A harmed verdict (the waste
+//!   cost more than the used pages saved, and more than 4 MiB) steps
+//!   the level down — a quarter of the budget, then no
+//!   replay but every 4th launch, which probes; a paid replay restores
+//!   the full budget. macOS BootCache and the Windows Prefetcher likewise
+//!   drop a set that measured no benefit. `outrider status` shows each
+//!   application's gate and last verdict.
+//!
 //! # Who a replay acts for
 //!
 //! A launch set is shared by every user who runs the executable, so it

@@ -48,6 +48,12 @@ pub struct AppActivity {
     pub pages_read: u64,
     /// Pages the launches had to bring in themselves (their misses).
     pub pages_missed: u64,
+    /// Pages of the replayed sets the launches read.
+    pub pages_used: u64,
+    /// The benefit gate at the last launch (`full`, `reduced`, `off`).
+    pub gate: String,
+    /// The last judged replay's verdict (`paid`, `harmed`, `no_evidence`).
+    pub verdict: String,
 }
 
 /// One launch set in the store.
@@ -108,6 +114,11 @@ pub fn activity(launches: &[LaunchStatus]) -> Vec<AppActivity> {
         }
         a.pages_read += l.read_pages;
         a.pages_missed += l.missed_pages;
+        a.pages_used += l.used_pages;
+        a.gate.clone_from(&l.gate);
+        if !l.verdict.is_empty() {
+            a.verdict.clone_from(&l.verdict);
+        }
     }
     let mut out: Vec<AppActivity> = by_exe.into_values().collect();
     out.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.exe.cmp(&b.exe)));
@@ -263,9 +274,10 @@ mod tests {
     fn apps_lists_launch_sets_with_their_files_and_pages_and_forget_removes_them() {
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let mut s = Store::open(dir.path().join("h.db")).unwrap();
-        crate::store::save(&mut s, &launch_key("/usr/bin/a"), &set(2, &[3, 4])).unwrap();
-        crate::store::save(&mut s, &launch_key("/usr/bin/b_c"), &set(1, &[1])).unwrap();
-        crate::store::save(&mut s, crate::store::BOOT_KEY, &set(5, &[9])).unwrap();
+        let g = outrider_driver::benefit::Gate::default();
+        crate::store::save(&mut s, &launch_key("/usr/bin/a"), &set(2, &[3, 4]), &g).unwrap();
+        crate::store::save(&mut s, &launch_key("/usr/bin/b_c"), &set(1, &[1]), &g).unwrap();
+        crate::store::save(&mut s, crate::store::BOOT_KEY, &set(5, &[9]), &g).unwrap();
         let mut sets = launch_sets_in(&s).unwrap();
         sets.sort_by(|a, b| a.exe.cmp(&b.exe));
         assert_eq!(sets.len(), 2, "the boot set is not an application's");
@@ -305,29 +317,43 @@ mod tests {
             }),
             read_pages: read,
             missed_pages: missed,
+            used_pages: replayed.map_or(0, |p| p / 2),
+            gate: "full".into(),
+            verdict: if replayed.is_some() {
+                "paid".into()
+            } else {
+                String::new()
+            },
             ..LaunchStatus::default()
         };
+        let mut gated = l(4, "/a", None, 100, 90);
+        gated.gate = "off".into();
         let a = activity(&[
             l(1, "/b", None, 10, 10),
             l(2, "/a", None, 100, 90),
             l(3, "/a", Some(80), 100, 5),
+            gated,
         ]);
         assert_eq!(
             a,
             vec![
                 AppActivity {
                     exe: "/a".into(),
-                    launches: 2,
+                    launches: 3,
                     replayed: 1,
                     pages_requested: 80,
-                    pages_read: 200,
-                    pages_missed: 95,
+                    pages_read: 300,
+                    pages_missed: 185,
+                    pages_used: 40,
+                    gate: "off".into(),
+                    verdict: "paid".into(),
                 },
                 AppActivity {
                     exe: "/b".into(),
                     launches: 1,
                     pages_read: 10,
                     pages_missed: 10,
+                    gate: "full".into(),
                     ..AppActivity::default()
                 },
             ]

@@ -7,6 +7,7 @@
 //! stamp differs at load was recorded before a package upgrade and is
 //! discarded (ureadahead discards its pack the same way, when dpkg ran).
 
+use outrider_driver::benefit::Gate;
 use outrider_store::{AppHistory, Store, StoreError};
 use rusqlite::params;
 
@@ -75,9 +76,21 @@ pub fn launch_key(exe: &str) -> String {
     format!("{LAUNCH_PREFIX}{exe}")
 }
 
-/// Save `h` under `key` (the run counter goes on).
-pub fn save(store: &mut Store, key: &str, h: &AppHistory) -> Result<(), StoreError> {
-    store.save_run(key, h, &[])
+/// The history name of a launch set's benefit gate.
+const GATE: &str = "gate";
+
+/// Save the launch set `h` under `key` with its benefit `gate` (the run
+/// counter goes on).
+pub fn save(store: &mut Store, key: &str, h: &AppHistory, gate: &Gate) -> Result<(), StoreError> {
+    store.save_run(key, h, &[(GATE, gate.encode())])
+}
+
+/// The benefit gate saved with the launch set of `key` (a fresh one when
+/// none was, or it cannot be read).
+pub fn load_gate(store: &Store, key: &str) -> Gate {
+    (store.load_history(key, GATE).ok().flatten())
+        .and_then(|b| Gate::decode(&b))
+        .unwrap_or_default()
 }
 
 /// Launch sets saved.
@@ -124,9 +137,9 @@ mod tests {
         let mut s = Store::open(dir.path().join("h.db")).unwrap();
         let h = AppHistory::default();
         for k in ["exe:/a", "exe:/b", "exe:/c"] {
-            save(&mut s, k, &h).unwrap();
+            save(&mut s, k, &h, &Gate::default()).unwrap();
         }
-        save(&mut s, BOOT_KEY, &h).unwrap();
+        save(&mut s, BOOT_KEY, &h, &Gate::default()).unwrap();
         // Make /a the oldest, /c the newest.
         for (k, t) in [("exe:/a", 1), ("exe:/b", 2), ("exe:/c", 3)] {
             s.connection()

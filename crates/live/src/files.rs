@@ -296,6 +296,11 @@ impl FileTable {
         Some(id)
     }
 
+    /// The id of (dev, ino) if it has one (none is allocated).
+    pub fn lookup(&self, dev: u64, ino: u64) -> Option<FileId> {
+        self.ids.get(&Key { dev, ino }).copied()
+    }
+
     /// (dev, ino) of an id.
     pub fn key_of(&self, id: FileId) -> Option<(u64, u64)> {
         let k = self.keys.get((id.0 as usize).checked_sub(1)?)?;

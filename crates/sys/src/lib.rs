@@ -63,7 +63,9 @@ pub use advise::{
 pub use cachestat::{cachestat, cachestat_mincore, page_cached_nowait, CacheStat};
 pub use fiemap::{fiemap, Extent};
 pub use files::{monotonic_ns, nofile_limit, open_regular, Follow};
-pub use memory::{cgroup_memory, mem_available_bytes, CgroupMemory};
+pub use memory::{
+    cgroup_memory, mem_available_bytes, memory_pressure, CgroupMemory, MemoryPressure,
+};
 pub use pool::Pool;
 
 /// Page size assumed by the wrappers (4 KiB, DESIGN.md "Events and keys").

@@ -58,6 +58,34 @@ pub fn mem_available_bytes() -> io::Result<u64> {
         })
 }
 
+/// Memory pressure (PSI, `/proc/pressure/memory`): how long some task
+/// waited on memory.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MemoryPressure {
+    /// Percent of the last 10 s.
+    pub some_avg10: f64,
+    /// Microseconds in all, since boot.
+    pub some_total_us: u64,
+}
+
+/// The machine's memory pressure now; `None` without PSI.
+pub fn memory_pressure() -> Option<MemoryPressure> {
+    parse_pressure(&std::fs::read_to_string("/proc/pressure/memory").ok()?)
+}
+
+/// Parse the `some` line of a PSI file.
+pub fn parse_pressure(text: &str) -> Option<MemoryPressure> {
+    let line = text.lines().find_map(|l| l.strip_prefix("some "))?;
+    let field = |k: &str| {
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(k).and_then(|v| v.strip_prefix('=')))
+    };
+    Some(MemoryPressure {
+        some_avg10: field("avg10")?.parse().ok()?,
+        some_total_us: field("total")?.parse().ok()?,
+    })
+}
+
 fn parse_meminfo_kb(text: &str, key: &str) -> Option<u64> {
     text.lines()
         .find_map(|l| l.strip_prefix(key))
@@ -214,6 +242,20 @@ pub fn parse_mounts(text: &str) -> (Option<PathBuf>, Option<PathBuf>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pressure_lines_parse() {
+        let t = "some avg10=12.50 avg60=3.00 avg300=0.10 total=123456\nfull avg10=1.00 avg60=0.00 avg300=0.00 total=99\n";
+        assert_eq!(
+            parse_pressure(t),
+            Some(MemoryPressure {
+                some_avg10: 12.5,
+                some_total_us: 123456
+            })
+        );
+        assert_eq!(parse_pressure("full avg10=1 total=2\n"), None);
+        assert_eq!(parse_pressure("some avg10=x total=2\n"), None);
+    }
 
     // Regression: v1's "unlimited" value must not be mistaken for a limit.
     #[test]
