@@ -170,11 +170,13 @@ fn a_launch_is_recorded_then_replayed_and_survives_kill_9() {
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
         serde_json::from_slice(&o.stdout).unwrap()
     };
+    // The application: python3.11 started by that name, with a script.
+    let name = format!("{} [python3.11 <file>]", py.display());
     let st = json(&["status"]);
     assert_eq!(st["running"], true, "{st}");
     assert!(st["rss_bytes"].as_u64().unwrap() > 0, "{st}");
     let app = &st["apps"][0];
-    assert_eq!(app["exe"], py.display().to_string(), "{st}");
+    assert_eq!(app["exe"], name, "{st}");
     assert_eq!(
         (app["launches"].as_u64(), app["replayed"].as_u64()),
         (Some(1), Some(1)),
@@ -183,11 +185,11 @@ fn a_launch_is_recorded_then_replayed_and_survives_kill_9() {
     drop(d);
     assert_eq!(json(&["status"])["running"], false);
     let apps = json(&["apps"]);
-    assert_eq!(apps[0]["exe"], py.display().to_string(), "{apps}");
+    assert_eq!(apps[0]["exe"], name, "{apps}");
     assert!(apps[0]["files"].as_u64().unwrap() >= 5, "{apps}");
-    assert_eq!(json(&["forget", &py.display().to_string()])["forgotten"], 1);
+    assert_eq!(json(&["forget", name.as_str()])["forgotten"], 1);
     assert_eq!(json(&["apps"]), Value::Array(vec![]));
-    let again = outrider(&["forget", &py.display().to_string(), "--config", &config]);
+    let again = outrider(&["forget", name.as_str(), "--config", &config]);
     assert_eq!(again.status.code(), Some(2));
     assert!(
         stderr(&again).contains("no launch set of"),
@@ -195,7 +197,7 @@ fn a_launch_is_recorded_then_replayed_and_survives_kill_9() {
         stderr(&again)
     );
     assert_eq!(l1["known"], false, "{l1}");
-    assert_eq!(l1["exe"], py.display().to_string(), "{l1}");
+    assert_eq!(l1["exe"], name, "{l1}");
     let recorded = l1["recorded_pages"].as_u64().unwrap();
     let missed1 = l1["missed_pages"].as_u64().unwrap();
     // 32 MiB of data (8192 pages), all read cold, plus the interpreter.
@@ -507,14 +509,19 @@ fn an_unprivileged_client_is_served_as_itself_and_never_beyond_its_rights() {
     let s = status(&state).unwrap();
     let before = s["launches"].as_array().unwrap().len();
     drop_caches();
-    let mut c = user.command(cat.to_str().unwrap(), &["a"], &socket);
-    let c = c
+    // `cat a -`: alive until its standard input closes, so the replay
+    // (which stops when its launcher exits) runs its course.
+    let mut c = user.command(cat.to_str().unwrap(), &["a", "-"], &socket);
+    let mut c = c
         .current_dir(&data)
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let pid = c.id();
-    assert!(c.wait_with_output().unwrap().status.success());
+    std::thread::sleep(Duration::from_millis(1500));
+    drop(c.stdin.take());
+    assert!(c.wait().unwrap().success());
     let s = wait_for(&state, "the user's launch of cat replayed", |s| {
         s["launches"].as_array().is_some_and(|l| {
             l.len() > before && l.iter().any(|l| l["pid"] == pid && !l["replay"].is_null())
@@ -539,7 +546,8 @@ fn an_unprivileged_client_is_served_as_itself_and_never_beyond_its_rights() {
 }
 
 /// A launch set whose replay the next launch does not use (`cat` of
-/// another 16 MiB file each time) is judged harmed: the next launch gets a
+/// another 16 MiB file each time: one application, `cat <file>`) is
+/// judged harmed: the next launch gets a
 /// quarter of the budget, and after a second harmed replay none.
 #[test]
 fn replays_that_do_not_pay_are_throttled_then_stopped() {
@@ -557,13 +565,19 @@ fn replays_that_do_not_pay_are_throttled_then_stopped() {
         let f = dir.path().join(format!("big{i}"));
         std::fs::write(&f, vec![i as u8; 16 << 20]).unwrap();
         drop_caches();
-        let c = Command::new(&cat)
+        // `cat FILE -`: alive until its input closes, so each replay
+        // (which stops when its launcher exits) runs its course.
+        let mut c = Command::new(&cat)
             .arg(&f)
+            .arg("-")
+            .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
         let pid = c.id();
-        assert!(c.wait_with_output().unwrap().status.success());
+        std::thread::sleep(Duration::from_millis(1000));
+        drop(c.stdin.take());
+        assert!(c.wait().unwrap().success());
         seen.push(saved_launch(&state, pid));
     }
     let gates: Vec<&str> = seen.iter().map(|l| l["gate"].as_str().unwrap()).collect();

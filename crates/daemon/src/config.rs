@@ -9,6 +9,7 @@
 //! | `pressure_max_pct` | `10` | memory pressure (PSI `some`, percent of the time some task waited on memory) above which no replay starts and a running one stops |
 //! | `state_dir` | `/var/lib/outrider` | where the history store (`history.db`) lives |
 //! | `history_max_apps` | `512` | launch sets kept; beyond it the least recently launched are forgotten |
+//! | `launch_key_args` | `2` | command-line words in an application's name besides its executable: `argv[0]`'s name, then arguments, files written `<file>` ([`crate::launchset::app_name`]); `0`: the executable alone |
 //! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set |
 //! | `launch_cap_mib` | `256` | bytes one launch set holds at most |
 //! | `max_recording` | `64` | launches recorded at once at most (more are not recorded) |
@@ -46,6 +47,8 @@ pub struct Config {
     pub state_dir: PathBuf,
     /// Launch sets kept at most.
     pub history_max_apps: u64,
+    /// Command-line words in an application's name.
+    pub launch_key_args: usize,
     /// Launch window, seconds.
     pub launch_window_s: f64,
     /// Launch-set cap, MiB.
@@ -77,6 +80,7 @@ impl Default for Config {
             pressure_max_pct: 10.0,
             state_dir: PathBuf::from("/var/lib/outrider"),
             history_max_apps: 512,
+            launch_key_args: 2,
             launch_window_s: 5.0,
             launch_cap_mib: 256,
             max_recording: 64,
@@ -193,6 +197,9 @@ impl Config {
                 "max_clients_per_user"
             };
             return bad(key, "a positive number of runs");
+        }
+        if self.launch_key_args > 16 {
+            return bad("launch_key_args", "a number of words from 0 to 16");
         }
         if self.max_recording == 0 {
             return bad("max_recording", "a positive number of launches");

@@ -212,6 +212,7 @@ impl Daemon {
             budget_bytes: ((self.cfg.memory_budget_mib << 20) as f64 * share) as u64,
             user,
             pressure_max_pct: self.cfg.pressure_max_pct,
+            launcher: None,
         }
     }
 
@@ -350,7 +351,7 @@ impl Daemon {
         {
             return;
         }
-        let exe = exe.to_string_lossy().into_owned();
+        let exe = app_of(pid, &exe.to_string_lossy(), self.cfg.launch_key_args);
         self.status.launches_seen += 1;
         self.dirty = true;
         if self.launches.len() >= self.cfg.max_recording {
@@ -378,6 +379,7 @@ impl Daemon {
         let replayed = match (loaded, user) {
             (Some(h), Ok(user)) if share > 0.0 => {
                 let mut opts = self.replay_options(share, user);
+                opts.launcher = Some(pid);
                 opts.budget_bytes = opts.budget_bytes.min(self.cfg.launch_cap_mib << 20);
                 let (tx, set) = (self.done_tx.clone(), Arc::clone(&h));
                 std::thread::spawn(move || {
@@ -569,6 +571,25 @@ pub(crate) fn log(line: String) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
+/// The application process `pid` runs ([`crate::launchset::app_name`]),
+/// from its command line and working directory.
+fn app_of(pid: u32, exe: &str, args: usize) -> String {
+    if args == 0 {
+        return exe.to_string();
+    }
+    let argv: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|w| !w.is_empty())
+                .take(args)
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+    crate::launchset::app_name(exe, &argv, &cwd, args)
+}
+
 /// The status entry of launch `id` (ids increase along the list).
 fn status_of(status: &mut Status, id: u64) -> Option<&mut LaunchStatus> {
     let i = status.launches.binary_search_by_key(&id, |s| s.id).ok()?;
@@ -601,6 +622,7 @@ pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
                 budget_bytes: cfg.memory_budget_mib << 20,
                 user: None,
                 pressure_max_pct: cfg.pressure_max_pct,
+                launcher: None,
             },
         )),
         None => Err(format!(

@@ -18,7 +18,9 @@
 //!   files and data files alike, each page once, in first-touch order —
 //!   plus each file's identity (dev, inode, `name_to_handle_at` handle,
 //!   path, size, mtime). It is an [`outrider_store::AppHistory`] saved
-//!   under `exe:PATH` in the one history store of the daemon
+//!   under `exe:APP` — the executable and the shape of its command line
+//!   ([`launchset::app_name`], [`config::Config::launch_key_args`]:
+//!   `/usr/bin/python3.11 [python3 -c]`) — in the one history store of the daemon
 //!   (`<state_dir>/history.db`). This follows the Windows Prefetcher
 //!   (the first 10 s of a launch, traced per executable, replayed at the
 //!   next launch of the same executable) and Android's IORap (the file
@@ -44,8 +46,9 @@
 //!   alternated, `bench/daemon/launch.sh`). The set holds pages the launch
 //!   touched, not the kernel's readahead around them.
 //!
-//! At the next exec of the executable the set is replayed on a thread of
-//! its own ([`launchset::replay`]): files verified unchanged, the set taken
+//! At the next exec of the application the set is replayed on a thread of
+//! its own ([`launchset::replay`]), until the launching process exits (the
+//! rest could only compete with the programs after it): files verified unchanged, the set taken
 //! in first-touch order one reorder buffer at a time (1 MiB, doubling to
 //! 16 MiB; libprefetch §3.5, as `auto` replays), each buffer's ranges
 //! merged and sorted by their physical address (FIEMAP; FAST and the
