@@ -197,6 +197,17 @@ pub fn spec_seeds(target: &str) -> Vec<Vec<u8>> {
             "raid0:2:ssd",
             "raid0:3:hdd",
         ],
+        "daemon-request" => &[
+            "{\"argv\":[\"make\",\"-j2\"],\"policy\":\"auto\",\"budget_bytes\":1073741824,\"workers\":2,\"no_history\":false,\"app_key\":null,\"metadata_walk\":true}\n",
+            "{\"argv\":[\"cat\"],\"policy\":\"stride\",\"budget_bytes\":1,\"workers\":1,\"no_history\":true,\"app_key\":\"k\",\"metadata_walk\":false}\n",
+            "{\"code\":3}\n",
+            "{\"reply\":\"ready\"}\n",
+        ],
+        "daemon-config" => &[
+            include_str!("../../../dist/daemon.toml"),
+            "watch = [\"/usr/bin/python3.11\"]\nlaunch_window_s = 3\n",
+            "socket = \"\"\nmax_clients = 2\npressure_max_pct = 5.5\n",
+        ],
         other => unreachable!("no seeds for target {other}"),
     };
     list.iter().map(|s| s.as_bytes().to_vec()).collect()

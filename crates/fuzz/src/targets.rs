@@ -1,5 +1,6 @@
-//! The fuzz targets: one per trace format reader, format detection, and
-//! each specification parser; and the mutator that feeds them.
+//! The fuzz targets: one per trace format reader, format detection, each
+//! specification parser, and the daemon's socket protocol and
+//! configuration; and the mutator that feeds them.
 
 use crate::seeds;
 use outrider_trace::{read_trace, Format, ReadOptions};
@@ -9,8 +10,23 @@ pub use outrider_trace::workloads::rng::SplitMix64 as Rng;
 
 /// Every target, in run order.
 pub const NAMES: &[&str] = &[
-    "native", "lcs-csv", "oracle", "disksim", "spc", "msr", "blkparse", "lines", "strace",
-    "detect", "size", "duration", "policy", "workload", "device",
+    "native",
+    "lcs-csv",
+    "oracle",
+    "disksim",
+    "spc",
+    "msr",
+    "blkparse",
+    "lines",
+    "strace",
+    "detect",
+    "size",
+    "duration",
+    "policy",
+    "workload",
+    "device",
+    "daemon-request",
+    "daemon-config",
 ];
 
 /// Longest input the mutator builds (the text readers' line limit is 64 KiB).
@@ -51,9 +67,8 @@ impl Target {
                     .flat_map(|&f| seeds::trace_seeds(f, scratch))
                     .collect(),
             ),
-            "size" | "duration" | "policy" | "workload" | "device" => {
-                (Kind::Spec, seeds::spec_seeds(name))
-            }
+            "size" | "duration" | "policy" | "workload" | "device" | "daemon-request"
+            | "daemon-config" => (Kind::Spec, seeds::spec_seeds(name)),
             format => {
                 let f = Format::from_name(format).expect("NAMES lists only formats here");
                 (Kind::Trace(Some(f)), seeds::trace_seeds(f, scratch))
@@ -107,6 +122,18 @@ impl Target {
                     "policy" => outrider_core::build_policy(&text).is_ok(),
                     "workload" => outrider_trace::workloads::generate(&text).is_ok(),
                     "device" => outrider_sim::device::build_device(&text).is_ok(),
+                    // The daemon's socket protocol (one JSON line) and its
+                    // configuration file.
+                    "daemon-request" => {
+                        let mut r = outrider_daemon::clients::LineReader::default();
+                        matches!(
+                            r.recv::<outrider_daemon::clients::Request>(input),
+                            Ok(Some(_))
+                        )
+                    }
+                    "daemon-config" => {
+                        outrider_daemon::Config::parse(&text, Path::new("fuzz.toml")).is_ok()
+                    }
                     other => unreachable!("no parser for target {other}"),
                 }
             }
