@@ -484,8 +484,9 @@ fn an_unprivileged_client_is_served_as_itself_and_never_beyond_its_rights() {
         socket.display().to_string(),
         data.join("closed").display()
     );
+    let py = python().expect("/usr/bin/python3 (Debian's, not a per-user shim)");
     let o = user
-        .command("python3", &["-c", &script], &socket)
+        .command(py.to_str().unwrap(), &["-c", &script], &socket)
         .output()
         .unwrap();
     let reply = String::from_utf8_lossy(&o.stdout);
