@@ -10,7 +10,7 @@ use crate::runcmd::{budget_bytes, cannot_run, RunArgs};
 use crate::usage;
 use outrider_daemon::clients::{self, Exit, LineReader, Reply, Request};
 use outrider_sys::launch;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 
 /// How long the daemon may take to set up tracing before the program
@@ -99,17 +99,11 @@ fn run_child(cmd: &[std::ffi::OsString]) -> u8 {
             Err(_) => return 1,
         }
         launch::forward_pending(child.id());
-        match &exit_fd {
-            Some(fd) => {
-                let mut p = libc::pollfd {
-                    fd: fd.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut p, 1, 100) };
-            }
-            None => std::thread::sleep(std::time::Duration::from_millis(5)),
-        }
+        // Woken by the exit at once with a pidfd; without one, polled.
+        let wait = if exit_fd.is_some() { 100 } else { 5 };
+        outrider_live::session::pause(
+            exit_fd.as_ref().map(|f| f.as_fd()),
+            std::time::Duration::from_millis(wait),
+        );
     }
 }

@@ -131,6 +131,8 @@ enum Done {
 pub struct Daemon {
     cfg: Config,
     config_path: PathBuf,
+    /// Our own executable (read once; every exec is compared with it).
+    own_exe: Option<PathBuf>,
     store: Store,
     status_path: PathBuf,
     status: Status,
@@ -181,6 +183,7 @@ impl Daemon {
             done_rx,
             cfg,
             config_path,
+            own_exe: std::fs::read_link("/proc/self/exe").ok(),
         };
         if d.cfg.boot_prefetch {
             d.start_boot();
@@ -347,8 +350,7 @@ impl Daemon {
             return;
         };
         // Our own helpers (one per client run) are not launches.
-        if !self.cfg.watches(&exe) || std::fs::read_link("/proc/self/exe").is_ok_and(|me| me == exe)
-        {
+        if !self.cfg.watches(&exe) || self.own_exe.as_ref() == Some(&exe) {
             return;
         }
         let exe = app_of(pid, &exe.to_string_lossy(), self.cfg.launch_key_args);

@@ -346,7 +346,7 @@ fn idle(inst: Option<&EventSource>, exit_fd: Option<BorrowedFd<'_>>, longest: Du
 }
 
 /// Wait `d`, or less if the program exits (its pidfd becomes readable).
-fn pause(exit_fd: Option<BorrowedFd<'_>>, d: Duration) {
+pub fn pause(exit_fd: Option<BorrowedFd<'_>>, d: Duration) {
     match exit_fd {
         Some(fd) => {
             let mut p = libc::pollfd {
