@@ -28,6 +28,13 @@
 #            learns), its launch sets saved, caches dropped, the script
 #            again (day 2, measured)
 # DAY_PROGRAMS="" skips it.
+#
+# Then programs the daemon cannot help (their data cached, or no I/O at
+# all), the daemon running (it saw each once, so each exec replays its
+# set) against stopped, alternated, UNHELPED_REPS (default 7) each, hot:
+# any difference is the daemon's cost. exec-storm is the worst case for
+# a daemon that acts at every exec: 300 execs of /bin/true in a loop.
+# UNHELPED="" skips it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DATA_DIR=${DATA_DIR:-/var/tmp/outrider-suite}
@@ -38,6 +45,8 @@ SHORT_REPS=$REPS
 PROGRAMS=${PROGRAMS:-"gcc gxx rustc java node python python-bare perl file git-status wc"}
 DAY_PROGRAMS=${DAY_PROGRAMS-"file perl python-bare git-status gcc gxx node python java rustc find rg"}
 DAY_REPS=${DAY_REPS:-3}
+UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached"}
+UNHELPED_REPS=${UNHELPED_REPS:-7}
 OUT=${OUT:-bench/results/daemon.md}
 [ "$(id -u)" = 0 ] || { echo "launch.sh: needs root (the daemon traces the kernel)" >&2; exit 2; }
 cargo build --release --quiet -p outrider-cli
@@ -149,6 +158,36 @@ for rep in $(seq 1 "$DAY_REPS"); do
   fi
   echo "launch.sh: day rep $rep: $(awk -v r="$rep" '$2 == r { t[$1] += $4 } END { for (a in t) printf "%s %.2f  ", a, t[a] }' "$work/day")" >&2
 done
+# Programs the daemon cannot help: "arm rep program wall" to $work/unhelped.
+unhelped_cmd() {
+  case $1 in
+    exec-storm) CMD=(sh -c 'for i in $(seq 300); do /bin/true; done') ;;
+    cpu-python) CMD=(/usr/bin/python3 -c 'sum(i * i for i in range(3 * 10**6))') ;;
+    sha-cached) CMD=(sha256sum "$DATA_DIR/unhelped-64m") ;;
+  esac
+}
+: > "$work/unhelped"
+if [ -n "$UNHELPED" ]; then
+  [ -f "$DATA_DIR/unhelped-64m" ] || head -c 64M /dev/urandom > "$DATA_DIR/unhelped-64m"
+  rm -rf "$work/state"
+  start_daemon
+  for q in $UNHELPED; do unhelped_cmd "$q"; timed "${CMD[@]}"; done # seen once
+  wait_saved
+  stop_daemon
+  for rep in $(seq 1 "$UNHELPED_REPS"); do
+    for q in $UNHELPED; do
+      unhelped_cmd "$q"
+      timed "${CMD[@]}" # hot
+      for arm in $([ $((rep % 2)) = 1 ] && echo "stopped running" || echo "running stopped"); do
+        # Started a second before: its own start-up is not what is measured.
+        [ "$arm" = running ] && { start_daemon; sleep 1; }
+        timed "${CMD[@]}"; echo "$arm $rep $q $WALL" >> "$work/unhelped"
+        [ "$arm" = running ] && stop_daemon
+      done
+    done
+    echo "launch.sh: cannot help rep $rep: $(awk -v r="$rep" '$2 == r { printf "%s %s %.3f  ", $3, $1, $4 }' "$work/unhelped")" >&2
+  done
+fi
 elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 python3 bench/daemon/report.py "$work" "$REPS" "$elapsed" "$("$bin" --version)" > "$OUT.tmp"
 mv "$OUT.tmp" "$OUT"

@@ -107,6 +107,37 @@ def day_section(work):
     print()
 
 
+def unhelped_section(work):
+    """Programs the daemon cannot help, daemon running vs stopped."""
+    path = os.path.join(work, "unhelped")
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return
+    runs = {}  # program -> rep -> arm -> wall
+    for line in open(path):
+        arm, rep, prog, w = line.split()
+        runs.setdefault(prog, {}).setdefault(rep, {})[arm] = float(w)
+    print("## Programs it cannot help: the daemon running vs stopped")
+    print()
+    print("Hot cache (each program run once just before), so there is nothing to prefetch: the difference is "
+          "the daemon's cost. The daemon saw each program once before, so every exec of it replays its launch set. "
+          "**exec-storm**: `sh -c 'for i in $(seq 300); do /bin/true; done'` (300 launches, the worst case for a "
+          "daemon that acts at every exec); **cpu-python**: `python3 -c 'sum(i * i for i in range(3 * 10**6))'`; "
+          "**sha-cached**: `sha256sum` of a cached 64 MiB file. The two arms alternate which goes first; ratio = "
+          "median of each repetition's stopped / running.")
+    print()
+    print("| program | stopped (s) | running (s) | stopped / running | repetitions | misses |")
+    print("|---|---:|---:|---:|---:|---|")
+    for prog, reps in runs.items():
+        ok = [r for r in reps.values() if "stopped" in r and "running" in r]
+        if not ok:
+            continue
+        x = med([r["stopped"] / r["running"] for r in ok])
+        miss = f"**{x:.2f}x**" if x < SPEEDUP_MIN else "none"
+        print(f"| {prog} | {med([r['stopped'] for r in ok]):.3f} | {med([r['running'] for r in ok]):.3f} | "
+              f"{x:.2f}x | {len(ok)} | {miss} |")
+    print()
+
+
 def main():
     work, reps, elapsed, version = sys.argv[1:5]
     runs, usage, programs = load(work)
@@ -150,6 +181,7 @@ def main():
               f"(start, one launch, its save), {max(cpu) * 100:.1f}% most.")
         print()
     day_section(work)
+    unhelped_section(work)
     print("## Programs")
     print()
     for name, cat, desc in programs:

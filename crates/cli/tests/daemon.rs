@@ -219,6 +219,67 @@ fn a_launch_is_recorded_then_replayed_and_survives_kill_9() {
     assert!(l2["read_pages"].as_u64().unwrap() >= 8192, "{l2}");
 }
 
+/// The events the daemon decoded so far.
+fn events(state: &Path) -> u64 {
+    status(state).unwrap()["events"].as_u64().unwrap()
+}
+
+#[test]
+fn programs_it_does_not_follow_cost_it_no_events() {
+    let Some(py) = python().filter(|_| is_root()) else {
+        eprintln!("skipped: needs root and /usr/bin/python3");
+        return;
+    };
+    // Alone: the other tests' launches of python3 would be followed too.
+    let _cold = cold_lock();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![7u8; 32 << 20]).unwrap();
+    let (cfg, state) = write_config(dir.path(), &format!("watch = [\"{}\"]\n", py.display()));
+    let d = Daemon::start(&cfg, &state);
+    let s = status(&state).unwrap();
+    if s["event_source"] != "ebpf" {
+        eprintln!("skipped: no eBPF here ({s})");
+        return;
+    }
+    // 8192 single-page reads each (cached after the first).
+    let dd = |what: &str| {
+        let ok = Command::new("dd")
+            .args([&format!("if={}", data.display()), "of=/dev/null", "bs=4k"])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(ok.success(), "{what}");
+    };
+    let before = events(&state);
+    dd("an unwatched program");
+    dd("again");
+    std::thread::sleep(Duration::from_millis(300));
+    let unwatched = events(&state) - before;
+    assert!(unwatched < 1000, "dd is not watched: {unwatched} events");
+    // A watched launch is followed for its window (3 s), then no more.
+    let read = format!(
+        "import time\ntime.sleep(3.5)\nf = open('{}', 'rb', buffering=0)\n\
+         while f.read(4096): pass\n",
+        data.display()
+    );
+    let before = events(&state);
+    let mut c = Command::new(&py).args(["-c", &read]).spawn().unwrap();
+    let pid = c.id();
+    assert!(c.wait().unwrap().success());
+    let l = saved_launch(&state, pid);
+    let late = events(&state) - before;
+    drop(d);
+    assert!(
+        l["read_pages"].as_u64().unwrap() > 0,
+        "its start was followed: {l}"
+    );
+    assert!(
+        late < 4000,
+        "8192 reads after its window were not followed: {late} events; {l}"
+    );
+}
+
 #[test]
 fn the_boot_set_replays_on_demand_and_drops_changed_files() {
     if !is_root() {

@@ -20,6 +20,7 @@
 //! | `socket` | `/run/outrider/daemon.sock` | the Unix socket through which `outrider run` by a user who is not root is served ([`crate::clients`]); `""`: none |
 //! | `max_clients` | `16` | runs served at once at most (more run unprefetched) |
 //! | `max_clients_per_user` | `4` | runs of one user served at once at most |
+//! | `event_source` | `"auto"` | `"ebpf"`: programs on the tracepoints follow each program from its exec and filter in the kernel ([`outrider_live::ebpf::Scope::Execs`]); `"tracefs"`: a tracing instance records every task and the daemon drops what it does not follow; `"auto"`: eBPF, else tracefs |
 //!
 //! A bad file is refused with a message naming the file, the key and what
 //! was expected ([`ConfigError`]); `outrider daemon --check-config` prints
@@ -69,6 +70,8 @@ pub struct Config {
     pub max_clients: usize,
     /// Clients of one user served at once at most.
     pub max_clients_per_user: usize,
+    /// `auto`, `ebpf` or `tracefs`.
+    pub event_source: String,
 }
 
 impl Default for Config {
@@ -91,6 +94,7 @@ impl Default for Config {
             socket: PathBuf::from("/run/outrider/daemon.sock"),
             max_clients: 16,
             max_clients_per_user: 4,
+            event_source: "auto".into(),
         }
     }
 }
@@ -201,6 +205,9 @@ impl Config {
         if self.launch_key_args > 16 {
             return bad("launch_key_args", "a number of words from 0 to 16");
         }
+        if self.source().is_err() {
+            return bad("event_source", "\"auto\", \"ebpf\" or \"tracefs\"");
+        }
         if self.max_recording == 0 {
             return bad("max_recording", "a positive number of launches");
         }
@@ -220,6 +227,11 @@ impl Config {
     pub fn watches(&self, exe: &Path) -> bool {
         (self.watch.is_empty() || self.watch.iter().any(|w| w == exe))
             && !self.exclude.iter().any(|x| x == exe)
+    }
+
+    /// The event source chosen.
+    pub fn source(&self) -> Result<outrider_live::source::SourceChoice, String> {
+        self.event_source.parse()
     }
 
     /// The history store's file.

@@ -6,7 +6,8 @@ use crate::config::Config;
 use crate::launchset::{replay, Recorder, ReplayOptions, ReplayStats};
 use crate::store::{self, BOOT_KEY};
 use outrider_driver::benefit::{Evidence, Gate, Level, Verdict};
-use outrider_live::tracefs::{EventKind, Instance, InstanceOptions, LiveEvent, EVENTS, EXEC_EVENT};
+use outrider_live::source::EventSource;
+use outrider_live::tracefs::{EventKind, InstanceOptions, LiveEvent, EVENTS, EXEC_EVENT};
 use outrider_store::{AppHistory, Store};
 use outrider_sys::launch::Credentials;
 use outrider_sys::monotonic_ns;
@@ -15,13 +16,28 @@ use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-/// Sleep between polls when no event page was ready.
+/// Wait between polls when no event page was ready and a launch (or the
+/// boot set) is being recorded, or the source cannot wake us at an exec.
 const IDLE_SLEEP: Duration = Duration::from_millis(5);
+/// Wait between polls when nothing is being recorded and the source
+/// wakes us at every exec (eBPF): the status file and finished replays
+/// are taken this often.
+const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// Launches kept in the status file.
 const STATUS_LAUNCHES: usize = 256;
 /// The status file is rewritten at most this often (ns) while nothing
 /// else changes it.
 const STATUS_EVERY_NS: u64 = 1_000_000_000;
+/// ... and at most this often when something changed. Rewritten at every
+/// change (each exec of a build), the file's serialising, writing and
+/// renaming were a sixth of the daemon's CPU while a cargo build ran
+/// beside the day in miniature (perf).
+const STATUS_MIN_NS: u64 = 250_000_000;
+/// Pages all launches being recorded hold at most together (8 GiB of
+/// file data; the recorders' own memory is 16-32 bytes per run of pages
+/// and 16 per 64 pages): 64 launches of a parallel build, each up to its
+/// 256 MiB cap, would otherwise hold 16 GiB worth.
+const RECORDING_PAGES_MAX: u64 = 2 << 20;
 
 /// One launch in the status file.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -77,6 +93,8 @@ pub struct BootStatus {
 pub struct Status {
     /// The daemon's pid.
     pub pid: u32,
+    /// Where its kernel events come from: `ebpf` or `tracefs`.
+    pub event_source: String,
     /// The history store.
     pub store: String,
     /// Events decoded.
@@ -147,6 +165,10 @@ pub struct Daemon {
     last_save_ns: u64,
     done_tx: mpsc::Sender<Done>,
     done_rx: mpsc::Receiver<Done>,
+    /// The event source, once [`Daemon::run`] opened it.
+    src: Option<EventSource>,
+    /// Pages the launches being recorded hold (≤ [`RECORDING_PAGES_MAX`]).
+    recording_pages: u64,
 }
 
 /// Open the history store of `cfg` (its directory created if missing).
@@ -181,6 +203,8 @@ impl Daemon {
             last_save_ns: monotonic_ns(),
             done_tx,
             done_rx,
+            src: None,
+            recording_pages: 0,
             cfg,
             config_path,
             own_exe: std::fs::read_link("/proc/self/exe").ok(),
@@ -222,6 +246,12 @@ impl Daemon {
     /// Run until SIGTERM, SIGINT or SIGHUP; save what was recorded.
     pub fn run(mut self) -> Result<(), String> {
         outrider_sys::launch::install_signal_handlers();
+        // glibc gives each thread that allocates an arena of its own, up to
+        // eight per core, and keeps what was freed in it: a replay thread
+        // per launch left 20 MiB of arenas after two days in miniature
+        // (smaps). Two arenas: the loop's and its replays'.
+        // SAFETY: a malloc setting (glibc takes its own lock).
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
         let mut events_list: Vec<(String, String)> = EVENTS
             .iter()
             .filter(|(s, _)| *s != "block")
@@ -230,9 +260,22 @@ impl Daemon {
         events_list.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
         let opts = InstanceOptions {
             events: events_list,
+            follow_execs: true,
             ..InstanceOptions::default()
         };
-        let mut inst = Instance::open(&opts).map_err(|e| format!("tracing: {e}"))?;
+        let opened =
+            EventSource::open(&opts, self.cfg.source()?).map_err(|e| format!("tracing: {e}"))?;
+        if let Some(why) = &opened.fallback {
+            log(format!(
+                "outrider daemon: eBPF unavailable ({why}); using tracefs"
+            ));
+        }
+        let prompt = matches!(opened.source, EventSource::Ebpf(_));
+        self.status.event_source = opened.source.name().into();
+        if self.boot.is_some() {
+            (opened.source.record_everyone(true)).map_err(|e| format!("tracing: {e}"))?;
+        }
+        self.src = Some(opened.source);
         // Clients are served by helpers of their own: a socket that cannot
         // be bound leaves the daemon's own prefetching running.
         let _listener = (!self.cfg.socket.as_os_str().is_empty())
@@ -253,24 +296,45 @@ impl Daemon {
         let mut events = Vec::new();
         while outrider_sys::launch::last_signal().is_none() {
             events.clear();
-            let pages = inst
-                .poll(&mut events, 256)
-                .map_err(|e| format!("reading events: {e}"))?;
+            let src = self.src.as_mut().expect("opened");
+            let pages = (src.poll(&mut events, 256)).map_err(|e| format!("reading events: {e}"))?;
+            let stats = src.stats();
             events.sort_by_key(|e| e.ts_ns);
             for e in &events {
                 self.on_event(e);
             }
-            self.status.events = inst.stats.events;
-            self.status.lost_events = inst.stats.lost_events;
+            self.status.events = stats.events;
+            self.status.lost_events = stats.lost_events;
             self.tick(monotonic_ns(), false);
             if pages == 0 {
-                std::thread::sleep(IDLE_SLEEP);
+                self.idle(prompt);
             }
         }
-        drop(inst);
+        self.src = None;
         self.tick(u64::MAX, true);
         log(format!("outrider daemon: stopped, history saved"));
         Ok(())
+    }
+
+    /// Wait for events: a source that wakes us at an exec is waited on
+    /// (longer while nothing is recorded); tracefs's per-CPU files are
+    /// slept beside, as their readiness is not an exec's.
+    fn idle(&self, prompt: bool) {
+        let recording = !self.launches.is_empty() || self.boot.is_some();
+        match &self.src {
+            Some(src) if prompt => {
+                src.wait(None, if recording { IDLE_SLEEP } else { IDLE_WAIT });
+            }
+            _ => std::thread::sleep(IDLE_SLEEP),
+        }
+    }
+
+    /// Stop following thread `tid` in the kernel (eBPF): it is in no
+    /// launch now.
+    fn untrack(&self, tid: u32) {
+        if let Some(src) = &self.src {
+            src.untrack(tid);
+        }
     }
 
     fn on_event(&mut self, e: &LiveEvent) {
@@ -304,10 +368,13 @@ impl Daemon {
         let Some((dev, ino, index, pages)) = read else {
             return;
         };
-        if let Some(&id) = self.tree.get(&e.pid) {
+        let room = RECORDING_PAGES_MAX.saturating_sub(self.recording_pages);
+        if let Some(&id) = self.tree.get(&e.pid).filter(|_| room > 0) {
             if let Some(l) = self.launches.get_mut(&id) {
+                let before = l.rec.pages;
                 l.rec.read(e.pid, dev, ino, index, pages);
                 let recorded = l.rec.pages;
+                self.recording_pages += recorded - before;
                 if let Some(s) = status_of(&mut self.status, id) {
                     s.read_pages += pages;
                     s.recorded_pages = recorded;
@@ -342,23 +409,33 @@ impl Daemon {
             .or_insert_with(|| std::path::Path::new(&format!("/proc/self/task/{tid}")).exists())
     }
 
+    /// An exec: a new launch if it is one, else the process is no longer
+    /// followed (unless it is part of a launch being recorded).
     fn on_exec(&mut self, pid: u32) {
+        if !self.start_launch(pid) && !self.tree.contains_key(&pid) {
+            self.untrack(pid);
+        }
+    }
+
+    /// Start recording (and replaying) the launch `pid` exec'd, if it is
+    /// one; false when it is not.
+    fn start_launch(&mut self, pid: u32) -> bool {
         if pid == std::process::id() {
-            return;
+            return false;
         }
         let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
-            return;
+            return false;
         };
         // Our own helpers (one per client run) are not launches.
         if !self.cfg.watches(&exe) || self.own_exe.as_ref() == Some(&exe) {
-            return;
+            return false;
         }
         let exe = app_of(pid, &exe.to_string_lossy(), self.cfg.launch_key_args);
         self.status.launches_seen += 1;
         self.dirty = true;
         if self.launches.len() >= self.cfg.max_recording {
             self.status.launches_not_recorded += 1;
-            return;
+            return false;
         }
         let id = self.next_id;
         self.next_id += 1;
@@ -414,6 +491,7 @@ impl Daemon {
                 replayed,
             },
         );
+        true
     }
 
     /// The gate of launch `l` after its window: a replay's pages the
@@ -473,7 +551,18 @@ impl Daemon {
             .collect();
         for id in ended {
             let l = self.launches.remove(&id).expect("listed");
-            self.tree.retain(|_, v| *v != id);
+            debug_assert!(
+                self.recording_pages >= l.rec.pages,
+                "recorded pages are counted"
+            );
+            self.recording_pages -= l.rec.pages;
+            let src = self.src.as_ref();
+            self.tree.retain(|&tid, v| {
+                if *v == id {
+                    src.inspect(|s| s.untrack(tid));
+                }
+                *v != id
+            });
             if let Some(s) = status_of(&mut self.status, id) {
                 s.finished = true;
             }
@@ -498,6 +587,9 @@ impl Daemon {
         {
             let (_, rec) = self.boot.take().expect("checked");
             self.status.boot.recording = false;
+            if let Some(Err(e)) = self.src.as_ref().map(|s| s.record_everyone(false)) {
+                log(format!("outrider daemon: ending the boot recording: {e}"));
+            }
             if rec.pages > 0 {
                 self.pending.push(Pending {
                     key: BOOT_KEY.into(),
@@ -514,7 +606,8 @@ impl Daemon {
             self.save_pending();
             self.last_save_ns = now;
         }
-        if self.dirty || now.saturating_sub(self.status_written_ns) >= STATUS_EVERY_NS {
+        let since = now.saturating_sub(self.status_written_ns);
+        if (self.dirty && since >= STATUS_MIN_NS) || since >= STATUS_EVERY_NS || stopping {
             self.write_status();
             self.status_written_ns = now;
         }

@@ -2,12 +2,20 @@
 //! and boot prefetching.
 //!
 //! The one design decision a reader must know: **one event source for the
-//! whole machine.** The daemon opens one private tracefs instance without
-//! a pid filter (the filemap events the live runtime decodes, process
-//! forks, and `sched_process_exec`); a launch is an exec of a watched
-//! executable ([`config::Config::watch`]), and its process tree is followed
-//! through the fork events in user space. The daemon's own threads (its
-//! replays, its store) are in no tree and are left out of the boot set.
+//! whole machine.** The daemon loads one set of eBPF programs on the
+//! tracepoints the live runtime decodes (the filemap events, process
+//! forks and exits) plus `sched_process_exec`
+//! ([`outrider_live::ebpf::Scope::Execs`]): every exec is reported at once
+//! (the daemon is woken for it, so a launch's replay starts within a
+//! scheduling delay rather than a polling period), the exec'd process and
+//! the tasks it forks are followed in the kernel, and the daemon stops
+//! following them when the exec is not a launch ([`config::Config::watch`])
+//! or the launch's window ended. A program the daemon is not recording
+//! costs one hash lookup per event in the kernel and nothing in the
+//! daemon. Where eBPF is unavailable (or `event_source = "tracefs"`), one
+//! private tracefs instance records every task and the daemon drops what
+//! it does not follow. The daemon's own threads (its replays, its store)
+//! are in no tree and are left out of the boot set.
 //!
 //! # The launch set
 //!

@@ -19,6 +19,12 @@
 //!    is there (no lookup when the source follows every task);
 //! 2. for `sched_process_fork`, adds the child to `tracked`; for
 //!    `sched_process_exit`, removes the thread and emits nothing;
+//!    following every exec ([`Scope::Execs`], the daemon's scope),
+//!    `sched_process_exec` is emitted for every task, adds it to
+//!    `tracked` and wakes the reader at once, while the other records
+//!    wait for the reader's next poll (`BPF_RB_NO_WAKEUP`); a switch
+//!    ([`EbpfSource::record_everyone`]) lets every task's records
+//!    through;
 //! 3. reserves a ring-buffer record, writes the CLOCK_MONOTONIC time
 //!    (`bpf_ktime_get_ns`), the common header (event id, thread id:
 //!    the context's first 8 bytes cannot be read by a tracepoint
@@ -80,10 +86,34 @@ pub struct EbpfSource {
     pub stats: SourceStats,
 }
 
+/// Which tasks a source records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every task.
+    Everyone,
+    /// This thread and the tasks it forks from now on.
+    Follow(u32),
+    /// Every task from its exec on, and the tasks it forks, until
+    /// [`EbpfSource::untrack`]: the machine-wide daemon's scope, where a
+    /// program it cannot help (its launch recorded, or never watched)
+    /// costs one hash lookup per event in the kernel and nothing in the
+    /// daemon. The tracefs source recorded every task's events for the
+    /// daemon to drop; see `bench/results/daemon.md` for its CPU.
+    Execs,
+}
+
+/// Key of the counters map's record-everyone switch (key 0: lost records).
+const EVERYONE_KEY: u32 = 1;
+/// `bpf_ringbuf_submit` flags.
+const RB_NO_WAKEUP: i32 = 1;
+const RB_FORCE_WAKEUP: i32 = 2;
+
 /// What a program does beyond emitting its record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Role {
     Emit,
+    /// `sched_process_exec`: under [`Scope::Execs`], follow the task.
+    Exec,
     /// `sched_process_fork`: follow the child (offset of `child_pid`).
     Fork(i16),
     /// `sched_process_exit`: stop following the thread; emit nothing.
@@ -113,9 +143,25 @@ impl EbpfSource {
         home: Option<&Path>,
         linger_ms: u64,
     ) -> io::Result<EbpfSource> {
+        let scope = follow.map_or(Scope::Everyone, Scope::Follow);
+        EbpfSource::open_scoped(events, scope, home, linger_ms)
+    }
+
+    /// [`EbpfSource::open`] for any [`Scope`]; only a source that follows
+    /// one tree is parked.
+    pub fn open_scoped(
+        events: &[(String, String)],
+        scope: Scope,
+        home: Option<&Path>,
+        linger_ms: u64,
+    ) -> io::Result<EbpfSource> {
         let root = ensure_mounted().map_err(io::Error::other)?;
+        let follow = match scope {
+            Scope::Follow(tid) => Some(tid),
+            Scope::Everyone | Scope::Execs => None,
+        };
         let mut wanted: Vec<(String, String)> = events.to_vec();
-        if follow.is_some() {
+        if scope != Scope::Everyone {
             wanted.push(("sched".into(), "sched_process_exit".into()));
         }
         let formats = (wanted.iter())
@@ -130,7 +176,7 @@ impl EbpfSource {
         let reused = claimed.is_some();
         let parts = match claimed {
             Some(p) => p,
-            None => load(&formats, follow.is_some())?,
+            None => load(&formats, scope)?,
         };
         if let Some(tid) = follow {
             parts
@@ -212,6 +258,18 @@ impl EbpfSource {
         n > 0 && fds[0].revents & libc::POLLIN != 0
     }
 
+    /// Stop following thread `tid` (its exec is not a launch, or its
+    /// launch was recorded). Its children forked before stay followed
+    /// until they are untracked or exit.
+    pub fn untrack(&self, tid: u32) {
+        let _ = self.tracked.delete(&tid.to_ne_bytes());
+    }
+
+    /// Let every task's records through (true) or only followed ones'.
+    pub fn record_everyone(&self, on: bool) -> io::Result<()> {
+        (self.counters).update(&EVERYONE_KEY.to_ne_bytes(), &u64::from(on).to_ne_bytes())
+    }
+
     /// Is thread `tid` followed now? (Tests.)
     pub fn follows(&self, tid: u32) -> bool {
         matches!(self.tracked.lookup(&tid.to_ne_bytes()), Ok(Some(_)))
@@ -287,7 +345,7 @@ struct Parts {
 }
 
 /// Create the maps, load a program per format and attach it.
-fn load(formats: &[EventFormat], filtered: bool) -> io::Result<Parts> {
+fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
     let ring = RingBuf::create("outrider_ring", RING_BYTES)?;
     let tracked = Map::create(
         MapType::Hash,
@@ -297,7 +355,7 @@ fn load(formats: &[EventFormat], filtered: bool) -> io::Result<Parts> {
         MAX_TRACKED,
         NO_PREALLOC,
     )?;
-    let counters = Map::create(MapType::Array, "outrider_lost", 4, 8, 1, 0)?;
+    let counters = Map::create(MapType::Array, "outrider_lost", 4, 8, 2, 0)?;
     let (mut links, mut programs) = (Vec::new(), Vec::new());
     let maps = Maps {
         ring: ring.map(),
@@ -306,7 +364,7 @@ fn load(formats: &[EventFormat], filtered: bool) -> io::Result<Parts> {
     };
     for format in formats {
         let role = role_of(format)?;
-        let insns = program(format, role, filtered, &maps)?;
+        let insns = program(format, role, scope, &maps)?;
         let prog = Program::load_tracepoint(&format.name, &insns)?;
         let link = prog
             .attach_tracepoint(u32::from(format.id))
@@ -401,6 +459,7 @@ fn role_of(f: &EventFormat) -> io::Result<Role> {
             Role::Fork(c.offset as i16)
         }
         "sched_process_exit" => Role::Exit,
+        "sched_process_exec" => Role::Exec,
         _ => Role::Emit,
     })
 }
@@ -420,7 +479,7 @@ fn record_end(f: &EventFormat) -> usize {
 fn program(
     f: &EventFormat,
     role: Role,
-    filtered: bool,
+    scope: Scope,
     m: &Maps<'_>,
 ) -> io::Result<Vec<outrider_sys::bpf::Insn>> {
     let end = record_end(f);
@@ -437,13 +496,16 @@ fn program(
     a.call(helper::GET_CURRENT_PID_TGID);
     a.mov32_reg(TID, 0);
     a.store(Size::W, FP, SLOT_TID, TID);
-    if filtered {
-        a.ld_map(1, m.tracked);
-        a.mov_reg(2, FP);
-        a.add_imm(2, SLOT_TID.into());
-        a.call(helper::MAP_LOOKUP_ELEM);
-        a.jeq_imm(0, 0, out);
+    match (scope, role) {
+        (Scope::Everyone, _) | (Scope::Execs, Role::Exec) => {}
+        (Scope::Execs, Role::Emit) => pass_switched_on_or_tracked(&mut a, m, out),
+        _ => pass_tracked(&mut a, m, out),
     }
+    let wake = match (scope, role) {
+        (Scope::Execs, Role::Exec) => RB_FORCE_WAKEUP,
+        (Scope::Execs, _) => RB_NO_WAKEUP,
+        _ => 0,
+    };
     match role {
         Role::Exit => {
             a.ld_map(1, m.tracked);
@@ -452,23 +514,16 @@ fn program(
             a.call(helper::MAP_DELETE_ELEM);
             a.ja(out);
         }
-        Role::Fork(child_off) if filtered => {
+        Role::Fork(child_off) if scope != Scope::Everyone => {
             a.load(Size::W, 1, CTX, child_off);
             a.store(Size::W, FP, SLOT_CHILD, 1);
-            a.store_imm(Size::W, FP, SLOT_ONE, 1);
-            a.ld_map(1, m.tracked);
-            a.mov_reg(2, FP);
-            a.add_imm(2, SLOT_CHILD.into());
-            a.mov_reg(3, FP);
-            a.add_imm(3, SLOT_ONE.into());
-            a.mov_imm(4, 0);
-            a.call(helper::MAP_UPDATE_ELEM);
-            a.jne_imm(0, 0, lost);
+            track(&mut a, m, SLOT_CHILD, lost);
         }
+        Role::Exec if scope == Scope::Execs => track(&mut a, m, SLOT_TID, lost),
         _ => {}
     }
     if role != Role::Exit {
-        emit(&mut a, f.id, end, m, lost);
+        emit(&mut a, f.id, end, m, lost, wake);
         a.ja(out);
         a.bind(lost);
         a.store_imm(Size::W, FP, SLOT_ZERO, 0);
@@ -486,12 +541,53 @@ fn program(
     Ok(a.finish())
 }
 
+/// Go on only when the current thread (at `SLOT_TID`) is followed; to
+/// `out` otherwise.
+fn pass_tracked(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf::Label) {
+    a.ld_map(1, m.tracked);
+    a.mov_reg(2, FP);
+    a.add_imm(2, SLOT_TID.into());
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jeq_imm(0, 0, out);
+}
+
+/// Go on when the record-everyone switch is on, else as [`pass_tracked`].
+fn pass_switched_on_or_tracked(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf::Label) {
+    let (check, pass) = (a.label(), a.label());
+    a.store_imm(Size::W, FP, SLOT_ZERO, EVERYONE_KEY as i32);
+    a.ld_map(1, m.counters);
+    a.mov_reg(2, FP);
+    a.add_imm(2, SLOT_ZERO.into());
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jeq_imm(0, 0, check);
+    a.load(Size::DW, 1, 0, 0);
+    a.jne_imm(1, 0, pass);
+    a.bind(check);
+    pass_tracked(a, m, out);
+    a.bind(pass);
+}
+
+/// Add the thread id at stack slot `slot` to `tracked`; to `lost` when
+/// the table is full.
+fn track(a: &mut Asm, m: &Maps<'_>, slot: i16, lost: outrider_sys::bpf::Label) {
+    a.store_imm(Size::W, FP, SLOT_ONE, 1);
+    a.ld_map(1, m.tracked);
+    a.mov_reg(2, FP);
+    a.add_imm(2, slot.into());
+    a.mov_reg(3, FP);
+    a.add_imm(3, SLOT_ONE.into());
+    a.mov_imm(4, 0);
+    a.call(helper::MAP_UPDATE_ELEM);
+    a.jne_imm(0, 0, lost);
+}
+
 /// Reserve `[u64 time][header][fields]` (the fields' `end` rounded up to
-/// 8), fill it and submit it; to `lost` when the ring is full. The
+/// 8), fill it and submit it with `wake` (`bpf_ringbuf_submit` flags);
+/// to `lost` when the ring is full. The
 /// fields are copied in the largest aligned pieces that stay below `end`:
 /// the kernel refuses to attach a program that reads past a tracepoint
 /// record's last field (EACCES).
-fn emit(a: &mut Asm, id: u16, end: usize, m: &Maps<'_>, lost: outrider_sys::bpf::Label) {
+fn emit(a: &mut Asm, id: u16, end: usize, m: &Maps<'_>, lost: outrider_sys::bpf::Label, wake: i32) {
     let span = end.div_ceil(8) * 8;
     a.ld_map(1, m.ring);
     a.mov_imm(2, (16 + span - 8) as i32);
@@ -520,7 +616,7 @@ fn emit(a: &mut Asm, id: u16, end: usize, m: &Maps<'_>, lost: outrider_sys::bpf:
         };
     }
     a.mov_reg(1, REC);
-    a.mov_imm(2, 0);
+    a.mov_imm(2, wake);
     a.call(helper::RINGBUF_SUBMIT);
 }
 

@@ -2,7 +2,7 @@
 //! ([`crate::ebpf`]), the tracefs one ([`crate::tracefs`]) where eBPF is
 //! not available, by choice ([`SourceChoice`]).
 
-use crate::ebpf::EbpfSource;
+use crate::ebpf::{EbpfSource, Scope};
 use crate::tracefs::{AtEnd, Instance, InstanceOptions, LiveEvent, SourceStats, TraceFsError};
 use std::os::fd::BorrowedFd;
 use std::time::Duration;
@@ -72,8 +72,12 @@ impl EventSource {
             AtEnd::Park { linger_ms } => linger_ms,
             AtEnd::Remove | AtEnd::RemoveDetached => 0,
         };
-        let ebpf =
-            || EbpfSource::open(&opts.events, opts.follow_pid, home, linger_ms).map(Box::new);
+        let scope = match (opts.follow_execs, opts.follow_pid) {
+            (true, _) => Scope::Execs,
+            (false, Some(tid)) => Scope::Follow(tid),
+            (false, None) => Scope::Everyone,
+        };
+        let ebpf = || EbpfSource::open_scoped(&opts.events, scope, home, linger_ms).map(Box::new);
         match choice {
             SourceChoice::TraceFs => Ok(Opened {
                 source: EventSource::TraceFs(Instance::open(opts)?),
@@ -132,6 +136,23 @@ impl EventSource {
         match self {
             EventSource::Ebpf(_) => true,
             EventSource::TraceFs(i) => i.alive(),
+        }
+    }
+
+    /// Stop following thread `tid` (eBPF under [`Scope::Execs`]; the
+    /// tracefs source records every task regardless).
+    pub fn untrack(&self, tid: u32) {
+        if let EventSource::Ebpf(s) = self {
+            s.untrack(tid);
+        }
+    }
+
+    /// Record every task's events (true) or only followed ones' (eBPF
+    /// under [`Scope::Execs`]; the tracefs source records every task).
+    pub fn record_everyone(&self, on: bool) -> Result<(), SourceError> {
+        match self {
+            EventSource::Ebpf(s) => Ok(s.record_everyone(on)?),
+            EventSource::TraceFs(_) => Ok(()),
         }
     }
 

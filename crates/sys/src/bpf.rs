@@ -332,15 +332,20 @@ impl Map {
                 return Ok(());
             }
             for key in &keys {
-                let mut d = Attr::new()
-                    .u32(0, self.fd.as_raw_fd() as u32)
-                    .u64(8, key.as_ptr() as u64);
-                match sys_bpf(BPF_MAP_DELETE_ELEM, &mut d) {
-                    Ok(_) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
-                    Err(e) => return Err(e),
-                }
+                self.delete(key)?;
             }
+        }
+    }
+
+    /// Remove `key`; false when it was not there.
+    pub fn delete(&self, key: &[u8]) -> io::Result<bool> {
+        let mut d = Attr::new()
+            .u32(0, self.fd.as_raw_fd() as u32)
+            .u64(8, key.as_ptr() as u64);
+        match sys_bpf(BPF_MAP_DELETE_ELEM, &mut d) {
+            Ok(_) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 

@@ -191,6 +191,10 @@ pub struct InstanceOptions {
     /// rest of the machine costs nothing; outrider's I/O workers, started
     /// before, are not in the set.
     pub follow_pid: Option<u32>,
+    /// The eBPF source follows every task from its exec on
+    /// ([`crate::ebpf::Scope::Execs`]) instead of `follow_pid`'s tree;
+    /// the tracefs source records every task either way. Default false.
+    pub follow_execs: bool,
     /// What dropping the instance does (default [`AtEnd::Remove`]).
     pub at_end: AtEnd,
     /// A `cgroup.procs` file the detached process of [`AtEnd::Park`] and
@@ -234,6 +238,7 @@ impl Default for InstanceOptions {
                 .map(|(s, e)| (s.to_string(), e.to_string()))
                 .collect(),
             follow_pid: None,
+            follow_execs: false,
             at_end: AtEnd::Remove,
             detached_home: None,
         }
