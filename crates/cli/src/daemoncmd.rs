@@ -23,6 +23,11 @@ pub struct DaemonArgs {
     /// one such helper per client of its socket).
     #[arg(long, hide = true, conflicts_with_all = ["check_config", "replay_boot"])]
     serve_client: bool,
+    /// Follow process PID with the `auto` policy until it exits (the
+    /// daemon starts one such helper per long launch).
+    #[arg(long, hide = true, value_name = "PID",
+          conflicts_with_all = ["check_config", "replay_boot", "serve_client"])]
+    follow: Option<u32>,
 }
 
 /// Run the subcommand.
@@ -44,6 +49,10 @@ pub fn run(a: DaemonArgs) -> anyhow::Result<()> {
     if a.serve_client {
         return outrider_daemon::helper::serve(&cfg)
             .map_err(|e| anyhow::Error::msg(format!("outrider daemon: {e}")));
+    }
+    if let Some(pid) = a.follow {
+        return outrider_daemon::helper::follow(&cfg, pid)
+            .map_err(|e| anyhow::Error::msg(format!("outrider daemon: follow: {e}")));
     }
     Daemon::new(cfg, a.config)
         .and_then(Daemon::run)

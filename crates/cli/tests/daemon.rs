@@ -219,6 +219,45 @@ fn a_launch_is_recorded_then_replayed_and_survives_kill_9() {
     assert!(l2["read_pages"].as_u64().unwrap() >= 8192, "{l2}");
 }
 
+#[test]
+fn a_launch_still_reading_after_its_window_is_followed_with_auto() {
+    let Some(py) = python().filter(|_| is_root()) else {
+        eprintln!("skipped: needs root and /usr/bin/python3");
+        return;
+    };
+    let _cold = cold_lock();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let script = program(dir.path());
+    let (cfg, state) = write_config(dir.path(), &format!("watch = [\"{}\"]\n", py.display()));
+    let d = Daemon::start(&cfg, &state);
+    // Reads 32 MiB in its window (3 s), then runs 2 s past it.
+    let mut c = Command::new(&py)
+        .args([
+            "-c",
+            &format!(
+                "exec(open('{}').read()); import time; time.sleep(5)",
+                script.display()
+            ),
+        ])
+        .spawn()
+        .unwrap();
+    let pid = c.id();
+    let s = wait_for(&state, "the launch followed", |s| s["following"] == 1);
+    assert_eq!(s["followed"], 1, "{s}");
+    assert!(c.wait().unwrap().success());
+    let s = wait_for(&state, "the follower done", |s| s["following"] == 0);
+    drop(d);
+    let l = s["launches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["pid"] == pid)
+        .unwrap();
+    assert_eq!(l["followed"], true, "{l}");
+    // Its history, under root's store, as `outrider run` keeps one.
+    assert!(state.join("users/0.db").exists(), "{s}");
+}
+
 /// The events the daemon decoded so far.
 fn events(state: &Path) -> u64 {
     status(state).unwrap()["events"].as_u64().unwrap()

@@ -20,6 +20,8 @@
 //! | `socket` | `/run/outrider/daemon.sock` | the Unix socket through which `outrider run` by a user who is not root is served ([`crate::clients`]); `""`: none |
 //! | `max_clients` | `16` | runs served at once at most (more run unprefetched) |
 //! | `max_clients_per_user` | `4` | runs of one user served at once at most |
+//! | `max_followed` | `4` | programs followed at once, at most, with the `auto` policy after their launch window, while they still run ([`crate::helper::follow`]); `0`: none |
+//! | `follow_min_read_mib` | `16` | a launch is followed after its window only if its process tree read at least this much in it (cache hits included): a shell or a server waiting for requests is not |
 //! | `event_source` | `"auto"` | `"ebpf"`: programs on the tracepoints follow each program from its exec and filter in the kernel ([`outrider_live::ebpf::Scope::Execs`]); `"tracefs"`: a tracing instance records every task and the daemon drops what it does not follow; `"auto"`: eBPF, else tracefs |
 //!
 //! A bad file is refused with a message naming the file, the key and what
@@ -70,6 +72,10 @@ pub struct Config {
     pub max_clients: usize,
     /// Clients of one user served at once at most.
     pub max_clients_per_user: usize,
+    /// Programs followed after their launch at once, at most.
+    pub max_followed: usize,
+    /// Reads in the window that make a launch worth following, MiB.
+    pub follow_min_read_mib: u64,
     /// `auto`, `ebpf` or `tracefs`.
     pub event_source: String,
 }
@@ -94,6 +100,8 @@ impl Default for Config {
             socket: PathBuf::from("/run/outrider/daemon.sock"),
             max_clients: 16,
             max_clients_per_user: 4,
+            max_followed: 4,
+            follow_min_read_mib: 16,
             event_source: "auto".into(),
         }
     }

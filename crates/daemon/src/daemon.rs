@@ -33,6 +33,8 @@ const STATUS_EVERY_NS: u64 = 1_000_000_000;
 /// renaming were a sixth of the daemon's CPU while a cargo build ran
 /// beside the day in miniature (perf).
 const STATUS_MIN_NS: u64 = 250_000_000;
+/// Bytes in a page.
+const PAGE_BYTES: u64 = 4096;
 /// Pages all launches being recorded hold at most together (8 GiB of
 /// file data; the recorders' own memory is 16-32 bytes per run of pages
 /// and 16 per 64 pages): 64 launches of a parallel build, each up to its
@@ -69,6 +71,8 @@ pub struct LaunchStatus {
     pub verdict: String,
     /// The window ended.
     pub finished: bool,
+    /// Still running then, it was followed with the `auto` policy.
+    pub followed: bool,
     /// Its launch set was saved.
     pub saved: bool,
 }
@@ -103,6 +107,10 @@ pub struct Status {
     pub lost_events: u64,
     /// Launches of watched executables seen.
     pub launches_seen: u64,
+    /// Programs followed after their launch window (helpers started).
+    pub followed: u64,
+    /// Programs followed now.
+    pub following: u64,
     /// Launches not recorded ([`Config::max_recording`] reached).
     pub launches_not_recorded: u64,
     /// Launch sets saved.
@@ -123,6 +131,8 @@ pub struct Status {
 
 struct Launch {
     exe: String,
+    /// The process that exec'd it.
+    pid: u32,
     started_ns: u64,
     rec: Recorder,
     /// The application's benefit gate at this launch.
@@ -169,6 +179,9 @@ pub struct Daemon {
     src: Option<EventSource>,
     /// Pages the launches being recorded hold (≤ [`RECORDING_PAGES_MAX`]).
     recording_pages: u64,
+    /// Helpers following a program after its launch
+    /// ([`crate::helper::follow`]): the program's pid, the helper.
+    followers: Vec<(u32, std::process::Child)>,
 }
 
 /// Open the history store of `cfg` (its directory created if missing).
@@ -205,6 +218,7 @@ impl Daemon {
             done_rx,
             src: None,
             recording_pages: 0,
+            followers: Vec::new(),
             cfg,
             config_path,
             own_exe: std::fs::read_link("/proc/self/exe").ok(),
@@ -311,6 +325,7 @@ impl Daemon {
             }
         }
         self.src = None;
+        self.stop_followers();
         self.tick(u64::MAX, true);
         log(format!("outrider daemon: stopped, history saved"));
         Ok(())
@@ -485,6 +500,7 @@ impl Daemon {
             id,
             Launch {
                 exe,
+                pid,
                 started_ns: monotonic_ns(),
                 rec: Recorder::new(self.cfg.launch_cap_mib << 20),
                 gate,
@@ -522,6 +538,51 @@ impl Daemon {
         after
     }
 
+    /// Follow launch `id`'s process for the rest of its run when it still
+    /// runs after its window, read enough in it to be worth following
+    /// ([`Config::follow_min_read_mib`]) and a helper is free
+    /// ([`Config::max_followed`]).
+    fn maybe_follow(&mut self, id: u64, l: &Launch) {
+        let read = status_of(&mut self.status, id).map_or(0, |s| s.read_pages);
+        let busy = self.followers.len() >= self.cfg.max_followed
+            || self.followers.iter().any(|(p, _)| *p == l.pid);
+        if busy || read * PAGE_BYTES < self.cfg.follow_min_read_mib << 20 {
+            return;
+        }
+        if !std::path::Path::new(&format!("/proc/{}", l.pid)).exists() {
+            return;
+        }
+        let Some(exe) = &self.own_exe else { return };
+        let child = std::process::Command::new(exe)
+            .args(["daemon", "--follow", &l.pid.to_string(), "--config"])
+            .arg(&self.config_path)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn();
+        match child {
+            Ok(c) => {
+                self.followers.push((l.pid, c));
+                self.status.followed += 1;
+                if let Some(s) = status_of(&mut self.status, id) {
+                    s.followed = true;
+                }
+            }
+            Err(e) => log(format!("outrider daemon: following pid {}: {e}", l.pid)),
+        }
+        self.status.following = self.followers.len() as u64;
+    }
+
+    /// Stop the helpers following programs (each saves its history).
+    fn stop_followers(&mut self) {
+        for (_, c) in &mut self.followers {
+            // SAFETY: a signal to our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        }
+        for (_, mut c) in self.followers.drain(..) {
+            let _ = c.wait();
+        }
+    }
+
     /// Drop the older half of the status list.
     fn compact_status(&mut self) {
         let cut = self.status.launches.len() / 2;
@@ -541,6 +602,13 @@ impl Daemon {
                     }
                 }
             }
+        }
+        let before = self.followers.len();
+        self.followers
+            .retain_mut(|(_, c)| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));
+        if self.followers.len() != before {
+            self.status.following = self.followers.len() as u64;
+            self.dirty = true;
         }
         let window = (self.cfg.launch_window_s * 1e9) as u64;
         let ended: Vec<u64> = self
@@ -565,6 +633,9 @@ impl Daemon {
             });
             if let Some(s) = status_of(&mut self.status, id) {
                 s.finished = true;
+            }
+            if !stopping {
+                self.maybe_follow(id, &l);
             }
             let key = store::launch_key(&l.exe);
             let gate = self.judge(id, &l);

@@ -1,6 +1,9 @@
-//! The helper that serves one client of the daemon
-//! (`outrider daemon --serve-client`, the connection on its standard
-//! input): the protocol and the rules are [`crate::clients`]'.
+//! The helpers the daemon starts, one process each: one serves a client
+//! of the daemon (`outrider daemon --serve-client`, the connection on
+//! its standard input; the protocol and the rules are
+//! [`crate::clients`]'), one follows a program whose launch window ended
+//! while it still ran (`outrider daemon --follow PID`, [`follow`]) with
+//! the `auto` policy for the rest of its run, as its user.
 
 use crate::clients::{self, Exit, LineReader, Peer, Reply, Request};
 use crate::config::Config;
@@ -17,6 +20,113 @@ use std::process::ExitStatus;
 
 /// I/O workers a client may ask for at most.
 const MAX_CLIENT_WORKERS: usize = 4;
+
+/// The policy a followed program runs under: history of its earlier
+/// runs, else stride detection (`crates/core`'s `auto`).
+const FOLLOW_POLICY: &str = "auto";
+
+/// Follow process `pid` (started elsewhere, still running after its
+/// launch window) until it exits: the live runtime's lifecycle, as
+/// `outrider run --policy auto` would run it, acting for the process's
+/// user, its history in that user's store under its command line.
+/// Errors are logged by the caller.
+pub fn follow(cfg: &Config, pid: u32) -> Result<(), String> {
+    let pidfd = outrider_live::session::pidfd(pid).ok_or(format!("pid {pid}: gone"))?;
+    let cmd: Vec<OsString> = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map_err(|e| format!("pid {pid}: {e}"))?
+        .split(|&c| c == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| OsString::from(String::from_utf8_lossy(w).into_owned()))
+        .collect();
+    if cmd.is_empty() {
+        return Err(format!(
+            "pid {pid}: no command line (a kernel thread, or gone)"
+        ));
+    }
+    let creds =
+        outrider_sys::launch::Credentials::of_pid(pid).map_err(|e| format!("pid {pid}: {e}"))?;
+    let uid = creds.as_ref().map_or(0, |c| c.uid);
+    if let Some(c) = creds {
+        if !outrider_sys::launch::act_for(c) {
+            return Err("this helper already acts for another user".into());
+        }
+    }
+    let policy = build_policy(FOLLOW_POLICY).map_err(|e| e.to_string())?;
+    let opts = RunOptions {
+        cmd,
+        policy_spec: FOLLOW_POLICY.into(),
+        controller: ControllerOptions {
+            budget_bytes: default_budget_bytes(Some(pid), 0.25).max(1),
+            ..ControllerOptions::default()
+        },
+        history: Some(clients::user_store(cfg, uid)),
+        app_key: None,
+        metadata_walk: false,
+        wait_for_save: false,
+        orig_cgroup: outrider_sys::cgroup_memory(None)
+            .ok()
+            .flatten()
+            .map(|c| c.dir),
+        cwd: std::fs::read_link(format!("/proc/{pid}/cwd")).ok(),
+    };
+    let tracing = TracingSetup::following(policy.interests(), SourceChoice::Auto, pid)
+        .map_err(|e| format!("tracing: {e}"))?;
+    let mut program = Followed { pid, pidfd };
+    let ended = lifecycle::run_program(
+        &opts,
+        policy,
+        tracing,
+        outrider_live::session::Program::Attached(&mut program),
+    )
+    .map_err(|e| e.to_string())?;
+    if let Ended::Ran(o) = ended {
+        let argv0 = opts.cmd[0].to_string_lossy();
+        crate::daemon::log(format!(
+            "outrider daemon: followed pid {pid}: {}",
+            o.summary(&argv0).trim_end().replace('\n', "; ")
+        ));
+        if o.history.save == "background" {
+            // The saver child holds the store's lock; nothing else to do.
+            std::process::exit(0);
+        }
+    }
+    Ok(())
+}
+
+/// A program followed after its launch: not our child, so its exit is
+/// seen on its pidfd and its status is not known (reported as 0).
+struct Followed {
+    pid: u32,
+    pidfd: std::os::fd::OwnedFd,
+}
+
+impl Attached for Followed {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn start(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        if outrider_sys::launch::last_signal().is_some() {
+            return Ok(Some(ExitStatus::from_raw(libc::SIGTERM)));
+        }
+        let mut p = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&self.pidfd),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, no wait.
+        let n = unsafe { libc::poll(&mut p, 1, 0) };
+        Ok((n > 0).then(|| ExitStatus::from_raw(0)))
+    }
+
+    fn wake_fd(&self) -> BorrowedFd<'_> {
+        self.pidfd.as_fd()
+    }
+}
 
 /// Serve the client on standard input; errors are logged by the caller.
 pub fn serve(cfg: &Config) -> Result<(), String> {
