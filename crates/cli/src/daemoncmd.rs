@@ -125,7 +125,7 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
     if !r.apps.is_empty() {
         writeln!(
             out,
-            "{:>8} {:>8} {:>10} {:>9} {:>9} {:>10} {:>8} {:>12}  application (recent launches)",
+            "{:>8} {:>8} {:>10} {:>9} {:>9} {:>10} {:>8} {:>12} {:>9}  application (recent launches)",
             "launches",
             "replayed",
             "asked MiB",
@@ -133,13 +133,14 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
             "read MiB",
             "missed MiB",
             "gate",
-            "verdict"
+            "verdict",
+            "saved s"
         )?;
         let mib = |p: u64| p as f64 * 4096.0 / 1048576.0;
         for app in &r.apps {
             writeln!(
                 out,
-                "{:>8} {:>8} {:>10.1} {:>9.1} {:>9.1} {:>10.1} {:>8} {:>12}  {}",
+                "{:>8} {:>8} {:>10.1} {:>9.1} {:>9.1} {:>10.1} {:>8} {:>12} {:>9}  {}",
                 app.launches,
                 app.replayed,
                 mib(app.pages_requested),
@@ -148,6 +149,7 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
                 mib(app.pages_missed),
                 app.gate,
                 app.verdict,
+                app.stall_saved_s.map_or("-".into(), |s| format!("{s:.3}")),
                 app.exe
             )?;
         }

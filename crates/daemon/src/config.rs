@@ -22,6 +22,7 @@
 //! | `max_clients_per_user` | `4` | runs of one user served at once at most |
 //! | `max_followed` | `4` | programs followed at once, at most, with the `auto` policy after their launch window, while they still run ([`crate::helper::follow`]); `0`: none |
 //! | `follow_min_read_mib` | `16` | a launch is followed after its window only if its process tree read at least this much in it (cache hits included): a shell or a server waiting for requests is not |
+//! | `delay_accounting` | `true` | turn the kernel's delay accounting on (`kernel.task_delayacct`, put back at exit) and report each launch's wait for block I/O, and per application the stall time its replays saved |
 //! | `event_source` | `"auto"` | `"ebpf"`: programs on the tracepoints follow each program from its exec and filter in the kernel ([`outrider_live::ebpf::Scope::Execs`]); `"tracefs"`: a tracing instance records every task and the daemon drops what it does not follow; `"auto"`: eBPF, else tracefs |
 //!
 //! A bad file is refused with a message naming the file, the key and what
@@ -76,6 +77,8 @@ pub struct Config {
     pub max_followed: usize,
     /// Reads in the window that make a launch worth following, MiB.
     pub follow_min_read_mib: u64,
+    /// Delay accounting on, for the stall time saved.
+    pub delay_accounting: bool,
     /// `auto`, `ebpf` or `tracefs`.
     pub event_source: String,
 }
@@ -102,6 +105,7 @@ impl Default for Config {
             max_clients_per_user: 4,
             max_followed: 4,
             follow_min_read_mib: 16,
+            delay_accounting: true,
             event_source: "auto".into(),
         }
     }

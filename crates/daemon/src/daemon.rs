@@ -11,6 +11,7 @@ use outrider_live::tracefs::{EventKind, InstanceOptions, LiveEvent, EVENTS, EXEC
 use outrider_store::{AppHistory, Store};
 use outrider_sys::launch::Credentials;
 use outrider_sys::monotonic_ns;
+use outrider_sys::taskstats::{self, TaskDelay, Taskstats};
 use rustc_hash::FxHashMap;
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
@@ -73,6 +74,9 @@ pub struct LaunchStatus {
     pub finished: bool,
     /// Still running then, it was followed with the `auto` policy.
     pub followed: bool,
+    /// Seconds its process tree waited for block I/O in its window
+    /// (delay accounting, [`outrider_sys::taskstats`]); `None` without it.
+    pub io_wait_s: Option<f64>,
     /// Its launch set was saved.
     pub saved: bool,
 }
@@ -182,6 +186,11 @@ pub struct Daemon {
     /// Helpers following a program after its launch
     /// ([`crate::helper::follow`]): the program's pid, the helper.
     followers: Vec<(u32, std::process::Child)>,
+    /// Delay accounting: every task's totals at its exit, a socket to ask
+    /// about running ones, and the sysctl's value before (put back at
+    /// the end).
+    delays: Option<(Taskstats, Taskstats, bool)>,
+    exited: Vec<TaskDelay>,
 }
 
 /// Open the history store of `cfg` (its directory created if missing).
@@ -219,6 +228,8 @@ impl Daemon {
             src: None,
             recording_pages: 0,
             followers: Vec::new(),
+            delays: None,
+            exited: Vec::new(),
             cfg,
             config_path,
             own_exe: std::fs::read_link("/proc/self/exe").ok(),
@@ -290,6 +301,11 @@ impl Daemon {
             (opened.source.record_everyone(true)).map_err(|e| format!("tracing: {e}"))?;
         }
         self.src = Some(opened.source);
+        if self.cfg.delay_accounting {
+            self.delays = start_delay_accounting(&self.cfg.state_dir)
+                .map_err(|e| log(format!("outrider daemon: no delay accounting: {e}")))
+                .ok();
+        }
         // Clients are served by helpers of their own: a socket that cannot
         // be bound leaves the daemon's own prefetching running.
         let _listener = (!self.cfg.socket.as_os_str().is_empty())
@@ -326,6 +342,10 @@ impl Daemon {
         }
         self.src = None;
         self.stop_followers();
+        if let Some((_, _, was)) = self.delays.take() {
+            taskstats::restore(was);
+            let _ = std::fs::remove_file(self.cfg.state_dir.join(DELAYACCT_WAS));
+        }
         self.tick(u64::MAX, true);
         log(format!("outrider daemon: stopped, history saved"));
         Ok(())
@@ -572,6 +592,36 @@ impl Daemon {
         self.status.following = self.followers.len() as u64;
     }
 
+    /// Add the block-I/O waits of tasks that exited to their launches.
+    fn take_exits(&mut self) {
+        let Some((exits, _, _)) = self.delays.as_mut() else {
+            return;
+        };
+        self.exited.clear();
+        exits.exited(&mut self.exited);
+        for i in 0..self.exited.len() {
+            let d = self.exited[i];
+            if let Some(&id) = self.tree.get(&d.tid) {
+                add_wait(&mut self.status, id, d.blkio_ns);
+            }
+        }
+    }
+
+    /// Add the block-I/O waits so far of launch `id`'s tasks that still
+    /// run (those that exited were added by [`Daemon::take_exits`]).
+    fn add_running_waits(&mut self, id: u64) {
+        let Some((_, query, _)) = self.delays.as_mut() else {
+            return;
+        };
+        let mut ns = 0;
+        for (&tid, _) in self.tree.iter().filter(|(_, v)| **v == id) {
+            if let Ok(Some(d)) = query.of(tid) {
+                ns += d.blkio_ns;
+            }
+        }
+        add_wait(&mut self.status, id, ns);
+    }
+
     /// Stop the helpers following programs (each saves its history).
     fn stop_followers(&mut self) {
         for (_, c) in &mut self.followers {
@@ -610,6 +660,7 @@ impl Daemon {
             self.status.following = self.followers.len() as u64;
             self.dirty = true;
         }
+        self.take_exits();
         let window = (self.cfg.launch_window_s * 1e9) as u64;
         let ended: Vec<u64> = self
             .launches
@@ -618,6 +669,7 @@ impl Daemon {
             .map(|(id, _)| *id)
             .collect();
         for id in ended {
+            self.add_running_waits(id);
             let l = self.launches.remove(&id).expect("listed");
             debug_assert!(
                 self.recording_pages >= l.rec.pages,
@@ -754,6 +806,43 @@ fn app_of(pid: u32, exe: &str, args: usize) -> String {
         .unwrap_or_default();
     let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
     crate::launchset::app_name(exe, &argv, &cwd, args)
+}
+
+/// Where the sysctl's value before the daemon turned delay accounting on
+/// is kept while it runs: a daemon killed (`kill -9`) cannot put it back,
+/// the next one, stopping, does.
+const DELAYACCT_WAS: &str = "task_delayacct.before";
+
+/// Delay accounting on, a socket for every task's exit and one for
+/// questions, and the sysctl's value before (this daemon's, or the one a
+/// killed daemon found).
+fn start_delay_accounting(
+    state: &std::path::Path,
+) -> std::io::Result<(Taskstats, Taskstats, bool)> {
+    let now = taskstats::enable()?;
+    let kept = std::fs::read_to_string(state.join(DELAYACCT_WAS));
+    let was = match kept {
+        Ok(v) => v.trim() == "1",
+        Err(_) => {
+            std::fs::write(state.join(DELAYACCT_WAS), if now { "1" } else { "0" })?;
+            now
+        }
+    };
+    let socks = Taskstats::exits().and_then(|e| Ok((e, Taskstats::query()?)));
+    match socks {
+        Ok((e, q)) => Ok((e, q, was)),
+        Err(err) => {
+            taskstats::restore(was);
+            Err(err)
+        }
+    }
+}
+
+/// Add `ns` of block-I/O wait to launch `id`'s status.
+fn add_wait(status: &mut Status, id: u64, ns: u64) {
+    if let Some(s) = status_of(status, id) {
+        *s.io_wait_s.get_or_insert(0.0) += ns as f64 / 1e9;
+    }
 }
 
 /// The status entry of launch `id` (ids increase along the list).

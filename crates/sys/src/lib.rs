@@ -55,6 +55,7 @@ pub mod handle;
 pub mod launch;
 pub mod memory;
 pub mod pool;
+pub mod taskstats;
 
 pub use advise::{
     advise, chunks, fetch_chunks, ra_cap_bytes, ra_cap_for_dev, ra_window_pages, readahead, Advice,
