@@ -177,15 +177,7 @@ impl Taskstats {
     /// overrun socket loses some, as a full ring loses events.
     pub fn exited(&mut self, out: &mut Vec<TaskDelay>) {
         loop {
-            // SAFETY: a buffer of its length.
-            let n = unsafe {
-                libc::recv(
-                    self.fd.as_raw_fd(),
-                    self.buf.as_mut_ptr().cast(),
-                    self.buf.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
+            let n = self.recv_now();
             if n <= 0 {
                 let e = io::Error::last_os_error();
                 if n < 0 && e.raw_os_error() == Some(libc::ENOBUFS) {
@@ -245,19 +237,25 @@ impl Taskstats {
     /// The kernel's answer to a registration: an error message with
     /// error 0 (no reply at all is fine too).
     fn expect_ack(&mut self) -> io::Result<()> {
+        let n = self.recv_now();
+        if n <= 0 {
+            return Ok(());
+        }
+        first_message(&self.buf[..n as usize]).map(drop)
+    }
+
+    /// One datagram into the buffer if one waits: its length, else 0 or
+    /// -1 (errno set).
+    fn recv_now(&mut self) -> isize {
         // SAFETY: a buffer of its length; no wait.
-        let n = unsafe {
+        unsafe {
             libc::recv(
                 self.fd.as_raw_fd(),
                 self.buf.as_mut_ptr().cast(),
                 self.buf.len(),
                 libc::MSG_DONTWAIT,
             )
-        };
-        if n <= 0 {
-            return Ok(());
         }
-        first_message(&self.buf[..n as usize]).map(drop)
     }
 }
 
