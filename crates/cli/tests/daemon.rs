@@ -262,6 +262,64 @@ fn a_launch_still_reading_after_its_window_is_followed_with_auto() {
     assert!(state.join("users/0.db").exists(), "{s}");
 }
 
+#[test]
+fn a_program_with_no_set_follows_another_that_read_its_files_in_order() {
+    let (Ok(diff), Ok(cat)) = (
+        std::fs::canonicalize("/usr/bin/diff"),
+        std::fs::canonicalize("/usr/bin/cat"),
+    ) else {
+        eprintln!("skipped: needs diff and cat");
+        return;
+    };
+    if !is_root() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let _cold = cold_lock();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for d in [&a, &b] {
+        std::fs::create_dir(d).unwrap();
+        for i in 0..8 {
+            std::fs::write(d.join(format!("f{i}")), vec![b'x'; 1 << 20]).unwrap();
+        }
+    }
+    let (cfg, state) = write_config(
+        dir.path(),
+        &format!("watch = [\"{}\", \"{}\"]\n", diff.display(), cat.display()),
+    );
+    let d = Daemon::start(&cfg, &state);
+    let run = |exe: &Path, args: &[PathBuf]| {
+        drop_caches();
+        let mut c = Command::new(exe)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        saved_launch(&state, pid)
+    };
+    // Yesterday: diff -r read a/ and b/ (in name order); today cat, new,
+    // reads a/'s files in that order.
+    run(&diff, &["-r".into(), a.clone(), b.clone()]);
+    let files: Vec<PathBuf> = (0..8).map(|i| a.join(format!("f{i}"))).collect();
+    let g = run(&cat, &files);
+    drop(d);
+    assert_eq!(g["known"], false, "{g}");
+    assert!(
+        g["shared_from"]
+            .as_str()
+            .is_some_and(|s| s.contains("diff")),
+        "{g}"
+    );
+    assert!(g["replay"]["pages_requested"].as_u64().unwrap() > 0, "{g}");
+    assert!(
+        g["used_pages"].as_u64().unwrap() > 0,
+        "cat read what was replayed: {g}"
+    );
+}
+
 /// The events the daemon decoded so far.
 fn events(state: &Path) -> u64 {
     status(state).unwrap()["events"].as_u64().unwrap()

@@ -4,6 +4,7 @@
 use crate::clients::Listener;
 use crate::config::Config;
 use crate::launchset::{replay, Recorder, ReplayOptions, ReplayStats};
+use crate::shared::{self, Index, Matcher};
 use crate::store::{self, BOOT_KEY};
 use outrider_driver::benefit::{Evidence, Gate, Level, Verdict};
 use outrider_live::source::EventSource;
@@ -74,6 +75,10 @@ pub struct LaunchStatus {
     pub finished: bool,
     /// Still running then, it was followed with the `auto` policy.
     pub followed: bool,
+    /// With no launch set of its own, it read files of this application's
+    /// set in the set's order, which was replayed from there
+    /// ([`crate::shared`]).
+    pub shared_from: Option<String>,
     /// Seconds its process tree waited for block I/O in its window
     /// (delay accounting, [`outrider_sys::taskstats`]); `None` without it.
     pub io_wait_s: Option<f64>,
@@ -125,6 +130,9 @@ pub struct Status {
     pub launch_sets_forgotten: u64,
     /// Replays started.
     pub replays: u64,
+    /// Of them, sets of another application followed by a launch with
+    /// none of its own ([`crate::shared`]).
+    pub shared_replays: u64,
     /// Save errors (each also printed).
     pub save_errors: u64,
     /// The last launches, oldest first.
@@ -143,6 +151,8 @@ struct Launch {
     gate: Gate,
     /// The launch set replayed for it, if one was.
     replayed: Option<Arc<AppHistory>>,
+    /// With no set of its own: the search for another application's.
+    matcher: Option<Matcher>,
 }
 
 /// A finished set waiting to be saved: its key, the set, the launch it
@@ -157,6 +167,8 @@ struct Pending {
 enum Done {
     Launch(u64, ReplayStats),
     Boot(ReplayStats),
+    /// The index of the stored launch sets, built at start.
+    Index(Box<Index>),
 }
 
 /// The running daemon.
@@ -191,6 +203,11 @@ pub struct Daemon {
     /// the end).
     delays: Option<(Taskstats, Taskstats, bool)>,
     exited: Vec<TaskDelay>,
+    /// Which launch sets hold each file ([`crate::shared`]).
+    index: Index,
+    /// Sets saved before the index built at start arrived (added to it
+    /// then); `None` once it did.
+    saved_before_index: Option<Vec<String>>,
 }
 
 /// Open the history store of `cfg` (its directory created if missing).
@@ -230,6 +247,8 @@ impl Daemon {
             followers: Vec::new(),
             delays: None,
             exited: Vec::new(),
+            index: Index::default(),
+            saved_before_index: Some(Vec::new()),
             cfg,
             config_path,
             own_exe: std::fs::read_link("/proc/self/exe").ok(),
@@ -237,7 +256,35 @@ impl Daemon {
         if d.cfg.boot_prefetch {
             d.start_boot();
         }
+        d.build_index();
         Ok(d)
+    }
+
+    /// Index the stored launch sets on a thread of its own (a store of
+    /// hundreds of sets takes a while to read).
+    fn build_index(&self) {
+        let (path, tx) = (self.cfg.store_path(), self.done_tx.clone());
+        std::thread::spawn(move || {
+            let mut idx = Index::default();
+            if let Ok(store) = Store::open(&path) {
+                for key in store::launch_keys(&store) {
+                    if let Ok(Some(h)) = store.load_run(&key) {
+                        idx.add(&key, &h);
+                    }
+                }
+            }
+            let _ = tx.send(Done::Index(Box::new(idx)));
+        });
+    }
+
+    /// The index built at start arrived: it takes the sets saved since.
+    fn take_index(&mut self, mut idx: Index) {
+        for key in self.saved_before_index.take().unwrap_or_default() {
+            if let Ok(Some(h)) = self.store.load_run(&key) {
+                idx.add(&key, &h);
+            }
+        }
+        self.index = idx;
     }
 
     fn start_boot(&mut self) {
@@ -364,6 +411,35 @@ impl Daemon {
         }
     }
 
+    /// Launch `id`, with no set of its own, reads files of set `key` in
+    /// its order: replay that set from access `from` on, as its own set
+    /// would be, and judge it at the window's end as its own.
+    fn replay_shared(&mut self, id: u64, key: &str, from: usize) {
+        let Some(l) = self.launches.get(&id) else {
+            return;
+        };
+        let (Ok(Some(h)), Ok(user)) = (self.store.load_run(key), Credentials::of_pid(l.pid)) else {
+            return;
+        };
+        let part = Arc::new(shared::from_position(&h, from));
+        let mut opts = self.replay_options(1.0, user);
+        opts.launcher = Some(l.pid);
+        opts.budget_bytes = opts.budget_bytes.min(self.cfg.launch_cap_mib << 20);
+        let (tx, set) = (self.done_tx.clone(), Arc::clone(&part));
+        std::thread::spawn(move || {
+            let _ = tx.send(Done::Launch(id, replay(&set, &opts)));
+        });
+        self.status.replays += 1;
+        self.status.shared_replays += 1;
+        if let Some(l) = self.launches.get_mut(&id) {
+            l.replayed = Some(part);
+        }
+        if let Some(s) = status_of(&mut self.status, id) {
+            s.shared_from = Some(key.strip_prefix(store::LAUNCH_PREFIX).unwrap_or(key).into());
+        }
+        self.dirty = true;
+    }
+
     /// Stop following thread `tid` in the kernel (eBPF): it is in no
     /// launch now.
     fn untrack(&self, tid: u32) {
@@ -410,9 +486,13 @@ impl Daemon {
                 l.rec.read(e.pid, dev, ino, index, pages);
                 let recorded = l.rec.pages;
                 self.recording_pages += recorded - before;
+                let matched = (l.matcher.as_mut()).and_then(|m| m.read(&self.index, (dev, ino)));
                 if let Some(s) = status_of(&mut self.status, id) {
                     s.read_pages += pages;
                     s.recorded_pages = recorded;
+                }
+                if let Some((key, from)) = matched {
+                    self.replay_shared(id, &key, from);
                 }
             }
         }
@@ -524,6 +604,7 @@ impl Daemon {
                 started_ns: monotonic_ns(),
                 rec: Recorder::new(self.cfg.launch_cap_mib << 20),
                 gate,
+                matcher: (!known).then(Matcher::default),
                 replayed,
             },
         );
@@ -646,6 +727,7 @@ impl Daemon {
             self.dirty = true;
             match done {
                 Done::Boot(st) => self.status.boot.replay = Some(st),
+                Done::Index(idx) => self.take_index(*idx),
                 Done::Launch(id, st) => {
                     if let Some(s) = status_of(&mut self.status, id) {
                         s.replay = Some(st);
@@ -749,6 +831,10 @@ impl Daemon {
             match saved {
                 Ok(()) => match p.launch {
                     Some(id) => {
+                        self.index.add(&key, &p.set);
+                        if let Some(keys) = self.saved_before_index.as_mut() {
+                            keys.push(key.clone());
+                        }
                         self.status.launch_sets_saved += 1;
                         if let Some(s) = status_of(&mut self.status, id) {
                             s.saved = true;

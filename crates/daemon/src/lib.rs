@@ -133,6 +133,7 @@ pub mod daemon;
 pub mod helper;
 pub mod launchset;
 pub mod query;
+pub mod shared;
 pub mod store;
 
 pub use config::{Config, ConfigError, DEFAULT_CONFIG};

@@ -105,6 +105,19 @@ pub fn launch_sets(store: &Store) -> u64 {
         .map_or(0, |n| n as u64)
 }
 
+/// The keys of the launch sets saved, most recent first.
+pub fn launch_keys(store: &Store) -> Vec<String> {
+    let c = store.connection();
+    let Ok(mut st) = c.prepare(
+        "SELECT app_key FROM app_runs WHERE app_key LIKE 'exe:%' ORDER BY saved_unix DESC",
+    ) else {
+        return Vec::new();
+    };
+    st.query_map([], |r| r.get::<_, String>(0))
+        .map(|rows| rows.filter_map(Result::ok).collect())
+        .unwrap_or_default()
+}
+
 /// Forget the least recently saved launch sets beyond `max_apps`;
 /// returns how many were forgotten.
 pub fn enforce_bound(store: &Store, max_apps: u64) -> Result<u64, rusqlite::Error> {

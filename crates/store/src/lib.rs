@@ -84,7 +84,7 @@ pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10)
 pub const ACCESS_RECORD_BYTES: usize = 16;
 
 /// One file of an application's history (a row of `app_files`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileRecord {
     /// The id the access list names (stable across runs of the app).
     pub id: u32,
