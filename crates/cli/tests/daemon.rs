@@ -320,6 +320,30 @@ fn a_program_with_no_set_follows_another_that_read_its_files_in_order() {
     );
 }
 
+#[test]
+fn over_its_cpu_cap_the_daemon_leaves_launches_alone() {
+    let Some(py) = python().filter(|_| is_root()) else {
+        eprintln!("skipped: needs root and /usr/bin/python3");
+        return;
+    };
+    let _cold = cold_lock();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    // A cap its own start-up (loading its programs, reading its store)
+    // is over.
+    let (cfg, state) = write_config(
+        dir.path(),
+        &format!("watch = [\"{}\"]\ncpu_max_pct = 0.0001\n", py.display()),
+    );
+    let d = Daemon::start(&cfg, &state);
+    std::thread::sleep(Duration::from_millis(2200));
+    let ok = Command::new(&py).args(["-c", "pass"]).status().unwrap();
+    assert!(ok.success());
+    let s = wait_for(&state, "the launch seen", |s| s["launches_seen"] == 1);
+    drop(d);
+    assert_eq!(s["launches_over_cpu"], 1, "{s}");
+    assert_eq!(s["launches"], Value::Array(vec![]), "{s}");
+}
+
 /// The events the daemon decoded so far.
 fn events(state: &Path) -> u64 {
     status(state).unwrap()["events"].as_u64().unwrap()

@@ -122,6 +122,9 @@ pub struct Status {
     pub following: u64,
     /// Launches not recorded ([`Config::max_recording`] reached).
     pub launches_not_recorded: u64,
+    /// Launches neither recorded nor replayed: the daemon was over its
+    /// CPU cap ([`Config::cpu_max_pct`]).
+    pub launches_over_cpu: u64,
     /// Launch sets saved.
     pub launch_sets_saved: u64,
     /// Launch sets in the store.
@@ -208,6 +211,44 @@ pub struct Daemon {
     /// Sets saved before the index built at start arrived (added to it
     /// then); `None` once it did.
     saved_before_index: Option<Vec<String>>,
+    /// Our own CPU use against [`Config::cpu_max_pct`].
+    cpu: CpuMeter,
+}
+
+/// The daemon's CPU use (all its threads) over the last
+/// [`CPU_WINDOW_NS`]: over the cap, no new launch is recorded or
+/// replayed until it is under again.
+#[derive(Default)]
+struct CpuMeter {
+    /// (monotonic ns, CPU seconds) once a second, oldest first.
+    samples: std::collections::VecDeque<(u64, f64)>,
+    /// Over the cap now.
+    over: bool,
+}
+
+/// The window the CPU cap is judged over: a launch's burst (a 100 MiB
+/// replay and its recording) fits in it, a stream of launches does not.
+const CPU_WINDOW_NS: u64 = 10_000_000_000;
+
+impl CpuMeter {
+    /// Take a sample when a second passed; whether we are over `max_pct`.
+    fn tick(&mut self, now: u64, max_pct: f64) -> bool {
+        if self
+            .samples
+            .back()
+            .is_some_and(|&(t, _)| now < t + 1_000_000_000)
+        {
+            return self.over;
+        }
+        let cpu = outrider_live::lifecycle::own_cpu_s();
+        self.samples.push_back((now, cpu));
+        while self.samples.len() > 2 && now - self.samples[1].0 >= CPU_WINDOW_NS {
+            self.samples.pop_front();
+        }
+        let &(t0, c0) = self.samples.front().expect("one pushed");
+        self.over = now > t0 && (cpu - c0) / ((now - t0) as f64 / 1e9) * 100.0 > max_pct;
+        self.over
+    }
 }
 
 /// Open the history store of `cfg` (its directory created if missing).
@@ -249,6 +290,7 @@ impl Daemon {
             exited: Vec::new(),
             index: Index::default(),
             saved_before_index: Some(Vec::new()),
+            cpu: CpuMeter::default(),
             cfg,
             config_path,
             own_exe: std::fs::read_link("/proc/self/exe").ok(),
@@ -548,6 +590,10 @@ impl Daemon {
         let exe = app_of(pid, &exe.to_string_lossy(), self.cfg.launch_key_args);
         self.status.launches_seen += 1;
         self.dirty = true;
+        if self.cpu.over {
+            self.status.launches_over_cpu += 1;
+            return false;
+        }
         if self.launches.len() >= self.cfg.max_recording {
             self.status.launches_not_recorded += 1;
             return false;
@@ -743,6 +789,7 @@ impl Daemon {
             self.dirty = true;
         }
         self.take_exits();
+        self.cpu.tick(now, self.cfg.cpu_max_pct);
         let window = (self.cfg.launch_window_s * 1e9) as u64;
         let ended: Vec<u64> = self
             .launches

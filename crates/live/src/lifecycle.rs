@@ -538,5 +538,6 @@ impl RunOutcome {
 
 mod save;
 mod starting;
-use save::{open_store, own_cpu_s, save_in_background, HistoryLock, SaveJob};
+pub use save::own_cpu_s;
+use save::{open_store, save_in_background, HistoryLock, SaveJob};
 use starting::Starting;

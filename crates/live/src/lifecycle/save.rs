@@ -196,7 +196,7 @@ fn warm_store(path: &Path) {
 
 /// CPU seconds (user + system) outrider itself used so far, all its
 /// threads, not the program's.
-pub(super) fn own_cpu_s() -> f64 {
+pub fn own_cpu_s() -> f64 {
     // SAFETY: getrusage writes the struct we pass.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
