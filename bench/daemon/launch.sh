@@ -105,6 +105,7 @@ daemon_launch() {
 : > "$work/usage"
 : > "$work/programs"
 started=$EPOCHREALTIME
+cut -d' ' -f1-3 /proc/loadavg > "$work/load"
 for p in $PROGRAMS; do
   suite_program "$p"
   [ -n "$SKIP" ] && { echo "launch.sh: skipping $p: $SKIP" >&2; continue; }
@@ -188,6 +189,7 @@ if [ -n "$UNHELPED" ]; then
     echo "launch.sh: cannot help rep $rep: $(awk -v r="$rep" '$2 == r { printf "%s %s %.3f  ", $3, $1, $4 }' "$work/unhelped")" >&2
   done
 fi
+cut -d' ' -f1-3 /proc/loadavg >> "$work/load"
 elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 python3 bench/daemon/report.py "$work" "$REPS" "$elapsed" "$("$bin" --version)" > "$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
