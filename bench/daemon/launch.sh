@@ -191,6 +191,8 @@ if [ -n "$UNHELPED" ]; then
 fi
 cut -d' ' -f1-3 /proc/loadavg >> "$work/load"
 elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
-python3 bench/daemon/report.py "$work" "$REPS" "$elapsed" "$("$bin" --version)" > "$OUT.tmp"
+python3 bench/daemon/report.py "$work" "$REPS" "$elapsed" "$("$bin" --version)" > "$OUT.tmp" || {
+  keep=$(mktemp -d /tmp/daemon-bench-data.XXXXXX); cp -r "$work"/. "$keep"/
+  echo "launch.sh: the report failed; the measurements are kept in $keep" >&2; exit 1; }
 mv "$OUT.tmp" "$OUT"
 cat "$OUT"

@@ -145,9 +145,9 @@ def main():
     print()
     print(f"Written by `bench/daemon/launch.sh` on {datetime.date.today()} ({os.cpu_count()} cores, Linux "
           f"{platform.release()}, {version}); do not edit by hand. {int(elapsed) / 60:.1f} min.")
-    load = os.path.join(work, "load")
-    if os.path.exists(load):
-        start, end = (open(load).read().splitlines() + ["?", "?"])[:2]
+    loadavg = os.path.join(work, "load")
+    if os.path.exists(loadavg):
+        start, end = (open(loadavg).read().splitlines() + ["?", "?"])[:2]
         print(f"Load average (1, 5, 15 min) at start: {start}; at end: {end} (2 cores, shared; the arms alternate).")
     print()
     print("No `outrider run`: each program is started as a user starts it. **stock**: the daemon stopped, cold cache; "

@@ -366,30 +366,7 @@ impl Daemon {
         // (smaps). Two arenas: the loop's and its replays'.
         // SAFETY: a malloc setting (glibc takes its own lock).
         unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
-        let mut events_list: Vec<(String, String)> = EVENTS
-            .iter()
-            .filter(|(s, _)| *s != "block")
-            .map(|(s, e)| (s.to_string(), e.to_string()))
-            .collect();
-        events_list.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
-        let opts = InstanceOptions {
-            events: events_list,
-            follow_execs: true,
-            ..InstanceOptions::default()
-        };
-        let opened =
-            EventSource::open(&opts, self.cfg.source()?).map_err(|e| format!("tracing: {e}"))?;
-        if let Some(why) = &opened.fallback {
-            log(format!(
-                "outrider daemon: eBPF unavailable ({why}); using tracefs"
-            ));
-        }
-        let prompt = matches!(opened.source, EventSource::Ebpf(_));
-        self.status.event_source = opened.source.name().into();
-        if self.boot.is_some() {
-            (opened.source.record_everyone(true)).map_err(|e| format!("tracing: {e}"))?;
-        }
-        self.src = Some(opened.source);
+        let prompt = self.open_source()?;
         if self.cfg.delay_accounting {
             self.delays = start_delay_accounting(&self.cfg.state_dir)
                 .map_err(|e| log(format!("outrider daemon: no delay accounting: {e}")))
@@ -429,6 +406,41 @@ impl Daemon {
                 self.idle(prompt);
             }
         }
+        self.stop();
+        Ok(())
+    }
+
+    /// Open the machine-wide event source; whether it wakes us at an exec.
+    fn open_source(&mut self) -> Result<bool, String> {
+        let mut events_list: Vec<(String, String)> = EVENTS
+            .iter()
+            .filter(|(s, _)| *s != "block")
+            .map(|(s, e)| (s.to_string(), e.to_string()))
+            .collect();
+        events_list.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
+        let opts = InstanceOptions {
+            events: events_list,
+            follow_execs: true,
+            ..InstanceOptions::default()
+        };
+        let opened =
+            EventSource::open(&opts, self.cfg.source()?).map_err(|e| format!("tracing: {e}"))?;
+        if let Some(why) = &opened.fallback {
+            log(format!(
+                "outrider daemon: eBPF unavailable ({why}); using tracefs"
+            ));
+        }
+        let prompt = matches!(opened.source, EventSource::Ebpf(_));
+        self.status.event_source = opened.source.name().into();
+        if self.boot.is_some() {
+            (opened.source.record_everyone(true)).map_err(|e| format!("tracing: {e}"))?;
+        }
+        self.src = Some(opened.source);
+        Ok(prompt)
+    }
+
+    /// Stop tracing and the helpers, put delay accounting back, save.
+    fn stop(&mut self) {
         self.src = None;
         self.stop_followers();
         if let Some((_, _, was)) = self.delays.take() {
@@ -437,7 +449,6 @@ impl Daemon {
         }
         self.tick(u64::MAX, true);
         log(format!("outrider daemon: stopped, history saved"));
-        Ok(())
     }
 
     /// Wait for events: a source that wakes us at an exec is waited on
@@ -457,21 +468,14 @@ impl Daemon {
     /// its order: replay that set from access `from` on, as its own set
     /// would be, and judge it at the window's end as its own.
     fn replay_shared(&mut self, id: u64, key: &str, from: usize) {
-        let Some(l) = self.launches.get(&id) else {
+        let Some(pid) = self.launches.get(&id).map(|l| l.pid) else {
             return;
         };
-        let (Ok(Some(h)), Ok(user)) = (self.store.load_run(key), Credentials::of_pid(l.pid)) else {
+        let (Ok(Some(h)), Ok(user)) = (self.store.load_run(key), Credentials::of_pid(pid)) else {
             return;
         };
         let part = Arc::new(shared::from_position(&h, from));
-        let mut opts = self.replay_options(1.0, user);
-        opts.launcher = Some(l.pid);
-        opts.budget_bytes = opts.budget_bytes.min(self.cfg.launch_cap_mib << 20);
-        let (tx, set) = (self.done_tx.clone(), Arc::clone(&part));
-        std::thread::spawn(move || {
-            let _ = tx.send(Done::Launch(id, replay(&set, &opts)));
-        });
-        self.status.replays += 1;
+        self.spawn_replay(id, pid, Arc::clone(&part), 1.0, user);
         self.status.shared_replays += 1;
         if let Some(l) = self.launches.get_mut(&id) {
             l.replayed = Some(part);
@@ -618,14 +622,7 @@ impl Daemon {
         let known = loaded.is_some();
         let replayed = match (loaded, user) {
             (Some(h), Ok(user)) if share > 0.0 => {
-                let mut opts = self.replay_options(share, user);
-                opts.launcher = Some(pid);
-                opts.budget_bytes = opts.budget_bytes.min(self.cfg.launch_cap_mib << 20);
-                let (tx, set) = (self.done_tx.clone(), Arc::clone(&h));
-                std::thread::spawn(move || {
-                    let _ = tx.send(Done::Launch(id, replay(&set, &opts)));
-                });
-                self.status.replays += 1;
+                self.spawn_replay(id, pid, Arc::clone(&h), share, user);
                 Some(h)
             }
             _ => None,
@@ -655,6 +652,27 @@ impl Daemon {
             },
         );
         true
+    }
+
+    /// Replay `set` for launch `id` of process `pid` (`share` of the
+    /// budget, capped by the launch-set cap; as `user`) on a thread of its
+    /// own, until `pid` exits.
+    fn spawn_replay(
+        &mut self,
+        id: u64,
+        pid: u32,
+        set: Arc<AppHistory>,
+        share: f64,
+        user: Option<Credentials>,
+    ) {
+        let mut opts = self.replay_options(share, user);
+        opts.launcher = Some(pid);
+        opts.budget_bytes = opts.budget_bytes.min(self.cfg.launch_cap_mib << 20);
+        let tx = self.done_tx.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(Done::Launch(id, replay(&set, &opts)));
+        });
+        self.status.replays += 1;
     }
 
     /// The gate of launch `l` after its window: a replay's pages the
@@ -769,18 +787,7 @@ impl Daemon {
     /// Finish launches (and the boot set) whose window ended, save when
     /// due, take replay results, rewrite the status file.
     fn tick(&mut self, now: u64, stopping: bool) {
-        while let Ok(done) = self.done_rx.try_recv() {
-            self.dirty = true;
-            match done {
-                Done::Boot(st) => self.status.boot.replay = Some(st),
-                Done::Index(idx) => self.take_index(*idx),
-                Done::Launch(id, st) => {
-                    if let Some(s) = status_of(&mut self.status, id) {
-                        s.replay = Some(st);
-                    }
-                }
-            }
-        }
+        self.take_done();
         let before = self.followers.len();
         self.followers
             .retain_mut(|(_, c)| !matches!(c.try_wait(), Ok(Some(_)) | Err(_)));
@@ -798,38 +805,7 @@ impl Daemon {
             .map(|(id, _)| *id)
             .collect();
         for id in ended {
-            self.add_running_waits(id);
-            let l = self.launches.remove(&id).expect("listed");
-            debug_assert!(
-                self.recording_pages >= l.rec.pages,
-                "recorded pages are counted"
-            );
-            self.recording_pages -= l.rec.pages;
-            let src = self.src.as_ref();
-            self.tree.retain(|&tid, v| {
-                if *v == id {
-                    src.inspect(|s| s.untrack(tid));
-                }
-                *v != id
-            });
-            if let Some(s) = status_of(&mut self.status, id) {
-                s.finished = true;
-            }
-            if !stopping {
-                self.maybe_follow(id, &l);
-            }
-            let key = store::launch_key(&l.exe);
-            let gate = self.judge(id, &l);
-            if l.rec.pages > 0 {
-                let set = l.rec.finish(&l.exe);
-                self.pending.push(Pending {
-                    key,
-                    set,
-                    launch: Some(id),
-                    gate,
-                });
-            }
-            self.dirty = true;
+            self.end_launch(id, stopping);
         }
         let boot_window = (self.cfg.boot_window_s * 1e9) as u64;
         if self
@@ -837,19 +813,7 @@ impl Daemon {
             .as_ref()
             .is_some_and(|(t0, _)| stopping || now.saturating_sub(*t0) >= boot_window)
         {
-            let (_, rec) = self.boot.take().expect("checked");
-            self.status.boot.recording = false;
-            if let Some(Err(e)) = self.src.as_ref().map(|s| s.record_everyone(false)) {
-                log(format!("outrider daemon: ending the boot recording: {e}"));
-            }
-            if rec.pages > 0 {
-                self.pending.push(Pending {
-                    key: BOOT_KEY.into(),
-                    set: rec.finish("boot"),
-                    launch: None,
-                    gate: Gate::default(),
-                });
-            }
+            self.end_boot();
         }
         let save_every = (self.cfg.save_interval_s * 1e9) as u64;
         if !self.pending.is_empty()
@@ -862,6 +826,77 @@ impl Daemon {
         if (self.dirty && since >= STATUS_MIN_NS) || since >= STATUS_EVERY_NS || stopping {
             self.write_status();
             self.status_written_ns = now;
+        }
+    }
+
+    /// Take what the replay and index threads finished.
+    fn take_done(&mut self) {
+        while let Ok(done) = self.done_rx.try_recv() {
+            self.dirty = true;
+            match done {
+                Done::Boot(st) => self.status.boot.replay = Some(st),
+                Done::Index(idx) => self.take_index(*idx),
+                Done::Launch(id, st) => {
+                    if let Some(s) = status_of(&mut self.status, id) {
+                        s.replay = Some(st);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Launch `id`'s window ended (or the daemon stops): stop following
+    /// its tree, judge its replay, follow it on if it runs on, queue its
+    /// set for saving.
+    fn end_launch(&mut self, id: u64, stopping: bool) {
+        self.add_running_waits(id);
+        let l = self.launches.remove(&id).expect("listed");
+        debug_assert!(
+            self.recording_pages >= l.rec.pages,
+            "recorded pages are counted"
+        );
+        self.recording_pages -= l.rec.pages;
+        let src = self.src.as_ref();
+        self.tree.retain(|&tid, v| {
+            if *v == id {
+                src.inspect(|s| s.untrack(tid));
+            }
+            *v != id
+        });
+        if let Some(s) = status_of(&mut self.status, id) {
+            s.finished = true;
+        }
+        if !stopping {
+            self.maybe_follow(id, &l);
+        }
+        let key = store::launch_key(&l.exe);
+        let gate = self.judge(id, &l);
+        if l.rec.pages > 0 {
+            let set = l.rec.finish(&l.exe);
+            self.pending.push(Pending {
+                key,
+                set,
+                launch: Some(id),
+                gate,
+            });
+        }
+        self.dirty = true;
+    }
+
+    /// The boot window ended (or the daemon stops): queue the boot set.
+    fn end_boot(&mut self) {
+        let (_, rec) = self.boot.take().expect("checked");
+        self.status.boot.recording = false;
+        if let Some(Err(e)) = self.src.as_ref().map(|s| s.record_everyone(false)) {
+            log(format!("outrider daemon: ending the boot recording: {e}"));
+        }
+        if rec.pages > 0 {
+            self.pending.push(Pending {
+                key: BOOT_KEY.into(),
+                set: rec.finish("boot"),
+                launch: None,
+                gate: Gate::default(),
+            });
         }
     }
 
