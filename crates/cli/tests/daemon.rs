@@ -125,13 +125,20 @@ fn program(dir: &Path) -> PathBuf {
     script
 }
 
+/// A configuration in `dir`: short windows, and every launch recorded
+/// (`repeat_window_s = 0`) unless `extra` sets it.
 fn write_config(dir: &Path, extra: &str) -> (PathBuf, PathBuf) {
     let state = dir.join("state");
     let cfg = dir.join("daemon.toml");
+    let repeat = if extra.contains("repeat_window_s") {
+        ""
+    } else {
+        "repeat_window_s = 0\n"
+    };
     std::fs::write(
         &cfg,
         format!(
-            "state_dir = \"{}\"\nlaunch_window_s = 3\nsave_interval_s = 0.2\n{extra}",
+            "state_dir = \"{}\"\nlaunch_window_s = 3\nsave_interval_s = 0.2\n{repeat}{extra}",
             state.display()
         ),
     )
@@ -342,6 +349,32 @@ fn over_its_cpu_cap_the_daemon_leaves_launches_alone() {
     drop(d);
     assert_eq!(s["launches_over_cpu"], 1, "{s}");
     assert_eq!(s["launches"], Value::Array(vec![]), "{s}");
+}
+
+#[test]
+fn a_launch_right_after_the_last_one_is_left_alone() {
+    let Some(py) = python().filter(|_| is_root()) else {
+        eprintln!("skipped: needs root and /usr/bin/python3");
+        return;
+    };
+    let _cold = cold_lock();
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (cfg, state) = write_config(
+        dir.path(),
+        &format!("watch = [\"{}\"]\nrepeat_window_s = 30\n", py.display()),
+    );
+    let d = Daemon::start(&cfg, &state);
+    for _ in 0..3 {
+        assert!(Command::new(&py)
+            .args(["-c", "pass"])
+            .status()
+            .unwrap()
+            .success());
+    }
+    let s = wait_for(&state, "three launches seen", |s| s["launches_seen"] == 3);
+    drop(d);
+    assert_eq!(s["launches_repeated"], 2, "{s}");
+    assert_eq!(s["launches"].as_array().unwrap().len(), 1, "{s}");
 }
 
 /// The events the daemon decoded so far.

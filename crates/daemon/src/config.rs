@@ -22,6 +22,7 @@
 //! | `max_clients_per_user` | `4` | runs of one user served at once at most |
 //! | `max_followed` | `4` | programs followed at once, at most, with the `auto` policy after their launch window, while they still run ([`crate::helper::follow`]); `0`: none |
 //! | `follow_min_read_mib` | `16` | a launch is followed after its window only if its process tree read at least this much in it (cache hits included): a shell or a server waiting for requests is not |
+//! | `repeat_window_s` | `2` | a launch of an application this soon after its last one is neither recorded nor replayed (its pages are still cached; a loop of short programs would pay the daemon's work at every exec); `0`: every launch is |
 //! | `cpu_max_pct` | `5` | the daemon's own CPU (all its threads), percent of one core over the last 10 s, above which new launches are neither recorded nor replayed until it is under again (the systemd unit also caps it with `CPUQuota=20%`) |
 //! | `delay_accounting` | `true` | turn the kernel's delay accounting on (`kernel.task_delayacct`, put back at exit) and report each launch's wait for block I/O, and per application the stall time its replays saved |
 //! | `event_source` | `"auto"` | `"ebpf"`: programs on the tracepoints follow each program from its exec and filter in the kernel ([`outrider_live::ebpf::Scope::Execs`]); `"tracefs"`: a tracing instance records every task and the daemon drops what it does not follow; `"auto"`: eBPF, else tracefs |
@@ -78,6 +79,8 @@ pub struct Config {
     pub max_followed: usize,
     /// Reads in the window that make a launch worth following, MiB.
     pub follow_min_read_mib: u64,
+    /// Repeated launches left alone within, seconds.
+    pub repeat_window_s: f64,
     /// CPU cap, percent of one core.
     pub cpu_max_pct: f64,
     /// Delay accounting on, for the stall time saved.
@@ -108,6 +111,7 @@ impl Default for Config {
             max_clients_per_user: 4,
             max_followed: 4,
             follow_min_read_mib: 16,
+            repeat_window_s: 2.0,
             cpu_max_pct: 5.0,
             delay_accounting: true,
             event_source: "auto".into(),
@@ -220,6 +224,9 @@ impl Config {
         }
         if self.launch_key_args > 16 {
             return bad("launch_key_args", "a number of words from 0 to 16");
+        }
+        if !(self.repeat_window_s.is_finite() && (0.0..=86400.0).contains(&self.repeat_window_s)) {
+            return bad("repeat_window_s", "seconds, from 0 to 86400");
         }
         if !(self.cpu_max_pct.is_finite() && self.cpu_max_pct > 0.0 && self.cpu_max_pct <= 100.0) {
             return bad(

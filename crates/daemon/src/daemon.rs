@@ -35,6 +35,10 @@ const STATUS_EVERY_NS: u64 = 1_000_000_000;
 /// renaming were a sixth of the daemon's CPU while a cargo build ran
 /// beside the day in miniature (perf).
 const STATUS_MIN_NS: u64 = 250_000_000;
+/// Applications whose last launch is remembered at most (older ones are
+/// dropped past it).
+const RECENT_MAX: usize = 4096;
+
 /// Bytes in a page.
 const PAGE_BYTES: u64 = 4096;
 /// Pages all launches being recorded hold at most together (8 GiB of
@@ -125,6 +129,9 @@ pub struct Status {
     /// Launches neither recorded nor replayed: the daemon was over its
     /// CPU cap ([`Config::cpu_max_pct`]).
     pub launches_over_cpu: u64,
+    /// Launches neither recorded nor replayed: the same application
+    /// launched less than [`Config::repeat_window_s`] before.
+    pub launches_repeated: u64,
     /// Launch sets saved.
     pub launch_sets_saved: u64,
     /// Launch sets in the store.
@@ -213,6 +220,8 @@ pub struct Daemon {
     saved_before_index: Option<Vec<String>>,
     /// Our own CPU use against [`Config::cpu_max_pct`].
     cpu: CpuMeter,
+    /// When each application last launched ([`Config::repeat_window_s`]).
+    recent: FxHashMap<String, u64>,
 }
 
 /// The daemon's CPU use (all its threads) over the last
@@ -291,6 +300,7 @@ impl Daemon {
             index: Index::default(),
             saved_before_index: Some(Vec::new()),
             cpu: CpuMeter::default(),
+            recent: FxHashMap::default(),
             cfg,
             config_path,
             own_exe: std::fs::read_link("/proc/self/exe").ok(),
@@ -594,6 +604,10 @@ impl Daemon {
         let exe = app_of(pid, &exe.to_string_lossy(), self.cfg.launch_key_args);
         self.status.launches_seen += 1;
         self.dirty = true;
+        if self.repeated(&exe) {
+            self.status.launches_repeated += 1;
+            return false;
+        }
         if self.cpu.over {
             self.status.launches_over_cpu += 1;
             return false;
@@ -652,6 +666,31 @@ impl Daemon {
             },
         );
         true
+    }
+
+    /// Did application `app` launch less than
+    /// [`Config::repeat_window_s`] ago? Notes this launch otherwise.
+    ///
+    /// Such a launch is neither recorded nor replayed: the pages the last
+    /// one read (or had replayed) are still cached, and its set stands.
+    /// Recording and replaying each of 300 back-to-back execs of `true`
+    /// made the loop 1.2-4x slower than with no daemon (the daemon's work
+    /// per exec: its store, a replay thread, a file table; hot cache,
+    /// `bench/daemon/launch.sh`'s exec-storm).
+    fn repeated(&mut self, app: &str) -> bool {
+        let now = monotonic_ns();
+        let repeat = (self.cfg.repeat_window_s * 1e9) as u64;
+        if self.recent.get(app).is_some_and(|&t| now < t + repeat) {
+            return true;
+        }
+        if self.recent.len() >= RECENT_MAX {
+            self.recent.retain(|_, t| now < *t + repeat);
+            if self.recent.len() >= RECENT_MAX {
+                self.recent.clear();
+            }
+        }
+        self.recent.insert(app.to_string(), now);
+        false
     }
 
     /// Replay `set` for launch `id` of process `pid` (`share` of the
