@@ -16,6 +16,7 @@
 pub mod error;
 pub mod filelayout;
 pub mod formats;
+pub mod packed;
 pub mod record;
 pub mod stats;
 pub mod workloads;
@@ -25,5 +26,6 @@ pub use formats::{
     detect_format, read_trace, write_atomic, write_native, write_trace, Compression, Format,
     ReadOptions, ReadReport, NATIVE_MAGIC, NATIVE_VERSION,
 };
+pub use packed::{PackedRecords, RecordView};
 pub use record::{Extent, FileInfo, Record, Records, Trace, TraceMeta};
 pub use stats::TraceStats;
