@@ -84,6 +84,9 @@ impl PackedRecords {
     }
 }
 
+/// Records ahead of the check that are prefetched (about 1 KiB).
+const CHECK_LOOKAHEAD: usize = 48;
+
 /// The earliest request time and the end block of whole, well-formed
 /// records in `bytes`, or `None` if any is not (or there are none).
 fn time_and_end(bytes: &[u8], unit_ns: u64, obj_bytes: u64) -> Option<(u64, u64)> {
@@ -91,7 +94,11 @@ fn time_and_end(bytes: &[u8], unit_ns: u64, obj_bytes: u64) -> Option<(u64, u64)
         return None;
     }
     let (mut t0_ns, mut end_bytes) = (u64::MAX, 0);
-    for b in bytes.chunks_exact(RECORD_BYTES) {
+    for (i, b) in bytes.chunks_exact(RECORD_BYTES).enumerate() {
+        // The hardware prefetcher stops at each 4 KiB page of the file.
+        if let Some(ahead) = bytes.get((i + CHECK_LOOKAHEAD) * RECORD_BYTES) {
+            prefetch_read(ahead);
+        }
         let (clock, obj_id, size) = oracle::fields(b.try_into().expect("exact chunk"));
         let time_ns = u64::from(clock).checked_mul(unit_ns)?;
         let offset = obj_id.checked_mul(obj_bytes)?;
@@ -149,7 +156,7 @@ impl<'a> RecordView<'a> {
     }
 
     /// Record `i`.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, i: usize) -> Record {
         match self {
             RecordView::Slice(s) => s[i],
