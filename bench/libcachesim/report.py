@@ -141,8 +141,9 @@ def memory_table(mem, distinct):
         print(f"| {tool} | {lo / 1024:.0f} | {hi / 1024:.0f} | {per:.1f} |")
     print()
     print(f"Bytes per cached block = (RSS at 100% - RSS at 1%) / ({blocks[100]} - {blocks[1]}) pages:")
-    print("the trace's own memory (outrider's 40-byte records read from oracle-pages, the mapped")
-    print("native file, libCacheSim's mapped trace) is the same at both sizes and cancels.")
+    print("the trace's own memory (the mapped oracle-pages file, whose 24-byte records outrider")
+    print("decodes as it simulates; the mapped native file; libCacheSim's mapped trace) is the same")
+    print("at both sizes and cancels.")
 
 
 # Symbol prefixes -> where the time is spent (first match wins).
@@ -159,7 +160,8 @@ GROUPS = [
 
 def profile(paths):
     """Group `perf report` lines ('12.3% [.] symbol') into GROUPS."""
-    print("`perf record` of one `sim` process per policy at 10% on the oracle-pages trace;")
+    print("`perf record` of one `sim` process per policy at 10% on the oracle-pages trace")
+    print("(the `profiling` build: the release build with its symbols);")
     print("self time per symbol, grouped (the driver's functions are inlined into")
     print("`engine::simulate_on`, so its share is the per-request driver work: building the")
     print("access, the ready queue, window and lead-time accounting, policy calls).")

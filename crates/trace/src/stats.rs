@@ -443,7 +443,7 @@ mod tests {
                 })
                 .collect();
             let t = Trace::new(crate::TraceMeta::default(), records.clone());
-            prop_assert_eq!(distinct_blocks(&t), distinct_blocks_hashed(&records));
+            prop_assert_eq!(distinct_blocks(&t), distinct_blocks_hashed(crate::RecordView::Slice(&records)));
         }
     }
 

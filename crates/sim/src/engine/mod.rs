@@ -575,14 +575,18 @@ impl Engine<'_> {
         let pos = self.procs[p].pos;
         let r = self.procs[p].record;
         // Warm the hash slot of a request a few ahead (memory-latency bound),
-        // and that request's record further ahead still.
+        // and of the block after it, which sequential policies look up
+        // (OBL's `is_cached` was 5% of its run at 10%, perf); and that
+        // request's record further ahead still.
         if self.procs[p].list.is_none() {
             self.records.prefetch(pos + RECORD_LOOKAHEAD);
         }
         if pos + LOOKAHEAD < self.procs[p].len {
             let ahead = self.record_of(p, pos + LOOKAHEAD);
+            let key = block_key(u32::from(ahead.dev), ahead.first_block());
+            self.cache.prefetch_key(key);
             self.cache
-                .prefetch_key(block_key(u32::from(ahead.dev), ahead.first_block()));
+                .prefetch_key(key + u64::from(ahead.block_count()));
         }
         self.seq += 1;
         self.c.requests += 1;
