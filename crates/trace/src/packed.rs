@@ -60,7 +60,7 @@ impl PackedRecords {
         self.len
     }
 
-    /// Is it empty? (Never: [`PackedRecords::check`] refuses an empty file.)
+    /// Is it empty? (Never: an empty file is not packed.)
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -79,8 +79,30 @@ impl PackedRecords {
 
     /// Every record, decoded once on first use and kept.
     pub fn slice(&self) -> &[Record] {
-        self.decoded
-            .get_or_init(|| (0..self.len).map(|i| self.get(i)).collect())
+        self.decoded.get_or_init(|| self.decode_all())
+    }
+
+    /// Decode every record, window by window, each window leaving the
+    /// process's resident set once decoded (the file stays in the page
+    /// cache): the peak RSS of a command that wants the slice stays that
+    /// of the decoded records, as when the reader decoded them.
+    fn decode_all(&self) -> Vec<Record> {
+        let mut out = Vec::with_capacity(self.len);
+        let per_window = oracle::MAP_WINDOW_BYTES / RECORD_BYTES;
+        for start in (0..self.len).step_by(per_window) {
+            let end = (start + per_window).min(self.len);
+            out.extend((start..end).map(|i| self.get(i)));
+            let (at, bytes) = (start * RECORD_BYTES, (end - start) * RECORD_BYTES);
+            // SAFETY: a read-only mapping of a file; MADV_DONTNEED only
+            // drops this process's page-table entries for the window, and
+            // a later access reads the file again. `at` is page-aligned
+            // (a multiple of MAP_WINDOW_BYTES).
+            let _ = unsafe {
+                self.map
+                    .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, at, bytes)
+            };
+        }
+        out
     }
 }
 

@@ -64,7 +64,7 @@ pub(crate) const RECORD_BYTES: usize = 24;
 
 /// Bytes of a mapped file decoded at a time: whole records and whole
 /// 4 KiB pages (12 MiB = 512 x lcm(24, 4096)).
-const MAP_WINDOW_BYTES: usize = 512 * 3 * 4096;
+pub(crate) const MAP_WINDOW_BYTES: usize = 512 * 3 * 4096;
 
 /// Records decoded per read (192 KiB).
 const CHUNK_RECORDS: usize = 8192;
