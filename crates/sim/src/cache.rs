@@ -40,9 +40,6 @@ pub const MIN_PREFETCH_AREA_DIVISOR: u64 = 64;
 
 const NIL: u32 = u32::MAX;
 
-/// How far behind the LRU head the victim cursor runs, in nodes.
-const VICTIM_AHEAD: usize = 8;
-
 /// Which replacement model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheModel {
@@ -175,8 +172,6 @@ pub struct Cache {
     /// Beside `nodes`, index for index; valid where `from_prefetch`.
     info: Vec<PrefetchInfo>,
     free: u32,
-    /// See [`Cache::prefetch_victims`].
-    victim_cursor: u32,
     lru: List,
     fifo: List,
     // split model state (§3.6)
@@ -209,7 +204,6 @@ impl Cache {
             nodes: Vec::new(),
             info: Vec::new(),
             free: NIL,
-            victim_cursor: NIL,
             lru: List::new(),
             fifo: List::new(),
             prefetch_target_blocks: min_prefetch_blocks,
@@ -329,53 +323,26 @@ impl Cache {
         self.map.prefetch(key);
     }
 
-    /// Warm the next LRU victims well before they are evicted: a cursor
-    /// follows the LRU list about [`VICTIM_AHEAD`] places behind its head,
-    /// one step per insert, fetching the node it reaches and the hash slot
-    /// (and prefetch information) of the node it leaves. Warming only the next two victims, one
-    /// eviction ahead, left their loads the costliest instructions of
-    /// `insert` at a 10% cache of the 10 M-request page trace (perf): one
-    /// insert is shorter than a load from L3. The cursor is a hint: where
-    /// it falls off the list (its node was touched or evicted) it starts
-    /// again from the head.
+    /// Warm the next LRU victims: the head's hash slot, and the node two
+    /// places behind it, so that every node has been fetched two
+    /// evictions before its own (one eviction ahead left the load of the
+    /// new head's key the costliest instruction of `insert`, perf on the
+    /// 10 M-request page trace).
     #[inline]
-    fn prefetch_victims(&mut self) {
-        let mut c = self.victim_cursor;
-        if c == NIL || self.nodes[c as usize].list != LIST_LRU {
-            c = self.restart_cursor();
-            if c == NIL {
-                return;
-            }
+    fn prefetch_victims(&self) {
+        let h = self.lru.head;
+        if h == NIL {
+            return;
         }
-        let n = &self.nodes[c as usize];
+        let n = &self.nodes[h as usize];
         self.map.prefetch(n.key);
-        if n.from_prefetch {
-            crate::blockmap::prefetch_read(&self.info[c as usize]);
-        }
-        let next = n.next;
-        if next != NIL {
-            crate::blockmap::prefetch_read(&self.nodes[next as usize]);
-        }
-        self.victim_cursor = next;
-    }
-
-    /// The node [`VICTIM_AHEAD`] places behind the LRU head (or the last),
-    /// warming the hash slots of those before it.
-    #[cold]
-    fn restart_cursor(&self) -> u32 {
-        let mut c = self.lru.head;
-        for _ in 0..VICTIM_AHEAD {
-            if c == NIL {
-                break;
+        if n.next != NIL {
+            let n1 = &self.nodes[n.next as usize];
+            self.map.prefetch(n1.key);
+            if n1.next != NIL {
+                crate::blockmap::prefetch_read(&self.nodes[n1.next as usize]);
             }
-            let n = &self.nodes[c as usize];
-            self.map.prefetch(n.key);
-            if n.next == NIL {
-                break;
-            }
-            c = n.next;
         }
-        c
     }
 
     /// A demand access found the block: move it to the MRU end of the
