@@ -15,8 +15,9 @@
 # Trace: ../shared/traces/cloudPhysicsIO.csv split into 4 KiB pages and tiled
 # 9x (10.28 M requests), written by outrider as `oracle-pages`: libCacheSim's
 # oracleGeneral binary with obj_id = page number, which both tools read
-# (outrider: `--format oracle-pages`; cachesim: `oracleGeneral`). The same
-# trace converted to outrider's native format (mapped, no copy) is timed too.
+# (outrider: `--format oracle-pages`, records left packed in the mapped file
+# and decoded as simulated; cachesim: `oracleGeneral`). The same trace
+# converted to outrider's native format (mapped, no copy) is timed too.
 #
 # Sizes: 1% and 10% of the distinct pages, floor(distinct * f) pages, given to
 # both tools in bytes (no whole-trace pre-pass in either). outrider runs
@@ -36,7 +37,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet -p outrider-cli
+# The same code with symbols, for the profile at the end.
+cargo build --profile profiling --quiet -p outrider-cli
 bin=$PWD/target/release/outrider
+prof_bin=$PWD/target/profiling/outrider
 peer=$(bench/libcachesim/build-peer.sh)
 cachesim=$peer/bin/cachesim
 py=$peer/venv/bin/python
@@ -130,7 +134,7 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 # oracle-pages trace, self time per symbol (all symbols, for grouping).
 profile() {
   local pol=$1
-  perf record -q -o "$work/perf.data" "$bin" sim --policy "$pol" --device none --cache-model lru \
+  perf record -q -o "$work/perf.data" "$prof_bin" sim --policy "$pol" --device none --cache-model lru \
     --cache $(($(blocks_of 10) * 4096)) --format oracle-pages --trace "$trace" >/dev/null 2>&1
   perf report -q -i "$work/perf.data" --no-children --sort symbol --percent-limit 0 --stdio 2>/dev/null |
     sed -e 's/^ *//' -e 's/  */ /g' -e 's/ - -.*$//' >"$work/profile-$pol"

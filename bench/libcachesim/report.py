@@ -69,11 +69,13 @@ def verdict_table(runs):
             print(f"| {pct}% | {POLICY[pol]} | {w:.2f}x | {c:.2f}x | {n:.2f}x | {nc:.2f}x | {s:.2f}x | {met} |")
 
 
-def why(budget, wall, loop):
+def why(budget, wall, loop, requests):
     if wall <= budget:
         return "met"
     if loop > budget:
-        return f"the simulation loop alone takes {loop / budget:.1f}x the budget"
+        ns = lambda s: s / requests * 1e9
+        return (f"the simulation loop alone takes {loop / budget:.1f}x the budget: "
+                f"{ns(loop):.0f} ns a request against {ns(budget):.0f} allowed")
     return f"the loop fits; loading the trace ({wall - loop:.2f} s) does not"
 
 
@@ -97,7 +99,7 @@ def budget_table(runs, requests):
             ocpu = st.median(x[1] for x in ours)
             print(
                 f"| {pct}% | {POLICY[pol]} | {peer:.2f} | {peer / TARGET:.2f} | {wall:.2f} | {loop:.2f} | "
-                f"{wall - loop:.2f} | {nwall:.2f} | {nloop:.2f} | {pcpu:.2f} | {ocpu:.2f} | {why(peer / TARGET, wall, loop)} |"
+                f"{wall - loop:.2f} | {nwall:.2f} | {nloop:.2f} | {pcpu:.2f} | {ocpu:.2f} | {why(peer / TARGET, wall, loop, requests)} |"
             )
 
 
@@ -141,28 +143,31 @@ def memory_table(mem, distinct):
         print(f"| {tool} | {lo / 1024:.0f} | {hi / 1024:.0f} | {per:.1f} |")
     print()
     print(f"Bytes per cached block = (RSS at 100% - RSS at 1%) / ({blocks[100]} - {blocks[1]}) pages:")
-    print("the trace's own memory (outrider's 40-byte records read from oracle-pages, the mapped")
-    print("native file, libCacheSim's mapped trace) is the same at both sizes and cancels.")
+    print("the trace's own memory (the mapped oracle-pages file, whose 24-byte records outrider")
+    print("decodes as it simulates; the mapped native file; libCacheSim's mapped trace) is the same")
+    print("at both sizes and cancels.")
 
 
 # Symbol prefixes -> where the time is spent (first match wins).
 GROUPS = [
-    ("driver: simulation loop, accounting (crates/sim/src/engine.rs, windows.rs)",
-     ("outrider_sim::engine", "outrider_sim::windows", "alloc::collections::binary_heap")),
+    ("driver: simulation loop, accounting, record decoding (crates/sim/src/engine/, windows.rs)",
+     ("outrider_sim::engine", "outrider_sim::windows", "outrider_driver", "alloc::collections::binary_heap")),
     ("cache model: LRU list, slab, hash slots (crates/sim/src/cache.rs, blockmap.rs)",
      ("outrider_sim::cache", "outrider_sim::blockmap")),
     ("policy (crates/core)", ("<outrider_core::policies", "outrider_core::")),
-    ("trace reading and checking (crates/trace)", ("outrider_trace::", "<std::io")),
+    ("trace mapping and checking (crates/trace)", ("outrider_trace::", "<std::io")),
     ("kernel: reading the file, faulting in memory", ("[k]",)),
 ]
 
 
 def profile(paths):
     """Group `perf report` lines ('12.3% [.] symbol') into GROUPS."""
-    print("`perf record` of one `sim` process per policy at 10% on the oracle-pages trace;")
+    print("`perf record` of one `sim` process per policy at 10% on the oracle-pages trace")
+    print("(the `profiling` build: the release build with its symbols);")
     print("self time per symbol, grouped (the driver's functions are inlined into")
-    print("`engine::simulate_on`, so its share is the per-request driver work: building the")
-    print("access, the ready queue, window and lead-time accounting, policy calls).")
+    print("`engine::simulate_on`, so its share is the per-request driver work: decoding the")
+    print("packed record, building the access, the ready queue, window and lead-time")
+    print("accounting, policy calls).")
     for path, name in zip(paths, ("LRU", "LRU+OBL")):
         share = {g: 0.0 for g, _ in GROUPS}
         other = 0.0

@@ -427,10 +427,16 @@ impl<P: DerefMut<Target = dyn Policy>> Driver<P> {
 
     /// Fetch what the policy asked for: admission control, the budget,
     /// then the kernel; then tell it what the fetches noted.
+    // Inlined, with the work apart: most accesses ask for nothing, and the
+    // call alone was 1-2% of a simulation (perf, 10 M-request page trace).
+    #[inline]
     pub fn issue<K: Kernel>(&mut self, k: &mut K, now_ns: u64) {
-        if self.out.is_empty() {
-            return;
+        if !self.out.is_empty() {
+            self.issue_requests(k, now_ns);
         }
+    }
+
+    fn issue_requests<K: Kernel>(&mut self, k: &mut K, now_ns: u64) {
         if self.broken.is_some() {
             self.out.clear();
             return;

@@ -44,21 +44,7 @@ fn hash(key: u64) -> usize {
     (h ^ (h >> 29)) as usize
 }
 
-/// Prefetch the cache line holding `r` (no effect where unsupported).
-#[inline(always)]
-pub fn prefetch_read<T>(r: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is a hint; it never faults, and `r` is a valid
-    // reference anyway.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(
-            (r as *const T).cast::<i8>(),
-            std::arch::x86_64::_MM_HINT_T0,
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
-}
+pub use outrider_trace::packed::prefetch_read;
 
 impl Default for BlockMap {
     fn default() -> Self {

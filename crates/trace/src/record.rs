@@ -1,5 +1,6 @@
 //! The in-memory trace: fixed-size records and their metadata.
 
+use crate::packed::{PackedRecords, RecordView};
 use outrider_core::BLOCK_SIZE;
 
 /// `Record::op` value for a read.
@@ -152,6 +153,30 @@ pub enum Records {
         /// Number of records.
         len: usize,
     },
+    /// Left packed in their mapped file (`oracle`, `oracle-pages`),
+    /// decoded when read: see [`crate::packed`].
+    Packed(PackedRecords),
+}
+
+impl Records {
+    /// Number of records (without decoding packed ones).
+    pub fn len(&self) -> usize {
+        self.view().len()
+    }
+
+    /// Are there none?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The records by index, as the simulator reads them (packed ones are
+    /// not decoded all at once).
+    pub fn view(&self) -> RecordView<'_> {
+        match self {
+            Records::Packed(p) => RecordView::Packed(p),
+            other => RecordView::Slice(other),
+        }
+    }
 }
 
 impl std::ops::Deref for Records {
@@ -167,6 +192,7 @@ impl std::ops::Deref for Records {
                 // that the file holds `len` whole records.
                 unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<Record>(), *len) }
             }
+            Records::Packed(p) => p.slice(),
         }
     }
 }
@@ -185,6 +211,14 @@ impl Trace {
         Trace {
             meta,
             records: Records::Owned(records),
+        }
+    }
+
+    /// A trace of packed records (no metadata: the packed formats have none).
+    pub fn packed(records: PackedRecords) -> Self {
+        Trace {
+            meta: TraceMeta::default(),
+            records: Records::Packed(records),
         }
     }
 

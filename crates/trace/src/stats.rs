@@ -10,7 +10,7 @@
 //! how skewed the accesses are. Both count 4 KiB block accesses, the unit
 //! of `--split-pages` and of libCacheSim's block-trace replay.
 
-use crate::{Record, Trace};
+use crate::{RecordView, Trace};
 use outrider_core::BLOCK_SIZE;
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -178,7 +178,7 @@ impl TraceStats {
 /// On the 10 M-request page trace the hash set took 0.9 s, most of a
 /// whole `sim` run; the bitmap (32 MiB there) is one sequential pass.
 pub fn distinct_blocks(trace: &Trace) -> u64 {
-    let records = &trace.records[..];
+    let records = trace.records.view();
     let spans = block_spans(records);
     let bits = spans
         .iter()
@@ -210,10 +210,10 @@ const BITMAP_BITS_PER_RECORD: u64 = 64;
 const MAX_BITMAP_DEVICES: usize = 8;
 
 /// Each device's `(dev, first block, end block)`, in order of appearance.
-fn block_spans(records: &[Record]) -> Vec<(u16, u64, u64)> {
+fn block_spans(records: RecordView<'_>) -> Vec<(u16, u64, u64)> {
     let mut spans: Vec<(u16, u64, u64)> = Vec::new();
     let mut cur = usize::MAX;
-    for r in records {
+    for r in records.iter() {
         let first = r.first_block();
         let end = first.saturating_add(u64::from(r.block_count()));
         if cur == usize::MAX || spans[cur].0 != r.dev {
@@ -232,9 +232,9 @@ fn block_spans(records: &[Record]) -> Vec<(u16, u64, u64)> {
     spans
 }
 
-fn distinct_blocks_hashed(records: &[Record]) -> u64 {
+fn distinct_blocks_hashed(records: RecordView<'_>) -> u64 {
     let mut blocks: FxHashSet<(u16, u64)> = FxHashSet::default();
-    for r in records {
+    for r in records.iter() {
         let first = r.first_block();
         for b in first..first.saturating_add(u64::from(r.block_count())) {
             blocks.insert((r.dev, b));
@@ -443,7 +443,7 @@ mod tests {
                 })
                 .collect();
             let t = Trace::new(crate::TraceMeta::default(), records.clone());
-            prop_assert_eq!(distinct_blocks(&t), distinct_blocks_hashed(&records));
+            prop_assert_eq!(distinct_blocks(&t), distinct_blocks_hashed(crate::RecordView::Slice(&records)));
         }
     }
 

@@ -14,6 +14,19 @@ fn pages(blocks: &[u64]) -> Trace {
     Trace::new(TraceMeta::default(), records)
 }
 
+/// A gzip copy of `plain` beside it (read as a stream, decoded).
+fn gz_copy(plain: &std::path::Path) -> std::path::PathBuf {
+    use std::io::Write;
+    let gz = plain.with_extension("bin.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(&std::fs::read(plain).unwrap()).unwrap();
+    enc.finish().unwrap();
+    gz
+}
+
 fn read_as(path: &std::path::Path, format: Format) -> Trace {
     let opts = ReadOptions {
         format: Some(format),
@@ -70,22 +83,40 @@ fn multi_page_requests_are_refused_with_the_fix() {
 /// 12 MiB map window and one read chunk, and not a whole number of either).
 #[test]
 fn mapped_and_streamed_reads_agree() {
-    use std::io::Write;
     let dir = tempfile::tempdir().unwrap();
     let plain = dir.path().join("p.bin");
     let blocks: Vec<u64> = (0..(1u64 << 19) + 3).map(|i| (i * 7919) % 5000).collect();
     write_trace(&plain, &pages(&blocks), Format::OraclePages, false).unwrap();
-    let gz = dir.path().join("p.bin.gz");
-    let mut enc = flate2::write::GzEncoder::new(
-        std::fs::File::create(&gz).unwrap(),
-        flate2::Compression::fast(),
-    );
-    enc.write_all(&std::fs::read(&plain).unwrap()).unwrap();
-    enc.finish().unwrap();
+    let gz = gz_copy(&plain);
     let (a, b) = (
         read_as(&plain, Format::OraclePages),
         read_as(&gz, Format::OraclePages),
     );
     assert_eq!(a.records.len(), blocks.len());
+    assert_eq!(&a.records[..], &b.records[..]);
+}
+
+/// A well-formed plain file stays packed in its mapping and is decoded
+/// record by record as the simulator reads it: each record must be the one
+/// the decoding reader gives (a compressed copy), with times relative to
+/// the earliest request even when that is not the first.
+#[test]
+fn packed_records_decode_as_the_streaming_reader_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("p.bin");
+    write_trace(&plain, &pages(&[5, 3, 9]), Format::OraclePages, false).unwrap();
+    let mut bytes = std::fs::read(&plain).unwrap();
+    bytes[0..4].copy_from_slice(&7u32.to_le_bytes());
+    std::fs::write(&plain, &bytes).unwrap();
+    let (a, b) = (
+        read_as(&plain, Format::OraclePages),
+        read_as(&gz_copy(&plain), Format::OraclePages),
+    );
+    assert!(matches!(a.records, outrider_trace::Records::Packed(_)));
+    let view = a.records.view();
+    let got: Vec<Record> = (0..a.records.len()).map(|i| view.get(i)).collect();
+    assert_eq!(got, b.records.to_vec());
+    assert_eq!(b.records[1].time_ns, 0, "the earliest request is time 0");
+    assert_eq!(b.records[0].time_ns, 6_000_000_000);
     assert_eq!(&a.records[..], &b.records[..]);
 }

@@ -77,10 +77,10 @@ impl Kernel for Engine<'_> {
                 let Some(idx) = self.cache.get(k) else {
                     continue;
                 };
-                let node = self.cache.node_mut(idx);
-                if !node.prefetched || node.issue_ns != t {
+                if !self.cache.node(idx).prefetched || self.cache.issue_ns(idx) != t {
                     continue;
                 }
+                let node = self.cache.node_mut(idx);
                 node.prefetched = false;
                 let slot = node.window_slot;
                 self.pending_prefetched -= 1;
@@ -210,11 +210,8 @@ impl Engine<'_> {
             let idx = self
                 .cache
                 .insert(key + i, Fill::Prefetch, &mut self.evicted);
-            let n = self.cache.node_mut(idx);
-            n.inflight = (!self.instant).then_some(id);
-            n.window = window.0;
-            n.window_slot = slot;
-            n.issue_ns = now;
+            self.cache.node_mut(idx).inflight = (!self.instant).then_some(id);
+            self.cache.set_prefetch(idx, window.0, slot, now);
         }
         self.c.prefetched_blocks += u64::from(blocks);
         self.pending_prefetched += u64::from(blocks);
