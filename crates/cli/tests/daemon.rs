@@ -146,6 +146,22 @@ fn write_config(dir: &Path, extra: &str) -> (PathBuf, PathBuf) {
     (cfg, state)
 }
 
+/// Root and the real python3: a temporary directory and a configuration
+/// in it that watches python3 (plus `extra`); `None` (the test skipped)
+/// otherwise.
+fn watching_python(extra: &str) -> Option<(PathBuf, tempfile::TempDir, PathBuf, PathBuf)> {
+    let Some(py) = python().filter(|_| is_root()) else {
+        eprintln!("skipped: needs root and /usr/bin/python3");
+        return None;
+    };
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (cfg, state) = write_config(
+        dir.path(),
+        &format!("watch = [\"{}\"]\n{extra}", py.display()),
+    );
+    Some((py, dir, cfg, state))
+}
+
 #[test]
 fn a_launch_is_recorded_then_replayed_and_survives_kill_9() {
     let Some(py) = python().filter(|_| is_root()) else {
@@ -329,18 +345,12 @@ fn a_program_with_no_set_follows_another_that_read_its_files_in_order() {
 
 #[test]
 fn over_its_cpu_cap_the_daemon_leaves_launches_alone() {
-    let Some(py) = python().filter(|_| is_root()) else {
-        eprintln!("skipped: needs root and /usr/bin/python3");
+    // A cap its own start-up (loading its programs, reading its store)
+    // is over.
+    let Some((py, _dir, cfg, state)) = watching_python("cpu_max_pct = 0.0001\n") else {
         return;
     };
     let _cold = cold_lock();
-    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-    // A cap its own start-up (loading its programs, reading its store)
-    // is over.
-    let (cfg, state) = write_config(
-        dir.path(),
-        &format!("watch = [\"{}\"]\ncpu_max_pct = 0.0001\n", py.display()),
-    );
     let d = Daemon::start(&cfg, &state);
     std::thread::sleep(Duration::from_millis(2200));
     let ok = Command::new(&py).args(["-c", "pass"]).status().unwrap();
@@ -353,16 +363,10 @@ fn over_its_cpu_cap_the_daemon_leaves_launches_alone() {
 
 #[test]
 fn a_launch_right_after_the_last_one_is_left_alone() {
-    let Some(py) = python().filter(|_| is_root()) else {
-        eprintln!("skipped: needs root and /usr/bin/python3");
+    let Some((py, _dir, cfg, state)) = watching_python("repeat_window_s = 30\n") else {
         return;
     };
     let _cold = cold_lock();
-    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-    let (cfg, state) = write_config(
-        dir.path(),
-        &format!("watch = [\"{}\"]\nrepeat_window_s = 30\n", py.display()),
-    );
     let d = Daemon::start(&cfg, &state);
     for _ in 0..3 {
         assert!(Command::new(&py)
