@@ -386,6 +386,21 @@ fn events(state: &Path) -> u64 {
     status(state).unwrap()["events"].as_u64().unwrap()
 }
 
+/// A launch of python3 that runs `first`, then reads `data` one page
+/// at a time: its saved launch and the events the daemon decoded meanwhile.
+fn read_by_pages(py: &Path, state: &Path, data: &Path, first: &str) -> (Value, u64) {
+    let read = format!(
+        "{first}f = open('{}', 'rb', buffering=0)\nwhile f.read(4096): pass\n",
+        data.display()
+    );
+    let before = events(state);
+    let mut c = Command::new(py).args(["-c", &read]).spawn().unwrap();
+    let pid = c.id();
+    assert!(c.wait().unwrap().success());
+    let l = saved_launch(state, pid);
+    (l, events(state) - before)
+}
+
 #[test]
 fn programs_it_does_not_follow_cost_it_no_events() {
     let Some(py) = python().filter(|_| is_root()) else {
@@ -420,17 +435,7 @@ fn programs_it_does_not_follow_cost_it_no_events() {
     let unwatched = events(&state) - before;
     assert!(unwatched < 1000, "dd is not watched: {unwatched} events");
     // A watched launch is followed for its window (3 s), then no more.
-    let read = format!(
-        "import time\ntime.sleep(3.5)\nf = open('{}', 'rb', buffering=0)\n\
-         while f.read(4096): pass\n",
-        data.display()
-    );
-    let before = events(&state);
-    let mut c = Command::new(&py).args(["-c", &read]).spawn().unwrap();
-    let pid = c.id();
-    assert!(c.wait().unwrap().success());
-    let l = saved_launch(&state, pid);
-    let late = events(&state) - before;
+    let (l, late) = read_by_pages(&py, &state, &data, "import time\ntime.sleep(3.5)\n");
     drop(d);
     assert!(
         l["read_pages"].as_u64().unwrap() > 0,
@@ -439,6 +444,29 @@ fn programs_it_does_not_follow_cost_it_no_events() {
     assert!(
         late < 4000,
         "8192 reads after its window were not followed: {late} events; {l}"
+    );
+}
+
+#[test]
+fn a_launch_whose_set_is_full_is_no_longer_followed() {
+    let Some((py, dir, cfg, state)) = watching_python("launch_cap_mib = 1\n") else {
+        return;
+    };
+    let _cold = cold_lock();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![7u8; 32 << 20]).unwrap();
+    let d = Daemon::start(&cfg, &state);
+    if status(&state).unwrap()["event_source"] != "ebpf" {
+        eprintln!("skipped: no eBPF here");
+        return;
+    }
+    // 8192 single-page reads in its window; the set holds 256 pages.
+    let (l, seen) = read_by_pages(&py, &state, &data, "");
+    drop(d);
+    assert_eq!(l["recorded_pages"], 256, "{l}");
+    assert!(
+        seen < 4000,
+        "reads after the set was full were not followed: {seen} events; {l}"
     );
 }
 

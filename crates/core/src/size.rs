@@ -66,7 +66,7 @@ fn scale_decimal(num: &str, mult: u64) -> Result<u64, Scaled> {
     let denom = 10u128.pow(frac.len() as u32);
     let m = u128::from(mult);
     let frac_scaled = parts * m;
-    if frac_scaled % denom != 0 {
+    if !frac_scaled.is_multiple_of(denom) {
         return Err(Scaled::Fraction);
     }
     let total = whole

@@ -153,7 +153,7 @@ impl Gate {
     /// [`PROBE_EVERY`]th run probes at `Reduced`.
     pub fn level_now(&self) -> Level {
         match self.level {
-            Level::Off if (self.runs_at_level + 1) % PROBE_EVERY == 0 => Level::Reduced,
+            Level::Off if (self.runs_at_level + 1).is_multiple_of(PROBE_EVERY) => Level::Reduced,
             l => l,
         }
     }
