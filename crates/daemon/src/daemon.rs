@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::launchset::{replay, Recorder, ReplayOptions, ReplayStats};
 use crate::shared::{self, Index, Matcher};
 use crate::store::{self, BOOT_KEY};
+use crate::streaks::Streaks;
 use outrider_driver::benefit::{Evidence, Gate, Level, Verdict};
 use outrider_live::source::EventSource;
 use outrider_live::tracefs::{EventKind, InstanceOptions, LiveEvent, EVENTS, EXEC_EVENT};
@@ -167,6 +168,8 @@ struct Launch {
     matcher: Option<Matcher>,
     /// Its set is full and its tasks are no longer followed in the kernel.
     full: bool,
+    /// The streaks of the set it had before (`None`: it had none).
+    prev: Option<Streaks>,
 }
 
 /// A finished set waiting to be saved: its key, the set, the launch it
@@ -176,6 +179,7 @@ struct Pending {
     set: AppHistory,
     launch: Option<u64>,
     gate: Gate,
+    streaks: Streaks,
 }
 
 enum Done {
@@ -488,7 +492,11 @@ impl Daemon {
         let (Ok(Some(h)), Ok(user)) = (self.store.load_run(key), Credentials::of_pid(pid)) else {
             return;
         };
-        let part = Arc::new(shared::from_position(&h, from));
+        let part = shared::from_position(&h, from);
+        let part = Arc::new(match store::load_streaks(&self.store, key) {
+            Some(s) => s.stable_part(&part),
+            None => part,
+        });
         self.spawn_replay(id, pid, Arc::clone(&part), 1.0, user);
         self.status.shared_replays += 1;
         if let Some(l) = self.launches.get_mut(&id) {
@@ -662,10 +670,11 @@ impl Daemon {
             Level::Reduced => 0.25,
             Level::Off => 0.0,
         };
-        let loaded = self.store.load_run(&key).ok().flatten().map(Arc::new);
+        let (loaded, prev) = self.load_set(&key);
         let known = loaded.is_some();
         let replayed = match (loaded, user) {
             (Some(h), Ok(user)) if share > 0.0 => {
+                let h = Arc::new(h);
                 self.spawn_replay(id, pid, Arc::clone(&h), share, user);
                 Some(h)
             }
@@ -694,9 +703,23 @@ impl Daemon {
                 matcher: (!known).then(Matcher::default),
                 replayed,
                 full: false,
+                prev,
             },
         );
         true
+    }
+
+    /// The part of set `key` to replay ([`Streaks::stable_part`]) and the
+    /// streaks of the whole set (all 1 for a set saved without them);
+    /// `(None, None)` when there is no such set.
+    fn load_set(&self, key: &str) -> (Option<AppHistory>, Option<Streaks>) {
+        let Some(h) = self.store.load_run(key).ok().flatten() else {
+            return (None, None);
+        };
+        match store::load_streaks(&self.store, key) {
+            Some(s) => (Some(s.stable_part(&h)), Some(s)),
+            None => (Some(h.clone()), Some(Streaks::all(&h, 1))),
+        }
     }
 
     /// Did application `app` launch less than
@@ -952,11 +975,13 @@ impl Daemon {
         let gate = self.judge(id, &l);
         if l.rec.pages > 0 {
             let set = l.rec.finish(&l.exe);
+            let streaks = Streaks::after(l.prev.as_ref(), &set);
             self.pending.push(Pending {
                 key,
                 set,
                 launch: Some(id),
                 gate,
+                streaks,
             });
         }
         self.dirty = true;
@@ -975,6 +1000,7 @@ impl Daemon {
                 set: rec.finish("boot"),
                 launch: None,
                 gate: Gate::default(),
+                streaks: Streaks::default(),
             });
         }
     }
@@ -982,7 +1008,7 @@ impl Daemon {
     fn save_pending(&mut self) {
         for p in std::mem::take(&mut self.pending) {
             let saved = match p.launch {
-                Some(_) => store::save(&mut self.store, &p.key, &p.set, &p.gate),
+                Some(_) => store::save(&mut self.store, &p.key, &p.set, &p.gate, &p.streaks),
                 None => {
                     let stamp = store::package_stamp(store::PACKAGE_DBS);
                     store::save_boot(&mut self.store, &p.set, &stamp)

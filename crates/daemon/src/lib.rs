@@ -135,6 +135,7 @@ pub mod launchset;
 pub mod query;
 pub mod shared;
 pub mod store;
+pub mod streaks;
 
 pub use config::{Config, ConfigError, DEFAULT_CONFIG};
 pub use daemon::{replay_boot, Daemon};

@@ -320,9 +320,30 @@ mod tests {
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let mut s = Store::open(dir.path().join("h.db")).unwrap();
         let g = outrider_driver::benefit::Gate::default();
-        crate::store::save(&mut s, &launch_key("/usr/bin/a"), &set(2, &[3, 4]), &g).unwrap();
-        crate::store::save(&mut s, &launch_key("/usr/bin/b_c"), &set(1, &[1]), &g).unwrap();
-        crate::store::save(&mut s, crate::store::BOOT_KEY, &set(5, &[9]), &g).unwrap();
+        crate::store::save(
+            &mut s,
+            &launch_key("/usr/bin/a"),
+            &set(2, &[3, 4]),
+            &g,
+            &Default::default(),
+        )
+        .unwrap();
+        crate::store::save(
+            &mut s,
+            &launch_key("/usr/bin/b_c"),
+            &set(1, &[1]),
+            &g,
+            &Default::default(),
+        )
+        .unwrap();
+        crate::store::save(
+            &mut s,
+            crate::store::BOOT_KEY,
+            &set(5, &[9]),
+            &g,
+            &Default::default(),
+        )
+        .unwrap();
         let mut sets = launch_sets_in(&s).unwrap();
         sets.sort_by(|a, b| a.exe.cmp(&b.exe));
         assert_eq!(sets.len(), 2, "the boot set is not an application's");

@@ -7,6 +7,7 @@
 //! stamp differs at load was recorded before a package upgrade and is
 //! discarded (ureadahead discards its pack the same way, when dpkg ran).
 
+use crate::streaks::Streaks;
 use outrider_driver::benefit::Gate;
 use outrider_store::{AppHistory, Store, StoreError};
 use rusqlite::params;
@@ -79,10 +80,29 @@ pub fn launch_key(exe: &str) -> String {
 /// The history name of a launch set's benefit gate.
 const GATE: &str = "gate";
 
-/// Save the launch set `h` under `key` with its benefit `gate` (the run
-/// counter goes on).
-pub fn save(store: &mut Store, key: &str, h: &AppHistory, gate: &Gate) -> Result<(), StoreError> {
-    store.save_run(key, h, &[(GATE, gate.encode())])
+/// The history name of a launch set's per-file streaks.
+const STREAKS: &str = "streaks";
+
+/// Save the launch set `h` under `key` with its benefit `gate` and its
+/// files' `streaks` (the run counter goes on).
+pub fn save(
+    store: &mut Store,
+    key: &str,
+    h: &AppHistory,
+    gate: &Gate,
+    streaks: &Streaks,
+) -> Result<(), StoreError> {
+    store.save_run(
+        key,
+        h,
+        &[(GATE, gate.encode()), (STREAKS, streaks.encode())],
+    )
+}
+
+/// The per-file streaks saved with the launch set of `key`; `None` when
+/// none were (a set saved before they existed) or they cannot be read.
+pub fn load_streaks(store: &Store, key: &str) -> Option<Streaks> {
+    (store.load_history(key, STREAKS).ok().flatten()).and_then(|b| Streaks::decode(&b))
 }
 
 /// The benefit gate saved with the launch set of `key` (a fresh one when
@@ -149,10 +169,13 @@ mod tests {
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let mut s = Store::open(dir.path().join("h.db")).unwrap();
         let h = AppHistory::default();
+        let streaks = Streaks::after(None, &h);
         for k in ["exe:/a", "exe:/b", "exe:/c"] {
-            save(&mut s, k, &h, &Gate::default()).unwrap();
+            save(&mut s, k, &h, &Gate::default(), &streaks).unwrap();
         }
-        save(&mut s, BOOT_KEY, &h, &Gate::default()).unwrap();
+        save(&mut s, BOOT_KEY, &h, &Gate::default(), &streaks).unwrap();
+        assert_eq!(load_streaks(&s, "exe:/a"), Some(streaks));
+        assert_eq!(load_streaks(&s, "exe:/none"), None);
         // Make /a the oldest, /c the newest.
         for (k, t) in [("exe:/a", 1), ("exe:/b", 2), ("exe:/c", 3)] {
             s.connection()
