@@ -14,22 +14,6 @@
 //! path (checked with the user's own file-system identity), merges each
 //! file's ranges, and asks for them with `POSIX_FADV_WILLNEED` in physical
 //! order (FIEMAP), stopping at the byte budget.
-//!
-//! **What a set holds.** The pages the launch's process tree read in its
-//! first `launch_window_s` (5 s), shared libraries and mapped files
-//! included (IORap and the Windows Prefetcher trace the first seconds of
-//! a launch the same way; FAST, FAST'11, the pages a launch faulted).
-//! **How it ages.** Each launch's recording replaces the set, and a file
-//! only the last launch read is not replayed once two launches are behind
-//! the set ([`crate::streaks`]): what is replayed is what launches in a
-//! row read. **The cap.** `launch_cap_mib` (256 MiB) per set, above
-//! IORap's 100 MB because a JVM or an interpreter importing a data
-//! science stack reads more than that in its first seconds (the python
-//! program of `bench/daemon/launch.sh` recorded 28 093 pages, 110 MiB,
-//! in the day in miniature); a set that reaches it
-//! stops recording, and its process tree is no longer followed. A replay
-//! is further bounded by `memory_budget_mib` and backs off under memory
-//! pressure.
 
 use outrider_core::FileId;
 use outrider_live::files::{FileTable, FileTableOptions};

@@ -40,7 +40,11 @@
 //!   previous one (as the Windows Prefetcher rewrites a `.pf` file after
 //!   each launch). A page the program stopped reading therefore leaves
 //!   the set after one launch; a file that changed (size, mtime, inode)
-//!   is dropped at replay ([`outrider_live::history::restore`]). The store
+//!   is dropped at replay ([`outrider_live::history::restore`]). Each
+//!   file carries a streak, the launches in a row that read it, and once
+//!   two launches are behind a set only files read by two in a row are
+//!   replayed ([`streaks`]): the file `cat <file>` was given last time
+//!   is not replayed for a `cat` given another. The store
 //!   keeps at most [`config::Config::history_max_apps`] sets; beyond it the
 //!   least recently saved (launched) applications are forgotten.
 //! * **How the cap is chosen**: 256 MiB per launch by default
@@ -52,7 +56,11 @@
 //!   library, and with the set cut at 64 MiB its second launch took 10-14%
 //!   of the cold-to-hot headroom; at 256 MiB, 55% (1.95x; medians of 5,
 //!   alternated, `bench/daemon/launch.sh`). The set holds pages the launch
-//!   touched, not the kernel's readahead around them.
+//!   touched, not the kernel's readahead around them. A set that reaches
+//!   its cap records nothing more, and its process tree is no longer
+//!   followed in the kernel (`rg` over a source tree went on sending ten
+//!   times its set's events, and resolving their files was most of the
+//!   daemon's CPU over the day in miniature).
 //!
 //! At the next exec of the application the set is replayed on a thread of
 //! its own ([`launchset::replay`]), until the launching process exits (the

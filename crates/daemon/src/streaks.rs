@@ -80,7 +80,8 @@ impl Streaks {
         }
     }
 
-    /// The stored form: [`RECORD`]-byte records, sorted.
+    /// The stored form: 20-byte records (dev, ino: u64 LE; streak: u32
+    /// LE), sorted.
     pub fn encode(&self) -> Vec<u8> {
         let mut v: Vec<_> = self.0.iter().collect();
         v.sort_unstable();
