@@ -162,6 +162,28 @@ fn watching_python(extra: &str) -> Option<(PathBuf, tempfile::TempDir, PathBuf, 
     Some((py, dir, cfg, state))
 }
 
+/// [`watching_python`], a file of `mib` MiB in its directory, the
+/// daemon started, the cold lock held (dropped after the daemon).
+#[allow(clippy::type_complexity)]
+fn python_and_data(
+    extra: &str,
+    mib: usize,
+) -> Option<(
+    PathBuf,
+    tempfile::TempDir,
+    PathBuf,
+    PathBuf,
+    Daemon,
+    std::sync::MutexGuard<'static, ()>,
+)> {
+    let (py, dir, cfg, state) = watching_python(extra)?;
+    let cold = cold_lock();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![7u8; mib << 20]).unwrap();
+    let d = Daemon::start(&cfg, &state);
+    Some((py, dir, state, data, d, cold))
+}
+
 #[test]
 fn a_launch_is_recorded_then_replayed_and_survives_kill_9() {
     let Some(py) = python().filter(|_| is_root()) else {
@@ -426,6 +448,42 @@ fn a_file_only_the_last_launch_read_is_not_replayed() {
     );
 }
 
+/// A launch that fills its set may read the rest of a replay after its
+/// cap: what it did not record is not judged wasted. The first launch
+/// reads a 160 MiB file forward from 16 MiB, the second backward from
+/// its end: the 64 MiB cap fills before either reaches the other's pages.
+#[test]
+fn a_launch_that_filled_its_set_is_not_judged_by_what_it_did_not_record() {
+    let Some((py, _dir, state, data, d, _cold)) = python_and_data("launch_cap_mib = 64\n", 160)
+    else {
+        return;
+    };
+    let launch = |order: &str| {
+        drop_caches();
+        let read = format!(
+            "import os, sys\nfd = os.open(sys.argv[1], os.O_RDONLY)\n\
+             for i in {order}: os.pread(fd, 1 << 20, i << 20)\n"
+        );
+        let mut c = Command::new(&py)
+            .args(["-c", &read])
+            .arg(&data)
+            .spawn()
+            .unwrap();
+        let pid = c.id();
+        assert!(c.wait().unwrap().success());
+        saved_launch(&state, pid)
+    };
+    launch("range(16, 160)");
+    let second = launch("reversed(range(160))");
+    drop(d);
+    assert_eq!(second["recorded_pages"], 16384, "{second}");
+    assert!(
+        second["replay"]["pages_requested"].as_u64().unwrap() > 8192,
+        "{second}"
+    );
+    assert_eq!(second["verdict"], "paid", "{second}");
+}
+
 /// The events the daemon decoded so far.
 fn events(state: &Path) -> u64 {
     status(state).unwrap()["events"].as_u64().unwrap()
@@ -494,13 +552,10 @@ fn programs_it_does_not_follow_cost_it_no_events() {
 
 #[test]
 fn a_launch_whose_set_is_full_is_no_longer_followed() {
-    let Some((py, dir, cfg, state)) = watching_python("launch_cap_mib = 1\n") else {
+    let Some((py, _dir, state, data, d, _cold)) = python_and_data("launch_cap_mib = 1\n", 32)
+    else {
         return;
     };
-    let _cold = cold_lock();
-    let data = dir.path().join("data");
-    std::fs::write(&data, vec![7u8; 32 << 20]).unwrap();
-    let d = Daemon::start(&cfg, &state);
     if status(&state).unwrap()["event_source"] != "ebpf" {
         eprintln!("skipped: no eBPF here");
         return;

@@ -159,6 +159,8 @@ struct Launch {
     /// The process that exec'd it.
     pid: u32,
     started_ns: u64,
+    /// When it exec'd (the event's time).
+    exec_ns: u64,
     rec: Recorder,
     /// The application's benefit gate at this launch.
     gate: Gate,
@@ -372,6 +374,7 @@ impl Daemon {
             user,
             pressure_max_pct: self.cfg.pressure_max_pct,
             launcher: None,
+            exec_ns: 0,
         }
     }
 
@@ -486,7 +489,7 @@ impl Daemon {
     /// its order: replay that set from access `from` on, as its own set
     /// would be, and judge it at the window's end as its own.
     fn replay_shared(&mut self, id: u64, key: &str, from: usize) {
-        let Some(pid) = self.launches.get(&id).map(|l| l.pid) else {
+        let Some((pid, exec_ns)) = self.launches.get(&id).map(|l| (l.pid, l.exec_ns)) else {
             return;
         };
         let (Ok(Some(h)), Ok(user)) = (self.store.load_run(key), Credentials::of_pid(pid)) else {
@@ -497,7 +500,7 @@ impl Daemon {
             Some(s) => s.stable_part(&part),
             None => part,
         });
-        self.spawn_replay(id, pid, Arc::clone(&part), 1.0, user);
+        self.spawn_replay(id, (pid, exec_ns), Arc::clone(&part), 1.0, user);
         self.status.shared_replays += 1;
         if let Some(l) = self.launches.get_mut(&id) {
             l.replayed = Some(part);
@@ -518,7 +521,7 @@ impl Daemon {
 
     fn on_event(&mut self, e: &LiveEvent) {
         let read = match e.kind {
-            EventKind::Exec { pid } => return self.on_exec(pid),
+            EventKind::Exec { pid } => return self.on_exec(pid, e.ts_ns),
             EventKind::Fork { parent, child } => {
                 if let Some(&id) = self.tree.get(&parent) {
                     self.tree.insert(child, id);
@@ -620,15 +623,15 @@ impl Daemon {
 
     /// An exec: a new launch if it is one, else the process is no longer
     /// followed (unless it is part of a launch being recorded).
-    fn on_exec(&mut self, pid: u32) {
-        if !self.start_launch(pid) && !self.tree.contains_key(&pid) {
+    fn on_exec(&mut self, pid: u32, ts_ns: u64) {
+        if !self.start_launch(pid, ts_ns) && !self.tree.contains_key(&pid) {
             self.untrack(pid);
         }
     }
 
-    /// Start recording (and replaying) the launch `pid` exec'd, if it is
-    /// one; false when it is not.
-    fn start_launch(&mut self, pid: u32) -> bool {
+    /// Start recording (and replaying) the launch `pid` exec'd at
+    /// `exec_ns`, if it is one; false when it is not.
+    fn start_launch(&mut self, pid: u32, exec_ns: u64) -> bool {
         if pid == std::process::id() {
             return false;
         }
@@ -675,7 +678,7 @@ impl Daemon {
         let replayed = match (loaded, user) {
             (Some(h), Ok(user)) if share > 0.0 => {
                 let h = Arc::new(h);
-                self.spawn_replay(id, pid, Arc::clone(&h), share, user);
+                self.spawn_replay(id, (pid, exec_ns), Arc::clone(&h), share, user);
                 Some(h)
             }
             _ => None,
@@ -698,6 +701,7 @@ impl Daemon {
                 exe,
                 pid,
                 started_ns: monotonic_ns(),
+                exec_ns,
                 rec: Recorder::new(self.cfg.launch_cap_mib << 20),
                 gate,
                 matcher: (!known).then(Matcher::default),
@@ -747,19 +751,20 @@ impl Daemon {
         false
     }
 
-    /// Replay `set` for launch `id` of process `pid` (`share` of the
-    /// budget, capped by the launch-set cap; as `user`) on a thread of its
-    /// own, until `pid` exits.
+    /// Replay `set` for launch `id` of process `pid`, exec'd at
+    /// `exec_ns` (`share` of the budget, capped by the launch-set cap; as
+    /// `user`) on a thread of its own, until `pid` exits.
     fn spawn_replay(
         &mut self,
         id: u64,
-        pid: u32,
+        (pid, exec_ns): (u32, u64),
         set: Arc<AppHistory>,
         share: f64,
         user: Option<Credentials>,
     ) {
         let mut opts = self.replay_options(share, user);
         opts.launcher = Some(pid);
+        opts.exec_ns = exec_ns;
         opts.budget_bytes = opts.budget_bytes.min(self.cfg.launch_cap_mib << 20);
         let tx = self.done_tx.clone();
         std::thread::spawn(move || {
@@ -769,8 +774,8 @@ impl Daemon {
     }
 
     /// The gate of launch `l` after its window: a replay's pages the
-    /// launch read were used, the rest wasted
-    /// ([`outrider_driver::benefit::Evidence`]); a launch with no replay
+    /// launch read were used, the rest wasted unless the launch filled
+    /// its set ([`outrider_driver::benefit::Evidence`]); a launch with no replay
     /// (or one not finished) is no evidence.
     fn judge(&mut self, id: u64, l: &Launch) -> Gate {
         let requested = status_of(&mut self.status, id)
@@ -779,9 +784,15 @@ impl Daemon {
         let ev = match (&l.replayed, requested) {
             (Some(h), Some(requested)) => {
                 let used = l.rec.overlap(h).min(requested);
+                // A launch whose set filled up may read the rest after
+                // its cap: not read is not wasted. (`rg` over a source
+                // tree read its files in another order each time: 6 518
+                // of 65 536 replayed pages recorded, judged harmed, while
+                // its block-I/O wait fell from 1.13 s to 0.54 s.)
+                let unread = if l.rec.is_full() { 0 } else { requested - used };
                 Evidence {
                     used_pages: used,
-                    wasted_pages: requested - used,
+                    wasted_pages: unread,
                     cpu_s: 0.0,
                     elapsed_s: self.cfg.launch_window_s,
                 }
@@ -1167,6 +1178,7 @@ pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
                 user: None,
                 pressure_max_pct: cfg.pressure_max_pct,
                 launcher: None,
+                exec_ns: 0,
             },
         )),
         None => Err(format!(

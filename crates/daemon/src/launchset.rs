@@ -219,6 +219,16 @@ pub struct ReplayStats {
     /// Pages of files the launch read sequentially, left to the kernel's
     /// readahead ([`sequential_files`]).
     pub pages_left_to_readahead: u64,
+    /// Seconds from the exec ([`ReplayOptions::exec_ns`]) to the
+    /// replay's start, to its files verified, to its first request and
+    /// to its end (0 when it never got there).
+    pub started_s: f64,
+    /// See [`ReplayStats::started_s`].
+    pub verified_s: f64,
+    /// See [`ReplayStats::started_s`].
+    pub first_request_s: f64,
+    /// See [`ReplayStats::started_s`].
+    pub done_s: f64,
 }
 
 /// A file read sequentially over more than this many pages (8 MiB, the
@@ -257,6 +267,9 @@ pub struct ReplayOptions {
     /// The launching process: once it exited, the rest of its set is
     /// not asked for (it could only compete with the programs after it).
     pub launcher: Option<u32>,
+    /// When the launch exec'd (CLOCK_MONOTONIC ns), the origin of the
+    /// replay's times; 0: its own start.
+    pub exec_ns: u64,
 }
 
 /// Pages asked for between two looks at whether the launcher exited.
@@ -322,6 +335,21 @@ impl Backoff {
 /// hold another user's launch of the same executable); the others count
 /// as dropped.
 pub fn replay(h: &AppHistory, o: &ReplayOptions) -> ReplayStats {
+    let origin = if o.exec_ns > 0 {
+        o.exec_ns
+    } else {
+        outrider_sys::monotonic_ns()
+    };
+    let since = || outrider_sys::monotonic_ns().saturating_sub(origin) as f64 / 1e9;
+    let started_s = since();
+    let mut st = replay_from(h, o, &since);
+    st.started_s = started_s;
+    st.done_s = since();
+    st
+}
+
+/// [`replay`], its times but the start and end taken by `since`.
+fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> ReplayStats {
     let Some(backoff) = Backoff::start(o.pressure_max_pct) else {
         return ReplayStats {
             stopped_by_pressure: true,
@@ -338,6 +366,7 @@ pub fn replay(h: &AppHistory, o: &ReplayOptions) -> ReplayStats {
     let mut st = ReplayStats {
         files_kept: restored.files_kept,
         files_dropped: restored.files_dropped,
+        verified_s: since(),
         ..ReplayStats::default()
     };
     // First-touch order, one reorder buffer at a time, each in physical
@@ -386,6 +415,9 @@ pub fn replay(h: &AppHistory, o: &ReplayOptions) -> ReplayStats {
             st.pages_skipped += pages;
             continue;
         };
+        if n > 0 && st.pages_requested == 0 {
+            st.first_request_s = since();
+        }
         if n > 0
             && outrider_sys::fetch_chunks(
                 f.fd.as_fd(),
@@ -532,6 +564,7 @@ mod tests {
             user,
             pressure_max_pct: 100.0,
             launcher: None,
+            exec_ns: 0,
         }
     }
 

@@ -95,7 +95,8 @@
 //! * **Replays that did not pay** (the benefit gate of `outrider run`,
 //!   `outrider_driver::benefit`, saved with each launch set): at the end
 //!   of a launch's window, the pages of the replayed set the launch read
-//!   count as used and the rest as wasted. A harmed verdict (the waste
+//!   count as used and the rest as wasted (for a launch that filled its
+//!   own set, which may read them past its cap, as unknown). A harmed verdict (the waste
 //!   cost more than the used pages saved, and more than 4 MiB) steps
 //!   the level down — a quarter of the budget, then no
 //!   replay but every 4th launch, which probes; a paid replay restores

@@ -162,10 +162,7 @@ impl AsUser {
     /// Run `f` with the user's file-system ids, then restore ours. An
     /// error (`EPERM`) when the ids could not be taken; `f` did not run.
     pub fn run<T>(&self, f: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
-        let (uid, gid) = match set_fs_ids(self.uid, self.gid) {
-            Ok(old) => old,
-            Err(e) => return Err(e),
-        };
+        let (uid, gid) = set_fs_ids(self.uid, self.gid)?;
         let r = f();
         // Returning to our own ids cannot fail; if it did, the thread
         // would keep the user's (fewer) rights, the safe direction.
