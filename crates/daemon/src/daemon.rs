@@ -469,7 +469,7 @@ impl Daemon {
             let _ = std::fs::remove_file(self.cfg.state_dir.join(DELAYACCT_WAS));
         }
         self.tick(u64::MAX, true);
-        log(format!("outrider daemon: stopped, history saved"));
+        log("outrider daemon: stopped, history saved".to_string());
     }
 
     /// Wait for events: a source that wakes us at an exec is waited on

@@ -112,7 +112,7 @@ const CHECK_LOOKAHEAD: usize = 48;
 /// The earliest request time and the end block of whole, well-formed
 /// records in `bytes`, or `None` if any is not (or there are none).
 fn time_and_end(bytes: &[u8], unit_ns: u64, obj_bytes: u64) -> Option<(u64, u64)> {
-    if bytes.is_empty() || bytes.len() % RECORD_BYTES != 0 {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(RECORD_BYTES) {
         return None;
     }
     let (mut t0_ns, mut end_bytes) = (u64::MAX, 0);
