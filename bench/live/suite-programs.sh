@@ -17,6 +17,9 @@ sqlite-index sqlite-point
 wc rg-mmap tac mmap-back pread-stride mmap-stride
 ls python-bare perl file"
 SUITE_QUICK="tar du gcc sqlite-point tac ls"
+# Program starts beyond the suite (Debian packages a user runs), for the
+# daemon's launch bench: PROGRAMS="$SUITE_STARTS" bench/daemon/launch.sh.
+SUITE_STARTS="gdb cmake convert vim npm man pip go sqlite-cli"
 
 # Subdirectories of the kernel tree copied to the tree walkers' tree (185 MB,
 # 31 k files) and to the git repository's history (90 MB, 5 k files).
@@ -252,7 +255,17 @@ suite_program() {
     python-bare) CAT=short DESC="\`python3 -c pass\` (Debian's Python)" CMD=(/usr/bin/python3 -c pass) ;;
     perl) CAT=short DESC="\`perl -MPOSIX -e 1\`" CMD=(perl -MPOSIX -e 1) ;;
     file) suite_install file:file; CAT=short DESC="\`file /bin/ls\` (loads the magic database)" CMD=(file /bin/ls) ;;
-    *) echo "suite: unknown program '$1' (expected one of: $(echo $SUITE_PROGRAMS))" >&2; exit 2 ;;
+    gdb) suite_install gdb:gdb; CAT=start DESC="\`gdb --version\`" CMD=(gdb --version) ;;
+    cmake) suite_install cmake:cmake; CAT=start DESC="\`cmake --version\`" CMD=(cmake --version) ;;
+    convert) suite_install convert:imagemagick; CAT=start DESC="\`convert -version\` (ImageMagick)" CMD=(convert -version) ;;
+    vim) suite_install vim:vim; CAT=start DESC="\`vim -es\` with the system vimrc, quitting at once"
+      CMD=(vim -es -u /usr/share/vim/vimrc -c q) ;;
+    npm) suite_install npm:npm; CAT=start DESC="\`npm --version\` (node loading npm's modules)" CMD=(npm --version) ;;
+    man) suite_install man:man-db; CAT=start DESC="\`man ls\` to a pipe (man, groff, its macros and fonts)" CMD=(man ls) ;;
+    pip) suite_install pip3:python3-pip; CAT=start DESC="\`pip3 --version\` (Python importing pip)" CMD=(pip3 --version) ;;
+    go) suite_install go:golang-go; CAT=start DESC="\`go version\` (a statically linked binary)" CMD=(go version) ;;
+    sqlite-cli) suite_install sqlite3:sqlite3; CAT=start DESC="\`sqlite3 :memory: 'select 1'\`" CMD=(sqlite3 :memory: "select 1") ;;
+    *) echo "suite: unknown program '$1' (expected one of: $(echo $SUITE_PROGRAMS $SUITE_STARTS))" >&2; exit 2 ;;
   esac
   [ "$CAT" = short ] && [ "$REPS_OF" -lt "$SHORT_REPS" ] && REPS_OF=$SHORT_REPS
   if ! command -v "${CMD[0]}" > /dev/null 2>&1; then
