@@ -257,7 +257,7 @@ suite_program() {
     file) suite_install file:file; CAT=short DESC="\`file /bin/ls\` (loads the magic database)" CMD=(file /bin/ls) ;;
     gdb) suite_install gdb:gdb; CAT=start DESC="\`gdb --version\`" CMD=(gdb --version) ;;
     cmake) suite_install cmake:cmake; CAT=start DESC="\`cmake --version\`" CMD=(cmake --version) ;;
-    convert) suite_install convert:imagemagick; CAT=start DESC="\`convert -version\` (ImageMagick)" CMD=(convert -version) ;;
+    convert) suite_install /usr/bin/convert:imagemagick; CAT=start DESC="\`convert -version\` (ImageMagick)" CMD=(/usr/bin/convert -version) ;;
     vim) suite_install vim:vim; CAT=start DESC="\`vim -es\` with the system vimrc, quitting at once"
       CMD=(vim -es -u /usr/share/vim/vimrc -c q) ;;
     npm) suite_install npm:npm; CAT=start DESC="\`npm --version\` (node loading npm's modules)" CMD=(npm --version) ;;
