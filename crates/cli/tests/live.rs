@@ -526,6 +526,8 @@ fn run_follows_the_program_into_its_memory_cgroup() {
     let Some(cg) = memory_cgroup("outrider-test-", limit) else {
         return;
     };
+    // What is resident is measured: no other test may drop caches meanwhile.
+    let _cold = cold_lock();
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let f = dir.path().join("data");
     make_file(&f, 16384); // 64 MiB: twice the limit
@@ -576,6 +578,8 @@ fn a_history_replay_started_before_the_cgroup_join_stays_within_the_limit() {
     let Some(cg) = memory_cgroup("outrider-test-hist-", limit) else {
         return;
     };
+    // What is resident is measured: no other test may drop caches meanwhile.
+    let _cold = cold_lock();
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let f = dir.path().join("data");
     make_file(&f, 32768); // 128 MiB: four times the limit
