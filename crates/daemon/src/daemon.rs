@@ -492,14 +492,11 @@ impl Daemon {
         let Some((pid, exec_ns)) = self.launches.get(&id).map(|l| (l.pid, l.exec_ns)) else {
             return;
         };
-        let (Ok(Some(h)), Ok(user)) = (self.store.load_run(key), Credentials::of_pid(pid)) else {
+        let ((Some(part), _), Ok(user)) = (self.load_set(key, from), Credentials::of_pid(pid))
+        else {
             return;
         };
-        let part = shared::from_position(&h, from);
-        let part = Arc::new(match store::load_streaks(&self.store, key) {
-            Some(s) => s.stable_part(&part),
-            None => part,
-        });
+        let part = Arc::new(part);
         self.spawn_replay(id, (pid, exec_ns), Arc::clone(&part), 1.0, user);
         self.status.shared_replays += 1;
         if let Some(l) = self.launches.get_mut(&id) {
@@ -673,7 +670,7 @@ impl Daemon {
             Level::Reduced => 0.25,
             Level::Off => 0.0,
         };
-        let (loaded, prev) = self.load_set(&key);
+        let (loaded, prev) = self.load_set(&key, 0);
         let known = loaded.is_some();
         let replayed = match (loaded, user) {
             (Some(h), Ok(user)) if share > 0.0 => {
@@ -713,16 +710,25 @@ impl Daemon {
         true
     }
 
-    /// The part of set `key` to replay ([`Streaks::stable_part`]) and the
-    /// streaks of the whole set (all 1 for a set saved without them);
-    /// `(None, None)` when there is no such set.
-    fn load_set(&self, key: &str) -> (Option<AppHistory>, Option<Streaks>) {
+    /// The part of set `key` to replay, from its access `from` on
+    /// ([`Streaks::stable_part`]), and the streaks of the whole set (all 1
+    /// for a set saved without them, which replays whole); `(None, None)`
+    /// when there is no such set.
+    fn load_set(&self, key: &str, from: usize) -> (Option<AppHistory>, Option<Streaks>) {
         let Some(h) = self.store.load_run(key).ok().flatten() else {
             return (None, None);
         };
+        let h = if from > 0 {
+            shared::from_position(&h, from)
+        } else {
+            h
+        };
         match store::load_streaks(&self.store, key) {
-            Some(s) => (Some(s.stable_part(&h)), Some(s)),
-            None => (Some(h.clone()), Some(Streaks::all(&h, 1))),
+            Some(s) => (Some(s.stable_part(h)), Some(s)),
+            None => {
+                let all = Streaks::all(&h, 1);
+                (Some(h), Some(all))
+            }
         }
     }
 
