@@ -4,6 +4,7 @@
 use crate::clients::Listener;
 use crate::config::Config;
 use crate::launchset::{replay, Recorder, ReplayOptions, ReplayStats};
+use crate::sets::{Cached, Sets};
 use crate::shared::{self, Index, Matcher};
 use crate::store::{self, BOOT_KEY};
 use crate::streaks::Streaks;
@@ -187,8 +188,8 @@ struct Pending {
 enum Done {
     Launch(u64, ReplayStats),
     Boot(ReplayStats),
-    /// The index of the stored launch sets, built at start.
-    Index(Box<Index>),
+    /// The index of the stored launch sets, and the sets, read at start.
+    Index(Box<(Index, Sets)>),
 }
 
 /// The running daemon.
@@ -198,6 +199,8 @@ pub struct Daemon {
     /// Our own executable (read once; every exec is compared with it).
     own_exe: Option<PathBuf>,
     store: Store,
+    /// The launch sets in memory ([`crate::sets`]).
+    sets: Sets,
     status_path: PathBuf,
     status: Status,
     status_written_ns: u64,
@@ -281,16 +284,18 @@ impl Daemon {
     /// serving clients read it again).
     pub fn new(cfg: Config, config_path: PathBuf) -> Result<Daemon, String> {
         let store = open_store(&cfg)?;
+        let sets = Sets::open(&store);
         let (done_tx, done_rx) = mpsc::channel();
         let mut d = Daemon {
             status_path: cfg.state_dir.join("status.json"),
             status: Status {
                 pid: std::process::id(),
                 store: cfg.store_path().display().to_string(),
-                launch_sets_stored: store::launch_sets(&store),
+                launch_sets_stored: sets.stored(),
                 ..Status::default()
             },
             store,
+            sets,
             status_written_ns: 0,
             dirty: true,
             next_id: 1,
@@ -328,25 +333,24 @@ impl Daemon {
         let (path, tx) = (self.cfg.store_path(), self.done_tx.clone());
         std::thread::spawn(move || {
             let mut idx = Index::default();
-            if let Ok(store) = Store::open(&path) {
-                for key in store::launch_keys(&store) {
-                    if let Ok(Some(h)) = store.load_run(&key) {
-                        idx.add(&key, &h);
-                    }
-                }
-            }
-            let _ = tx.send(Done::Index(Box::new(idx)));
+            let sets = match Store::open(&path) {
+                Ok(store) => Sets::preload(&store, |key, h| idx.add(key, h)),
+                Err(_) => Sets::default(),
+            };
+            let _ = tx.send(Done::Index(Box::new((idx, sets))));
         });
     }
 
-    /// The index built at start arrived: it takes the sets saved since.
-    fn take_index(&mut self, mut idx: Index) {
+    /// The index and the sets read at start arrived: the index takes the
+    /// sets saved since, the sets in memory those read.
+    fn take_index(&mut self, (mut idx, sets): (Index, Sets)) {
         for key in self.saved_before_index.take().unwrap_or_default() {
-            if let Ok(Some(h)) = self.store.load_run(&key) {
-                idx.add(&key, &h);
+            if let Some(c) = self.sets.get(&self.store, &key) {
+                idx.add(&key, &c.set);
             }
         }
         self.index = idx;
+        self.sets.adopt(sets);
     }
 
     fn start_boot(&mut self) {
@@ -664,13 +668,14 @@ impl Daemon {
         // a set whose replays did not pay is replayed with a quarter of
         // the budget, then not at all but every PROBE_EVERY-th launch.
         let user = Credentials::of_pid(pid);
-        let gate = store::load_gate(&self.store, &key);
+        let cached = self.sets.get(&self.store, &key);
+        let gate = cached.as_ref().map(|c| c.gate.clone()).unwrap_or_default();
         let share = match gate.level_now() {
             Level::Full => 1.0,
             Level::Reduced => 0.25,
             Level::Off => 0.0,
         };
-        let (loaded, prev) = self.load_set(&key, 0);
+        let (loaded, prev) = cached.map_or((None, None), |c| Self::part_of(c, 0));
         let known = loaded.is_some();
         let replayed = match (loaded, user) {
             (Some(h), Ok(user)) if share > 0.0 => {
@@ -714,16 +719,21 @@ impl Daemon {
     /// ([`Streaks::stable_part`]), and the streaks of the whole set (all 1
     /// for a set saved without them, which replays whole); `(None, None)`
     /// when there is no such set.
-    fn load_set(&self, key: &str, from: usize) -> (Option<AppHistory>, Option<Streaks>) {
-        let Some(h) = self.store.load_run(key).ok().flatten() else {
-            return (None, None);
-        };
+    fn load_set(&mut self, key: &str, from: usize) -> (Option<AppHistory>, Option<Streaks>) {
+        match self.sets.get(&self.store, key) {
+            Some(c) => Self::part_of(c, from),
+            None => (None, None),
+        }
+    }
+
+    /// [`Daemon::load_set`] of a set in memory.
+    fn part_of(c: Cached, from: usize) -> (Option<AppHistory>, Option<Streaks>) {
         let h = if from > 0 {
-            shared::from_position(&h, from)
+            shared::from_position(&c.set, from)
         } else {
-            h
+            Arc::unwrap_or_clone(c.set)
         };
-        match store::load_streaks(&self.store, key) {
+        match c.streaks {
             Some(s) => (Some(s.stable_part(h)), Some(s)),
             None => {
                 let all = Streaks::all(&h, 1);
@@ -1035,6 +1045,7 @@ impl Daemon {
             match saved {
                 Ok(()) => match p.launch {
                     Some(id) => {
+                        (self.sets).saved(&self.store, &key, &p.set, &p.streaks, &p.gate);
                         self.index.add(&key, &p.set);
                         if let Some(keys) = self.saved_before_index.as_mut() {
                             keys.push(key.clone());
@@ -1053,10 +1064,14 @@ impl Daemon {
             }
         }
         match store::enforce_bound(&self.store, self.cfg.history_max_apps) {
-            Ok(n) => self.status.launch_sets_forgotten += n,
+            Ok(0) => {}
+            Ok(n) => {
+                self.status.launch_sets_forgotten += n;
+                self.sets.bounded(&self.store);
+            }
             Err(e) => log(format!("outrider daemon: bounding the history: {e}")),
         }
-        self.status.launch_sets_stored = store::launch_sets(&self.store);
+        self.status.launch_sets_stored = self.sets.stored();
         self.dirty = true;
     }
 

@@ -29,7 +29,9 @@ use std::path::Path;
 /// executable, and with `args > 0` the shape of its first `args`
 /// command-line words — the name it was started by (`argv[0]`, its last
 /// path component), then the arguments, each file that exists (relative
-/// to `cwd`) written `<file>` and the rest cut at 32 bytes. One
+/// to `cwd`) written `<file>` and the rest cut at 32 bytes. A word
+/// starting with `-` is an option, never looked up: each lookup is a
+/// directory read, from the disk when cold, on the exec's path. One
 /// executable serves many applications: a venv's `python` and
 /// `python3 -c pass` are both `/usr/bin/python3.11`, `git status` and
 /// `git log -p` are both `git`; with the executable alone (`args = 0`,
@@ -42,7 +44,7 @@ pub fn app_name(exe: &str, argv: &[String], cwd: &Path, args: usize) -> String {
     for (i, a) in argv.iter().take(args).enumerate() {
         let w = if i == 0 {
             a.rsplit('/').next().unwrap_or(a).to_string()
-        } else if !a.is_empty() && cwd.join(a).is_file() {
+        } else if !a.is_empty() && !a.starts_with('-') && cwd.join(a).is_file() {
             "<file>".to_string()
         } else {
             let mut end = a.len().min(32);
@@ -599,6 +601,13 @@ mod tests {
         let n = app_name("/x", &v(&["x", &long]), cwd, 2);
         assert!(n.len() <= "/x [x ]".len() + 32, "{n}");
         assert_eq!(app_name("/x", &[], cwd, 2), "/x");
+        // An option is never looked up, even where a file has its name.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("-c"), "").unwrap();
+        assert_eq!(
+            app_name(py, &v(&["python3", "-c", "pass"]), dir.path(), 2),
+            "/usr/bin/python3.11 [python3 -c]"
+        );
     }
 
     #[test]

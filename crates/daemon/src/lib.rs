@@ -142,6 +142,7 @@ pub mod daemon;
 pub mod helper;
 pub mod launchset;
 pub mod query;
+pub mod sets;
 pub mod shared;
 pub mod store;
 pub mod streaks;

@@ -255,6 +255,13 @@ impl Store {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         // Fails here with "file is not a database" for non-SQLite files.
         wal_mode(&conn).map_err(sql)?;
+        // In WAL mode NORMAL syncs at checkpoints, not at every commit: a
+        // commit survives the process being killed (the WAL is in the
+        // page cache), and only an OS crash may lose the last ones. The
+        // daemon saves launch sets on its event loop, where each commit's
+        // fsync held the next exec's replay back.
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sql)?;
         let tables: Vec<String> = {
             let mut st = conn
                 .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")

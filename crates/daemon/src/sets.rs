@@ -1,0 +1,338 @@
+//! The launch sets held in memory, so that an exec costs the daemon no
+//! read of its own store.
+//!
+//! At an exec the daemon needs the application's launch set, its streaks
+//! and its benefit gate before it can start the replay, and the program
+//! is already running. Read from SQLite at every exec, they cost a few
+//! page reads of the store — disk reads when the store's pages are cold,
+//! as after a cache drop — before the replay's first request: the replay
+//! of `python3 -c pass` started 16-17 ms after the exec in two of five
+//! cold launches, with the whole launch taking 30-50 ms (`outrider
+//! status --json`, `started_s`).
+//!
+//! So [`Sets`] keeps, in memory:
+//!
+//! * the keys of every launch set stored (an exec of an application with
+//!   no set reads nothing), read at start and kept on every save and
+//!   bound;
+//! * the sets themselves, with their streaks and gate, as saved by this
+//!   daemon or loaded at a first exec, up to [`CACHE_MAX_BYTES`]
+//!   (estimated), the least recently launched dropped first (a dropped
+//!   set is read from the store again at its next exec).
+//!
+//! Another process may change the store: `outrider forget` removes sets.
+//! SQLite's `PRAGMA data_version` (moved by any other connection's commit;
+//! in WAL mode read from the shared-memory index, no disk read) is looked
+//! at before each use, and the whole cache is read again when it moved.
+
+use crate::store;
+use crate::streaks::Streaks;
+use outrider_driver::benefit::Gate;
+use outrider_store::{AccessRecord, AppHistory, FileRecord, Store};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::sync::Arc;
+
+/// Bytes of launch sets kept in memory at most (estimated: their access
+/// records, file records and paths). A 256 MiB launch set of a thousand
+/// files is about 0.3 MiB; `rg` over a source tree filled its 256 MiB set
+/// with 31 577 files, about 4 MiB.
+pub const CACHE_MAX_BYTES: usize = 16 << 20;
+
+/// One launch set in memory.
+#[derive(Clone, Debug)]
+pub struct Cached {
+    /// The set as the store returns it (files in id order).
+    pub set: Arc<AppHistory>,
+    /// Its files' streaks (`None`: saved before streaks existed).
+    pub streaks: Option<Streaks>,
+    /// Its benefit gate.
+    pub gate: Gate,
+    bytes: usize,
+    used: u64,
+}
+
+/// The launch sets in memory (see the module documentation).
+#[derive(Default)]
+pub struct Sets {
+    keys: FxHashSet<String>,
+    cached: FxHashMap<String, Cached>,
+    bytes: usize,
+    clock: u64,
+    version: Option<i64>,
+}
+
+/// What a set takes in memory, estimated.
+fn bytes_of(h: &AppHistory) -> usize {
+    let file = |f: &FileRecord| {
+        size_of::<FileRecord>() + f.path.len() + f.handle.as_ref().map_or(0, |h| h.1.len())
+    };
+    h.accesses.len() * size_of::<AccessRecord>() + h.files.iter().map(file).sum::<usize>()
+}
+
+/// The store's change counter as seen by this connection.
+fn data_version(store: &Store) -> Option<i64> {
+    (store.connection())
+        .query_row("PRAGMA data_version", [], |r| r.get(0))
+        .ok()
+}
+
+impl Sets {
+    /// The keys of the launch sets in `store`; no set read yet.
+    pub fn open(store: &Store) -> Sets {
+        let mut s = Sets::default();
+        s.reread(store);
+        s
+    }
+
+    /// Forget what is in memory and read the keys again.
+    fn reread(&mut self, store: &Store) {
+        self.cached.clear();
+        self.bytes = 0;
+        self.keys = store::launch_keys(store).into_iter().collect();
+        self.version = data_version(store);
+    }
+
+    /// Another connection committed since we last looked: read again.
+    fn check(&mut self, store: &Store) {
+        let v = data_version(store);
+        if v != self.version {
+            self.reread(store);
+        }
+    }
+
+    /// The launch set of `key`, read from the store only the first time
+    /// (or after another process changed the store); `None` when the store
+    /// has none or it cannot be read.
+    pub fn get(&mut self, store: &Store, key: &str) -> Option<Cached> {
+        self.check(store);
+        if !self.keys.contains(key) {
+            return None;
+        }
+        self.clock += 1;
+        if let Some(c) = self.cached.get_mut(key) {
+            c.used = self.clock;
+            return Some(c.clone());
+        }
+        let set = store.load_run(key).ok().flatten()?;
+        let streaks = store::load_streaks(store, key);
+        let gate = store::load_gate(store, key);
+        Some(self.insert(key, set, streaks, gate))
+    }
+
+    /// The set of `key` was just saved by this daemon: what the store now
+    /// returns for it. `runs` goes on from the set in memory (the store
+    /// counts the same way; a set not in memory counts from the store's
+    /// count, unknown here, so from 1: `runs` only tells the streaks
+    /// whether one launch or more is behind the set, see
+    /// [`Streaks::stable_part`]).
+    pub fn saved(
+        &mut self,
+        store: &Store,
+        key: &str,
+        set: &AppHistory,
+        streaks: &Streaks,
+        gate: &Gate,
+    ) {
+        self.check(store);
+        let runs = match self.cached.get(key) {
+            Some(c) => c.set.runs + 1,
+            None if self.keys.contains(key) => {
+                // Not in memory: the store's count is the truth.
+                store.load_run(key).ok().flatten().map_or(1, |h| h.runs)
+            }
+            None => 1,
+        };
+        let mut set = set.clone();
+        set.runs = runs;
+        set.files.sort_unstable_by_key(|f| f.id);
+        self.keys.insert(key.to_string());
+        self.insert(key, set, Some(streaks.clone()), gate.clone());
+    }
+
+    /// The store forgot launch sets (its size bound): keep only those left.
+    pub fn bounded(&mut self, store: &Store) {
+        self.keys = store::launch_keys(store).into_iter().collect();
+        let keys = &self.keys;
+        self.cached.retain(|k, _| keys.contains(k));
+        self.bytes = self.cached.values().map(|c| c.bytes).sum();
+    }
+
+    /// Keep `set` in memory under `key` (a set larger than the whole
+    /// cache is not kept); returns it.
+    fn insert(
+        &mut self,
+        key: &str,
+        set: AppHistory,
+        streaks: Option<Streaks>,
+        gate: Gate,
+    ) -> Cached {
+        if let Some(old) = self.cached.remove(key) {
+            self.bytes -= old.bytes;
+        }
+        self.clock += 1;
+        let c = Cached {
+            bytes: bytes_of(&set),
+            set: Arc::new(set),
+            streaks,
+            gate,
+            used: self.clock,
+        };
+        if c.bytes > CACHE_MAX_BYTES {
+            return c;
+        }
+        while self.bytes + c.bytes > CACHE_MAX_BYTES {
+            self.evict_oldest();
+        }
+        self.bytes += c.bytes;
+        self.cached.insert(key.to_string(), c.clone());
+        debug_assert_eq!(
+            self.bytes,
+            self.cached.values().map(|c| c.bytes).sum::<usize>()
+        );
+        debug_assert!(self.bytes <= CACHE_MAX_BYTES);
+        c
+    }
+
+    fn evict_oldest(&mut self) {
+        let oldest = (self.cached.iter())
+            .min_by_key(|(_, c)| c.used)
+            .map(|(k, _)| k.clone());
+        if let Some(c) = oldest.and_then(|k| self.cached.remove(&k)) {
+            self.bytes -= c.bytes;
+        }
+    }
+
+    /// Read every launch set of `store` into memory, the most recently
+    /// saved kept when they do not all fit; with each `(key, set)` read
+    /// given to `each` (the daemon indexes them, [`crate::shared`]).
+    pub fn preload(store: &Store, mut each: impl FnMut(&str, &AppHistory)) -> Sets {
+        let mut s = Sets::open(store);
+        // Oldest first: the least recently used is the first dropped.
+        for key in store::launch_keys(store).into_iter().rev() {
+            if let Some(c) = s.get(store, &key) {
+                each(&key, &c.set);
+            }
+        }
+        s
+    }
+
+    /// Take the sets `other` read on another connection
+    /// ([`Sets::preload`]) where this cache has none of its own (a set
+    /// saved since is newer). A store changed by another process since is
+    /// seen at the next use, as always.
+    pub fn adopt(&mut self, other: Sets) {
+        self.keys.extend(other.keys);
+        let mut taken: Vec<(String, Cached)> = other.cached.into_iter().collect();
+        taken.sort_unstable_by_key(|(_, c)| c.used);
+        for (key, c) in taken {
+            if !self.cached.contains_key(&key) {
+                let set = Arc::unwrap_or_clone(c.set);
+                self.insert(&key, set, c.streaks, c.gate);
+            }
+        }
+    }
+
+    /// Launch sets stored.
+    pub fn stored(&self) -> u64 {
+        self.keys.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(files: u32) -> AppHistory {
+        AppHistory {
+            exe: "/usr/bin/x".into(),
+            files: (0..files)
+                .rev()
+                .map(|id| FileRecord {
+                    id,
+                    dev: 1,
+                    ino: u64::from(id) + 10,
+                    handle: None,
+                    path: format!("/f{id}"),
+                    size: 4096,
+                    mtime_ns: 1,
+                })
+                .collect(),
+            accesses: (0..files)
+                .map(|file| AccessRecord {
+                    file,
+                    page: 0,
+                    pages: 1,
+                })
+                .collect(),
+            ..AppHistory::default()
+        }
+    }
+
+    fn saved_in(s: &mut Store, key: &str, h: &AppHistory) -> (Streaks, Gate) {
+        let (streaks, gate) = (Streaks::after(None, h), Gate::default());
+        store::save(s, key, h, &gate, &streaks).unwrap();
+        (streaks, gate)
+    }
+
+    #[test]
+    fn a_set_in_memory_is_what_the_store_returns() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let mut s = Store::open(dir.path().join("h.db")).unwrap();
+        let mut sets = Sets::open(&s);
+        assert!(sets.get(&s, "exe:/usr/bin/x").is_none(), "nothing stored");
+        let h = set(3);
+        for _ in 0..2 {
+            let (streaks, gate) = saved_in(&mut s, "exe:/usr/bin/x", &h);
+            sets.saved(&s, "exe:/usr/bin/x", &h, &streaks, &gate);
+            let got = sets.get(&s, "exe:/usr/bin/x").unwrap();
+            let stored = s.load_run("exe:/usr/bin/x").unwrap().unwrap();
+            assert_eq!(*got.set, stored, "runs and file order as stored");
+            assert_eq!(got.streaks, store::load_streaks(&s, "exe:/usr/bin/x"));
+        }
+        assert_eq!(sets.stored(), 1);
+        // A new daemon reads it from the store at the first exec.
+        let mut fresh = Sets::open(&s);
+        let got = fresh.get(&s, "exe:/usr/bin/x").unwrap();
+        assert_eq!(got.set.runs, 2);
+    }
+
+    #[test]
+    fn another_process_forgetting_a_set_is_seen() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let path = dir.path().join("h.db");
+        let mut s = Store::open(&path).unwrap();
+        let mut sets = Sets::open(&s);
+        let (streaks, gate) = saved_in(&mut s, "exe:/usr/bin/x", &set(2));
+        sets.saved(&s, "exe:/usr/bin/x", &set(2), &streaks, &gate);
+        assert!(sets.get(&s, "exe:/usr/bin/x").is_some());
+        // `outrider forget --all`, through a connection of its own.
+        let other = Store::open(&path).unwrap();
+        assert_eq!(crate::query::forget_in(&other, None).unwrap(), 1);
+        assert!(sets.get(&s, "exe:/usr/bin/x").is_none(), "forgotten");
+        assert_eq!(sets.stored(), 0);
+    }
+
+    #[test]
+    fn the_cache_keeps_within_its_bound_dropping_the_least_recently_launched() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let mut s = Store::open(dir.path().join("h.db")).unwrap();
+        let mut sets = Sets::open(&s);
+        // Each set about a third of the cache.
+        let files = (CACHE_MAX_BYTES / 3 / (size_of::<FileRecord>() + 3 + 16)) as u32;
+        let h = set(files);
+        for k in ["exe:/a", "exe:/b", "exe:/c"] {
+            let (streaks, gate) = saved_in(&mut s, k, &h);
+            sets.saved(&s, k, &h, &streaks, &gate);
+            assert!(sets.bytes <= CACHE_MAX_BYTES);
+        }
+        assert!(sets.cached.contains_key("exe:/c"));
+        assert!(!sets.cached.contains_key("exe:/a"), "the oldest dropped");
+        // A dropped set is read from the store again.
+        assert_eq!(
+            sets.get(&s, "exe:/a").unwrap().set.files.len(),
+            h.files.len()
+        );
+        assert!(sets.bytes <= CACHE_MAX_BYTES);
+        assert!(!sets.cached.contains_key("exe:/b"), "now the oldest");
+    }
+}
