@@ -1,6 +1,8 @@
 //! Helpers shared by the command-line test files.
 #![allow(dead_code)]
 
+pub mod daemon;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 

@@ -1,0 +1,133 @@
+//! Helpers shared by the `outrider daemon` test files (`daemon.rs`,
+//! `daemon_clients.rs`): a daemon started on a configuration and stopped
+//! when dropped, its status file polled, every cache dropped under a
+//! lock.
+
+use super::{outrider, stderr};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// Tests that drop every cache take this first (as in live.rs).
+///
+/// A static is one per test binary (each is a process of its own), and
+/// that is enough: `cargo test` runs a package's test binaries one after
+/// another ("each target compiles to a special executable ... and then is
+/// run serially", cargo-test(1)), so only the tests of one binary, on
+/// libtest's threads, can run at the same time. (A runner that starts
+/// binaries or tests side by side, such as cargo-nextest, or two `cargo
+/// test`s at once, is not served by it.)
+static COLD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+pub fn cold_lock() -> std::sync::MutexGuard<'static, ()> {
+    COLD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Written back first: dirty pages (the data files the test just wrote)
+/// are not dropped.
+pub fn drop_caches() {
+    // SAFETY: no preconditions.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", "3").expect("root drops caches");
+}
+
+/// A daemon on `config`, stopped (SIGTERM) when dropped.
+pub struct Daemon(Child);
+
+impl Daemon {
+    /// Start it and wait for its first status file (tracing is on then).
+    pub fn start(config: &Path, state: &Path) -> Daemon {
+        let before = status(state).map(|s| s["pid"].clone());
+        let child = Command::new(env!("CARGO_BIN_EXE_outrider"))
+            .args(["daemon", "--config", &config.display().to_string()])
+            .spawn()
+            .expect("the daemon starts");
+        let pid = Value::from(child.id());
+        let d = Daemon(child);
+        wait_for(state, "the daemon's first status", |s| {
+            s["pid"] == pid && Some(&s["pid"]) != before.as_ref()
+        });
+        d
+    }
+
+    pub fn signal(&mut self, sig: i32) -> std::process::ExitStatus {
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(self.0.id() as i32, sig) };
+        self.0.wait().unwrap()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            self.signal(libc::SIGTERM);
+        }
+    }
+}
+
+pub fn status(state: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(state.join("status.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Poll the status file until `ok` holds (at most 30 s); the status then.
+pub fn wait_for(state: &Path, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = status(state).filter(|s| ok(s)) {
+            return s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "waiting for {what}: {:?}",
+            status(state)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The launch of process `pid` in the status, once saved.
+pub fn saved_launch(state: &Path, pid: u32) -> Value {
+    let s = wait_for(state, "the launch set saved", |s| {
+        s["launches"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|l| l["pid"] == pid && l["saved"] == true))
+    });
+    let l = s["launches"].as_array().unwrap();
+    l.iter().find(|l| l["pid"] == pid).unwrap().clone()
+}
+
+/// The real python3 (not a wrapper script), if there is one.
+pub fn python() -> Option<PathBuf> {
+    std::fs::canonicalize("/usr/bin/python3").ok()
+}
+
+/// A configuration in `dir`: short windows, and every launch recorded
+/// (`repeat_window_s = 0`) unless `extra` sets it.
+pub fn write_config(dir: &Path, extra: &str) -> (PathBuf, PathBuf) {
+    let state = dir.join("state");
+    let cfg = dir.join("daemon.toml");
+    let repeat = if extra.contains("repeat_window_s") {
+        ""
+    } else {
+        "repeat_window_s = 0\n"
+    };
+    std::fs::write(
+        &cfg,
+        format!(
+            "state_dir = \"{}\"\nlaunch_window_s = 3\nsave_interval_s = 0.2\n{repeat}{extra}",
+            state.display()
+        ),
+    )
+    .unwrap();
+    (cfg, state)
+}
+
+/// Percent of `path` in the page cache (`outrider stat`, as root).
+pub fn resident_pct(path: &Path) -> f64 {
+    let o = outrider(&["stat", "--json", &path.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["resident_pct"].as_f64().unwrap()
+}

@@ -1,0 +1,154 @@
+//! Process-wide accounting: the daemon's own CPU use against its cap
+//! ([`CpuMeter`]), and the block-I/O wait of each launch's tasks from the
+//! kernel's delay accounting ([`outrider_sys::taskstats`]), turned on at
+//! start and put back at the end.
+
+use super::status::{status_of, Status};
+use super::Daemon;
+use outrider_sys::monotonic_ns;
+use outrider_sys::taskstats::{self, Taskstats};
+
+/// The daemon's CPU use (all its threads) over the last
+/// [`CPU_WINDOW_NS`]: over the cap, no new launch is recorded or
+/// replayed until it is under again.
+#[derive(Default)]
+pub(super) struct CpuMeter {
+    /// (monotonic ns, CPU seconds) once a second, oldest first.
+    samples: std::collections::VecDeque<(u64, f64)>,
+    /// Over the cap now.
+    pub(super) over: bool,
+}
+
+/// The window the CPU cap is judged over: a launch's burst (a 100 MiB
+/// replay and its recording) fits in it, a stream of launches does not.
+const CPU_WINDOW_NS: u64 = 10_000_000_000;
+
+impl CpuMeter {
+    /// Take a sample when a second passed; whether we are over `max_pct`.
+    pub(super) fn tick(&mut self, now: u64, max_pct: f64) -> bool {
+        if self
+            .samples
+            .back()
+            .is_some_and(|&(t, _)| now < t + 1_000_000_000)
+        {
+            return self.over;
+        }
+        let cpu = outrider_live::lifecycle::own_cpu_s();
+        self.samples.push_back((now, cpu));
+        while self.samples.len() > 2 && now - self.samples[1].0 >= CPU_WINDOW_NS {
+            self.samples.pop_front();
+        }
+        let &(t0, c0) = self.samples.front().expect("one pushed");
+        self.over = now > t0 && (cpu - c0) / ((now - t0) as f64 / 1e9) * 100.0 > max_pct;
+        self.over
+    }
+}
+
+/// Where the sysctl's value before the daemon turned delay accounting on
+/// is kept while it runs: a daemon killed (`kill -9`) cannot put it back,
+/// the next one, stopping, does.
+pub(super) const DELAYACCT_WAS: &str = "task_delayacct.before";
+
+/// Delay accounting on, a socket for every task's exit and one for
+/// questions, and the sysctl's value before (this daemon's, or the one a
+/// killed daemon found).
+pub(super) fn start_delay_accounting(
+    state: &std::path::Path,
+) -> std::io::Result<(Taskstats, Taskstats, bool)> {
+    let now = taskstats::enable()?;
+    let kept = std::fs::read_to_string(state.join(DELAYACCT_WAS));
+    let was = match kept {
+        Ok(v) => v.trim() == "1",
+        Err(_) => {
+            std::fs::write(state.join(DELAYACCT_WAS), if now { "1" } else { "0" })?;
+            now
+        }
+    };
+    let socks = Taskstats::exits().and_then(|e| Ok((e, Taskstats::query()?)));
+    match socks {
+        Ok((e, q)) => Ok((e, q, was)),
+        Err(err) => {
+            taskstats::restore(was);
+            Err(err)
+        }
+    }
+}
+
+/// A task's block-I/O wait `ns` if it could be true of a task in a
+/// launch `age_ns` old, else 0 (left out).
+///
+/// The kernel (6.18) reported a few tasks of multi-threaded programs
+/// (`git status`, `rustc`, `rg`) as having waited about the machine's
+/// uptime (41 696 s for one, 5 x that for five threads): an I/O wait's
+/// end was counted from a start never stamped (zero). No task of a
+/// launch can wait longer than the launch has existed.
+fn plausible_wait(ns: u64, age_ns: u64) -> u64 {
+    if ns <= age_ns {
+        ns
+    } else {
+        0
+    }
+}
+
+/// Add `ns` of block-I/O wait to launch `id`'s status.
+fn add_wait(status: &mut Status, id: u64, ns: u64) {
+    if let Some(s) = status_of(status, id) {
+        *s.io_wait_s.get_or_insert(0.0) += ns as f64 / 1e9;
+    }
+}
+
+impl Daemon {
+    /// Add the block-I/O waits of tasks that exited to their launches.
+    pub(super) fn take_exits(&mut self) {
+        let Some((exits, _, _)) = self.delays.as_mut() else {
+            return;
+        };
+        self.exited.clear();
+        exits.exited(&mut self.exited);
+        let now = monotonic_ns();
+        for i in 0..self.exited.len() {
+            let d = self.exited[i];
+            let Some(&id) = self.tree.get(&d.tid) else {
+                continue;
+            };
+            if let Some(l) = self.launches.get(&id) {
+                let ns = plausible_wait(d.blkio_ns, now - l.started_ns);
+                add_wait(&mut self.status, id, ns);
+            }
+        }
+    }
+
+    /// Add the block-I/O waits so far of launch `id`'s tasks that still
+    /// run (those that exited were added by [`Daemon::take_exits`]).
+    pub(super) fn add_running_waits(&mut self, id: u64) {
+        let Some((_, query, _)) = self.delays.as_mut() else {
+            return;
+        };
+        let Some(l) = self.launches.get(&id) else {
+            return;
+        };
+        let age = monotonic_ns() - l.started_ns;
+        let mut ns = 0;
+        for (&tid, _) in self.tree.iter().filter(|(_, v)| **v == id) {
+            if let Ok(Some(d)) = query.of(tid) {
+                ns += plausible_wait(d.blkio_ns, age);
+            }
+        }
+        add_wait(&mut self.status, id, ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plausible_wait;
+
+    /// A wait longer than the launch has existed (the kernel's glitch:
+    /// about the uptime) is left out; any other is kept.
+    #[test]
+    fn a_wait_longer_than_the_launch_is_left_out() {
+        let uptime_ns = 41_696 * 1_000_000_000;
+        assert_eq!(plausible_wait(uptime_ns, 3_000_000_000), 0);
+        assert_eq!(plausible_wait(250_000_000, 3_000_000_000), 250_000_000);
+        assert_eq!(plausible_wait(3_000_000_000, 3_000_000_000), 3_000_000_000);
+    }
+}

@@ -1,0 +1,356 @@
+//! One launch, from its exec to the end of its window: whether it is
+//! recorded and replayed, the set replayed for it (its own, or another
+//! application's it follows), the benefit gate's verdict, following the
+//! program on after its window, and its set queued for saving.
+
+use super::status::{level_name, status_of, verdict_name, LaunchStatus};
+use super::{log, Daemon, Done, Launch, Pending};
+use crate::launchset::{replay, Recorder};
+use crate::sets::Cached;
+use crate::shared::{self, Matcher};
+use crate::store;
+use crate::streaks::Streaks;
+use outrider_driver::benefit::{Evidence, Gate, Level};
+use outrider_store::AppHistory;
+use outrider_sys::launch::Credentials;
+use outrider_sys::monotonic_ns;
+use std::sync::Arc;
+
+/// Applications whose last launch is remembered at most (older ones are
+/// dropped past it).
+const RECENT_MAX: usize = 4096;
+
+/// Bytes in a page.
+const PAGE_BYTES: u64 = 4096;
+
+impl Daemon {
+    /// Launch `id`, with no set of its own, reads files of set `key` in
+    /// its order: replay that set from access `from` on, as its own set
+    /// would be, and judge it at the window's end as its own.
+    pub(super) fn replay_shared(&mut self, id: u64, key: &str, from: usize) {
+        let Some((pid, exec_ns)) = self.launches.get(&id).map(|l| (l.pid, l.exec_ns)) else {
+            return;
+        };
+        let ((Some(part), _), Ok(user)) = (self.load_set(key, from), Credentials::of_pid(pid))
+        else {
+            return;
+        };
+        let part = Arc::new(part);
+        self.spawn_replay(id, (pid, exec_ns), Arc::clone(&part), 1.0, user);
+        self.status.shared_replays += 1;
+        if let Some(l) = self.launches.get_mut(&id) {
+            l.replayed = Some(part);
+        }
+        if let Some(s) = status_of(&mut self.status, id) {
+            s.shared_from = Some(key.strip_prefix(store::LAUNCH_PREFIX).unwrap_or(key).into());
+        }
+        self.dirty = true;
+    }
+
+    /// Start recording (and replaying) the launch `pid` exec'd at
+    /// `exec_ns`, if it is one; false when it is not.
+    pub(super) fn start_launch(&mut self, pid: u32, exec_ns: u64) -> bool {
+        if pid == std::process::id() {
+            return false;
+        }
+        let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
+            return false;
+        };
+        // Our own helpers (one per client run) are not launches.
+        if !self.cfg.watches(&exe) || self.own_exe.as_ref() == Some(&exe) {
+            return false;
+        }
+        let exe = app_of(pid, &exe.to_string_lossy(), self.cfg.launch_key_args);
+        self.status.launches_seen += 1;
+        self.dirty = true;
+        if !self.admitted(&exe) {
+            return false;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let key = store::launch_key(&exe);
+        // Replayed with the launching process's own identity: a process
+        // that is gone already, or whose identity cannot be read, gets
+        // no replay.
+        // The benefit gate (outrider_driver::benefit, as `outrider run`'s):
+        // a set whose replays did not pay is replayed with a quarter of
+        // the budget, then not at all but every PROBE_EVERY-th launch.
+        let user = Credentials::of_pid(pid);
+        let cached = self.sets.get(&self.store, &key);
+        let gate = cached.as_ref().map(|c| c.gate.clone()).unwrap_or_default();
+        let share = match gate.level_now() {
+            Level::Full => 1.0,
+            Level::Reduced => 0.25,
+            Level::Off => 0.0,
+        };
+        let (loaded, prev) = cached.map_or((None, None), |c| Self::part_of(c, 0));
+        let known = loaded.is_some();
+        let replayed = match (loaded, user) {
+            (Some(h), Ok(user)) if share > 0.0 => {
+                let h = Arc::new(h);
+                self.spawn_replay(id, (pid, exec_ns), Arc::clone(&h), share, user);
+                Some(h)
+            }
+            _ => None,
+        };
+        self.push_status(LaunchStatus {
+            id,
+            exe: exe.clone(),
+            pid,
+            known,
+            gate: level_name(gate.level_now()).into(),
+            ..LaunchStatus::default()
+        });
+        self.tree.insert(pid, id);
+        self.launches.insert(
+            id,
+            Launch {
+                exe,
+                pid,
+                started_ns: monotonic_ns(),
+                exec_ns,
+                rec: Recorder::new(self.cfg.launch_cap_mib << 20),
+                gate,
+                matcher: (!known).then(Matcher::default),
+                replayed,
+                full: false,
+                prev,
+            },
+        );
+        true
+    }
+
+    /// Is launch `exe` to be recorded and replayed? Not when it
+    /// [`Daemon::repeated`], the daemon is over its CPU cap, or
+    /// [`Config::max_recording`](crate::config::Config::max_recording)
+    /// launches are being recorded; each reason is counted in the status.
+    fn admitted(&mut self, exe: &str) -> bool {
+        if self.repeated(exe) {
+            self.status.launches_repeated += 1;
+            return false;
+        }
+        if self.cpu.over {
+            self.status.launches_over_cpu += 1;
+            return false;
+        }
+        if self.launches.len() >= self.cfg.max_recording {
+            self.status.launches_not_recorded += 1;
+            return false;
+        }
+        true
+    }
+
+    /// The part of set `key` to replay, from its access `from` on
+    /// ([`Streaks::stable_part`]), and the streaks of the whole set (all 1
+    /// for a set saved without them, which replays whole); `(None, None)`
+    /// when there is no such set.
+    fn load_set(&mut self, key: &str, from: usize) -> (Option<AppHistory>, Option<Streaks>) {
+        match self.sets.get(&self.store, key) {
+            Some(c) => Self::part_of(c, from),
+            None => (None, None),
+        }
+    }
+
+    /// [`Daemon::load_set`] of a set in memory.
+    fn part_of(c: Cached, from: usize) -> (Option<AppHistory>, Option<Streaks>) {
+        let h = if from > 0 {
+            shared::from_position(&c.set, from)
+        } else {
+            Arc::unwrap_or_clone(c.set)
+        };
+        match c.streaks {
+            Some(s) => (Some(s.stable_part(h)), Some(s)),
+            None => {
+                let all = Streaks::all(&h, 1);
+                (Some(h), Some(all))
+            }
+        }
+    }
+
+    /// Did application `app` launch less than
+    /// [`Config::repeat_window_s`](crate::config::Config::repeat_window_s)
+    /// ago? Notes this launch otherwise.
+    ///
+    /// Such a launch is neither recorded nor replayed: the pages the last
+    /// one read (or had replayed) are still cached, and its set stands.
+    /// Recording and replaying each of 300 back-to-back execs of `true`
+    /// made the loop 1.2-4x slower than with no daemon (the daemon's work
+    /// per exec: its store, a replay thread, a file table; hot cache,
+    /// `bench/daemon/launch.sh`'s exec-storm).
+    fn repeated(&mut self, app: &str) -> bool {
+        let now = monotonic_ns();
+        let repeat = (self.cfg.repeat_window_s * 1e9) as u64;
+        if self.recent.get(app).is_some_and(|&t| now < t + repeat) {
+            return true;
+        }
+        if self.recent.len() >= RECENT_MAX {
+            self.recent.retain(|_, t| now < *t + repeat);
+            if self.recent.len() >= RECENT_MAX {
+                self.recent.clear();
+            }
+        }
+        self.recent.insert(app.to_string(), now);
+        false
+    }
+
+    /// Replay `set` for launch `id` of process `pid`, exec'd at
+    /// `exec_ns` (`share` of the budget, capped by the launch-set cap; as
+    /// `user`) on a thread of its own, until `pid` exits.
+    fn spawn_replay(
+        &mut self,
+        id: u64,
+        (pid, exec_ns): (u32, u64),
+        set: Arc<AppHistory>,
+        share: f64,
+        user: Option<Credentials>,
+    ) {
+        let mut opts = self.replay_options(share, user);
+        opts.launcher = Some(pid);
+        opts.exec_ns = exec_ns;
+        opts.budget_bytes = opts.budget_bytes.min(self.cfg.launch_cap_mib << 20);
+        let tx = self.done_tx.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(Done::Launch(id, replay(&set, &opts)));
+        });
+        self.status.replays += 1;
+    }
+
+    /// The gate of launch `l` after its window: a replay's pages the
+    /// launch read were used, the rest wasted unless the launch filled
+    /// its set ([`outrider_driver::benefit::Evidence`]); a launch with no replay
+    /// (or one not finished) is no evidence.
+    fn judge(&mut self, id: u64, l: &Launch) -> Gate {
+        let requested = status_of(&mut self.status, id)
+            .and_then(|s| s.replay.as_ref())
+            .map(|r| r.pages_requested);
+        let ev = match (&l.replayed, requested) {
+            (Some(h), Some(requested)) => {
+                let used = l.rec.overlap(h).min(requested);
+                // A launch whose set filled up may read the rest after
+                // its cap: not read is not wasted. (`rg` over a source
+                // tree read its files in another order each time: 6 518
+                // of 65 536 replayed pages recorded, judged harmed, while
+                // its block-I/O wait fell from 1.13 s to 0.54 s.)
+                let unread = if l.rec.is_full() { 0 } else { requested - used };
+                Evidence {
+                    used_pages: used,
+                    wasted_pages: unread,
+                    cpu_s: 0.0,
+                    elapsed_s: self.cfg.launch_window_s,
+                }
+            }
+            _ => Evidence::default(),
+        };
+        let after = l.gate.after(ev);
+        if let Some(s) = status_of(&mut self.status, id) {
+            s.used_pages = ev.used_pages;
+            s.verdict = verdict_name(after.verdict).into();
+        }
+        after
+    }
+
+    /// Follow launch `id`'s process for the rest of its run when it still
+    /// runs after its window, read enough in it to be worth following
+    /// ([`Config::follow_min_read_mib`](crate::config::Config::follow_min_read_mib))
+    /// and a helper is free
+    /// ([`Config::max_followed`](crate::config::Config::max_followed)).
+    fn maybe_follow(&mut self, id: u64, l: &Launch) {
+        let read = status_of(&mut self.status, id).map_or(0, |s| s.read_pages);
+        let busy = self.followers.len() >= self.cfg.max_followed
+            || self.followers.iter().any(|(p, _)| *p == l.pid);
+        if busy || (!l.full && read * PAGE_BYTES < self.cfg.follow_min_read_mib << 20) {
+            return;
+        }
+        if !std::path::Path::new(&format!("/proc/{}", l.pid)).exists() {
+            return;
+        }
+        let Some(exe) = &self.own_exe else { return };
+        let child = std::process::Command::new(exe)
+            .args(["daemon", "--follow", &l.pid.to_string(), "--config"])
+            .arg(&self.config_path)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn();
+        match child {
+            Ok(c) => {
+                self.followers.push((l.pid, c));
+                self.status.followed += 1;
+                if let Some(s) = status_of(&mut self.status, id) {
+                    s.followed = true;
+                }
+            }
+            Err(e) => log(format!("outrider daemon: following pid {}: {e}", l.pid)),
+        }
+        self.status.following = self.followers.len() as u64;
+    }
+
+    /// Stop the helpers following programs (each saves its history).
+    pub(super) fn stop_followers(&mut self) {
+        for (_, c) in &mut self.followers {
+            // SAFETY: a signal to our own child.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        }
+        for (_, mut c) in self.followers.drain(..) {
+            let _ = c.wait();
+        }
+    }
+
+    /// Launch `id`'s window ended (or the daemon stops): stop following
+    /// its tree, judge its replay, follow it on if it runs on, queue its
+    /// set for saving.
+    pub(super) fn end_launch(&mut self, id: u64, stopping: bool) {
+        self.add_running_waits(id);
+        let l = self.launches.remove(&id).expect("listed");
+        debug_assert!(
+            self.recording_pages >= l.rec.pages,
+            "recorded pages are counted"
+        );
+        self.recording_pages -= l.rec.pages;
+        let src = self.src.as_ref();
+        self.tree.retain(|&tid, v| {
+            if *v == id {
+                src.inspect(|s| s.untrack(tid));
+            }
+            *v != id
+        });
+        if let Some(s) = status_of(&mut self.status, id) {
+            s.finished = true;
+        }
+        if !stopping {
+            self.maybe_follow(id, &l);
+        }
+        let key = store::launch_key(&l.exe);
+        let gate = self.judge(id, &l);
+        if l.rec.pages > 0 {
+            let set = l.rec.finish(&l.exe);
+            let streaks = Streaks::after(l.prev.as_ref(), &set);
+            self.pending.push(Pending {
+                key,
+                set,
+                launch: Some(id),
+                gate,
+                streaks,
+            });
+        }
+        self.dirty = true;
+    }
+}
+
+/// The application process `pid` runs ([`crate::launchset::app_name`]),
+/// from its command line and working directory.
+fn app_of(pid: u32, exe: &str, args: usize) -> String {
+    if args == 0 {
+        return exe.to_string();
+    }
+    let argv: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|w| !w.is_empty())
+                .take(args)
+                .map(|w| String::from_utf8_lossy(w).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+    crate::launchset::app_name(exe, &argv, &cwd, args)
+}

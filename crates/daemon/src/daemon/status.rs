@@ -1,0 +1,178 @@
+//! The status file, `<state_dir>/status.json`: what it holds
+//! ([`Status`]), and how the daemon keeps and rewrites it.
+
+use super::Daemon;
+use crate::launchset::ReplayStats;
+use outrider_driver::benefit::{Level, Verdict};
+
+/// Launches kept in the status file.
+const STATUS_LAUNCHES: usize = 256;
+
+/// The status file is rewritten at most this often (ns) while nothing
+/// else changes it.
+pub(super) const STATUS_EVERY_NS: u64 = 1_000_000_000;
+/// ... and at most this often when something changed. Rewritten at every
+/// change (each exec of a build), the file's serialising, writing and
+/// renaming were a sixth of the daemon's CPU while a cargo build ran
+/// beside the day in miniature (perf).
+pub(super) const STATUS_MIN_NS: u64 = 250_000_000;
+
+/// One launch in the status file.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct LaunchStatus {
+    /// Sequence number.
+    pub id: u64,
+    /// The executable.
+    pub exe: String,
+    /// The process that exec'd it.
+    pub pid: u32,
+    /// A launch set of this executable existed at exec.
+    pub known: bool,
+    /// What its replay did (once finished).
+    pub replay: Option<ReplayStats>,
+    /// Pages its process tree read in the window (hits and misses),
+    /// until its set was full.
+    pub read_pages: u64,
+    /// Pages its process tree brought into the cache itself (misses),
+    /// until its set was full.
+    pub missed_pages: u64,
+    /// Pages recorded into the new launch set.
+    pub recorded_pages: u64,
+    /// The benefit gate's level at exec: `full`, `reduced` (a quarter
+    /// of the budget) or `off` (no replay).
+    pub gate: String,
+    /// Pages of the replayed set the launch read in its window.
+    pub used_pages: u64,
+    /// The replay's verdict once the window ended: `paid`, `harmed` or
+    /// `no_evidence`.
+    pub verdict: String,
+    /// The window ended.
+    pub finished: bool,
+    /// Still running then, it was followed with the `auto` policy.
+    pub followed: bool,
+    /// With no launch set of its own, it read files of this application's
+    /// set in the set's order, which was replayed from there
+    /// ([`crate::shared`]).
+    pub shared_from: Option<String>,
+    /// Seconds its process tree waited for block I/O in its window
+    /// (delay accounting, [`outrider_sys::taskstats`]); `None` without it.
+    pub io_wait_s: Option<f64>,
+    /// Its launch set was saved.
+    pub saved: bool,
+}
+
+/// The boot set in the status file.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct BootStatus {
+    /// Recording now.
+    pub recording: bool,
+    /// Pages recorded.
+    pub recorded_pages: u64,
+    /// Saved to the store.
+    pub saved: bool,
+    /// The replay at start, if there was a boot set.
+    pub replay: Option<ReplayStats>,
+}
+
+/// What `<state_dir>/status.json` holds.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Status {
+    /// The daemon's pid.
+    pub pid: u32,
+    /// Where its kernel events come from: `ebpf` or `tracefs`.
+    pub event_source: String,
+    /// The history store.
+    pub store: String,
+    /// Events decoded.
+    pub events: u64,
+    /// Events the kernel lost (buffer overruns).
+    pub lost_events: u64,
+    /// Launches of watched executables seen.
+    pub launches_seen: u64,
+    /// Programs followed after their launch window (helpers started).
+    pub followed: u64,
+    /// Programs followed now.
+    pub following: u64,
+    /// Launches not recorded
+    /// ([`Config::max_recording`](crate::config::Config::max_recording)
+    /// reached).
+    pub launches_not_recorded: u64,
+    /// Launches neither recorded nor replayed: the daemon was over its
+    /// CPU cap ([`Config::cpu_max_pct`](crate::config::Config::cpu_max_pct)).
+    pub launches_over_cpu: u64,
+    /// Launches neither recorded nor replayed: the same application
+    /// launched less than
+    /// [`Config::repeat_window_s`](crate::config::Config::repeat_window_s)
+    /// before.
+    pub launches_repeated: u64,
+    /// Launch sets saved.
+    pub launch_sets_saved: u64,
+    /// Launch sets in the store.
+    pub launch_sets_stored: u64,
+    /// Launch sets forgotten by the size bound.
+    pub launch_sets_forgotten: u64,
+    /// Replays started.
+    pub replays: u64,
+    /// Of them, sets of another application followed by a launch with
+    /// none of its own ([`crate::shared`]).
+    pub shared_replays: u64,
+    /// Save errors (each also printed).
+    pub save_errors: u64,
+    /// The last launches, oldest first.
+    pub launches: Vec<LaunchStatus>,
+    /// The boot set.
+    pub boot: BootStatus,
+}
+
+/// The status entry of launch `id` (ids increase along the list).
+pub(super) fn status_of(status: &mut Status, id: u64) -> Option<&mut LaunchStatus> {
+    let i = status.launches.binary_search_by_key(&id, |s| s.id).ok()?;
+    status.launches.get_mut(i)
+}
+
+pub(super) fn level_name(l: Level) -> &'static str {
+    match l {
+        Level::Full => "full",
+        Level::Reduced => "reduced",
+        Level::Off => "off",
+    }
+}
+
+pub(super) fn verdict_name(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Paid => "paid",
+        Verdict::Harmed => "harmed",
+        Verdict::NoEvidence => "no_evidence",
+    }
+}
+
+impl Daemon {
+    /// Add launch `s` to the status list, its older half dropped first
+    /// when it holds [`STATUS_LAUNCHES`].
+    pub(super) fn push_status(&mut self, s: LaunchStatus) {
+        if self.status.launches.len() >= STATUS_LAUNCHES {
+            self.compact_status();
+        }
+        self.status.launches.push(s);
+    }
+
+    /// Drop the older half of the status list.
+    fn compact_status(&mut self) {
+        let cut = self.status.launches.len() / 2;
+        self.status.launches.drain(..cut);
+    }
+
+    pub(super) fn write_status(&mut self) {
+        self.dirty = false;
+        let tmp = self.status_path.with_extension("json.tmp");
+        let Ok(text) = serde_json::to_string_pretty(&self.status) else {
+            return;
+        };
+        if std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(&tmp, &self.status_path);
+        }
+    }
+}
