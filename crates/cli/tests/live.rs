@@ -830,7 +830,7 @@ fn run_diskseen_follows_a_trail_another_program_left() {
     assert_eq!(rb["history_shared_loaded"], true, "{rb}");
     let cb = rb["coverage"].as_f64().unwrap();
     assert!(
-        cb >= 0.9 && cb <= 1.0,
+        (0.9..=1.0).contains(&cb),
         "B's first run, shared: coverage {cb}: {rb}"
     );
     let (_, rb) = shared("diskseen:shared=off", "off");
