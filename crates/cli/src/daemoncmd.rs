@@ -77,7 +77,9 @@ pub struct ForgetArgs {
     /// lists it).
     #[arg(required_unless_present = "all", conflicts_with = "all")]
     exe: Option<String>,
-    /// Forget every application's launch set (the boot set stays).
+    /// Forget every application's launch set, and the store's history
+    /// shared by every program (DiskSeen's block table); the boot set
+    /// stays.
     #[arg(long)]
     all: bool,
     #[command(flatten)]

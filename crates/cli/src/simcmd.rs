@@ -55,8 +55,9 @@ pub struct SimOpts {
     pub json: bool,
     /// History store (SQLite): learned models (last-successor, pcm, epcm)
     /// are loaded from it before the simulation and saved after, under the
-    /// policy specification and --history-key. A bad file is a warning and
-    /// a fresh model.
+    /// policy specification and --history-key; DiskSeen's block table is
+    /// the store's, shared by every key and spec (`diskseen:shared=off`:
+    /// per key and spec). A bad file is a warning and a fresh model.
     #[arg(long)]
     pub history: Option<PathBuf>,
     /// Whose history in --history (an application, a workload).

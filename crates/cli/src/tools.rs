@@ -75,7 +75,8 @@ enum Cmd {
     /// The applications whose launch sets the daemon keeps.
     #[command(after_help = docs::DAEMON_EXAMPLES)]
     Apps(daemoncmd::QueryArgs),
-    /// Forget an application's launch set (or every one with --all).
+    /// Forget an application's launch set (or every one, and the history
+    /// every program shares, with --all).
     #[command(after_help = docs::DAEMON_EXAMPLES)]
     Forget(daemoncmd::ForgetArgs),
     /// Run a program and write what it read as a native trace.

@@ -17,14 +17,16 @@
 //!
 //! # The policy contract
 //!
-//! [`Policy`] has twelve methods; the driver (`outrider-driver`: one
+//! [`Policy`] has fifteen methods; the driver (`outrider-driver`: one
 //! implementation, run by the simulator and the live runtime alike over
 //! their own kernels) calls them in this order:
 //!
 //! 1. [`Policy::load_history`] once, before anything else, if a history
 //!    saved by [`Policy::save_history`] of the same policy exists (the
 //!    store keeps it per application key and policy name; the blob is the
-//!    policy's own format, checked by it; on error the policy stays fresh).
+//!    policy's own format, checked by it; on error the policy stays fresh),
+//!    then [`Policy::load_shared_history`] if the policy names a history
+//!    of the whole store ([`Policy::shared_history_name`]) and one exists.
 //! 2. [`Policy::on_start`] with a [`RunInfo`]: run number, buffer memory in
 //!    blocks, the devices' throughput, the unused-prefetch memory budget
 //!    when the driver bounds one, and the whole future ([`RunInfo::oracle`])
@@ -45,7 +47,8 @@
 //!    (`upper+lower`) for each request of the upper part, and
 //!    [`Policy::schedule_group`] per issued window (DiskSeen §3.7).
 //! 7. At the end of a run [`Policy::series`] (a time series of its own
-//!    state); at the end of the process [`Policy::save_history`].
+//!    state); at the end of the process [`Policy::save_history`] and
+//!    [`Policy::merge_shared_history`] (given what the store holds now).
 //!
 //! [`Policy::memory_bytes`] and [`Policy::box_clone`] serve reports and
 //! sweeps; [`Policy::name`] is the registered name. Requests go into the

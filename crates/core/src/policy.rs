@@ -254,7 +254,7 @@ pub enum Feedback<'a> {
     Tick(u64),
 }
 
-/// A prefetching policy: twelve methods. See the crate documentation for
+/// A prefetching policy: fifteen methods. See the crate documentation for
 /// the contract and the order of calls.
 ///
 /// Policies are `Send` and clonable (through [`Policy::box_clone`]) so that
@@ -308,6 +308,33 @@ pub trait Policy: Send {
     /// the same policy. On error the policy must be left as it was (fresh).
     fn load_history(&mut self, _data: &[u8]) -> Result<(), String> {
         Err(format!("policy '{}' keeps no history", self.name()))
+    }
+
+    /// The name of history this policy keeps for the whole history store
+    /// rather than for one application (DiskSeen §3.1: one block table
+    /// for the system, so a trail one program left is followed when any
+    /// program reads those blocks, §3.4); `None` (the default) when it
+    /// keeps none. Policies of different parameters or stacks that share
+    /// the format share the name, and so the history.
+    fn shared_history_name(&self) -> Option<&str> {
+        None
+    }
+
+    /// Replace the shared history with a blob stored under
+    /// [`Policy::shared_history_name`]; called after
+    /// [`Policy::load_history`]. On error the policy must be left as it
+    /// was.
+    fn load_shared_history(&mut self, _data: &[u8]) -> Result<(), String> {
+        Err(format!("policy '{}' keeps no shared history", self.name()))
+    }
+
+    /// What to store as the shared history at the end of the process,
+    /// given what the store holds now (`stored`, read in the same
+    /// transaction as the write: other processes may have saved since
+    /// this one loaded, and their history must stay); `None` (the
+    /// default) leaves the store as it is.
+    fn merge_shared_history(&self, _stored: Option<&[u8]>) -> Option<Vec<u8>> {
+        None
     }
 
     /// Points of a time series the policy recorded since the current run

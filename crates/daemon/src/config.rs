@@ -20,7 +20,8 @@
 //! | `socket` | `/run/outrider/daemon.sock` | the Unix socket through which `outrider run` by a user who is not root is served ([`crate::clients`]); `""`: none |
 //! | `max_clients` | `16` | runs served at once at most (more run unprefetched) |
 //! | `max_clients_per_user` | `4` | runs of one user served at once at most |
-//! | `max_followed` | `4` | programs followed at once, at most, with the `auto` policy after their launch window, while they still run ([`crate::helper::follow`]); `0`: none |
+//! | `max_followed` | `4` | programs followed at once, at most, with `follow_policy` after their launch window, while they still run ([`crate::helper::follow`]); `0`: none |
+//! | `follow_policy` | `"auto"` | the policy spec a followed program runs under, as `outrider run --policy` takes it (`"auto+diskseen"`: also DiskSeen's block table, which every program of the user's store shares, §3.1/§3.4); checked against the policy registry, and refused if it cannot run live |
 //! | `follow_min_read_mib` | `16` | a launch is followed after its window only if its process tree read at least this much in it (cache hits included): a shell or a server waiting for requests is not |
 //! | `repeat_window_s` | `2` | a launch of an application this soon after its last one is neither recorded nor replayed (its pages are still cached; a loop of short programs would pay the daemon's work at every exec); `0`: every launch is |
 //! | `cpu_max_pct` | `5` | the daemon's own CPU (all its threads), percent of one core over the last 10 s, above which new launches are neither recorded nor replayed until it is under again (the systemd unit also caps it with `CPUQuota=20%`) |
@@ -77,6 +78,8 @@ pub struct Config {
     pub max_clients_per_user: usize,
     /// Programs followed after their launch at once, at most.
     pub max_followed: usize,
+    /// The policy spec a followed program runs under.
+    pub follow_policy: String,
     /// Reads in the window that make a launch worth following, MiB.
     pub follow_min_read_mib: u64,
     /// Repeated launches left alone within, seconds.
@@ -110,6 +113,7 @@ impl Default for Config {
             max_clients: 16,
             max_clients_per_user: 4,
             max_followed: 4,
+            follow_policy: "auto".into(),
             follow_min_read_mib: 16,
             repeat_window_s: 2.0,
             cpu_max_pct: 5.0,
@@ -137,6 +141,15 @@ pub enum ConfigError {
         path: PathBuf,
         /// The parser's message (it names the line, the key and what was expected).
         message: String,
+    },
+    /// `follow_policy` names no policy that can run live.
+    #[error("{path}: key `follow_policy`: {why}")]
+    Policy {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the spec (the registry's or the live
+        /// runtime's message).
+        why: String,
     },
     /// A value of the right type outside its range.
     #[error("{path}: key `{key}`: expected {expected}")]
@@ -240,6 +253,12 @@ impl Config {
         if self.max_recording == 0 {
             return bad("max_recording", "a positive number of launches");
         }
+        if let Err(why) = check_policy(&self.follow_policy) {
+            return Err(ConfigError::Policy {
+                path: path.to_path_buf(),
+                why,
+            });
+        }
         for (key, v) in [
             ("launch_window_s", self.launch_window_s),
             ("save_interval_s", self.save_interval_s),
@@ -267,6 +286,17 @@ impl Config {
     pub fn store_path(&self) -> PathBuf {
         self.state_dir.join("history.db")
     }
+}
+
+/// Does `spec` build a policy (outrider_core's registry) that can run live?
+fn check_policy(spec: &str) -> Result<(), String> {
+    let p = outrider_core::build_policy(spec).map_err(|e| match e {
+        outrider_core::PolicyError::Help(_) => {
+            format!("\"{spec}\" asks for help; expected a policy spec such as \"auto\"")
+        }
+        e => e.to_string(),
+    })?;
+    outrider_live::controller::check_live(p.as_ref())
 }
 
 #[cfg(test)]
@@ -308,6 +338,29 @@ mod tests {
         );
         let e = parse("watch = [\"python3\"]").unwrap_err();
         assert!(e.contains("`watch`") && e.contains("absolute"), "{e}");
+    }
+
+    /// A followed program can run any policy `outrider run` can (e.g.
+    /// `auto+diskseen`, to share DiskSeen's block table); a spec the
+    /// registry refuses, or one that cannot run live, is a clear error.
+    #[test]
+    fn follow_policy_is_a_policy_spec_checked_at_load() {
+        assert_eq!(parse("").unwrap().follow_policy, "auto");
+        let c = parse("follow_policy = \"auto+diskseen:t=512\"").unwrap();
+        assert_eq!(c.follow_policy, "auto+diskseen:t=512");
+        let e = parse("follow_policy = \"autoo\"").unwrap_err();
+        assert!(
+            e.starts_with("/etc/d.toml: key `follow_policy`:") && e.contains("autoo"),
+            "{e}"
+        );
+        let e = parse("follow_policy = \"diskseen:k=x\"").unwrap_err();
+        assert!(e.contains("`follow_policy`") && e.contains('k'), "{e}");
+        let e = parse("follow_policy = \"directed\"").unwrap_err();
+        assert!(e.contains("`follow_policy`") && e.contains("oracle"), "{e}");
+        let e = parse("follow_policy = \"auto:help\"").unwrap_err();
+        assert!(e.contains("`follow_policy`") && e.contains("help"), "{e}");
+        let e = parse("follow_policy = 3").unwrap_err();
+        assert!(e.contains("follow_policy"), "{e}");
     }
 
     #[test]

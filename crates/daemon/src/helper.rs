@@ -3,7 +3,8 @@
 //! its standard input; the protocol and the rules are
 //! [`crate::clients`]'), one follows a program whose launch window ended
 //! while it still ran (`outrider daemon --follow PID`, [`follow`]) with
-//! the `auto` policy for the rest of its run, as its user.
+//! the configuration's `follow_policy` (`auto` unless set) for the rest of
+//! its run, as its user.
 
 use crate::clients::{self, Exit, LineReader, Peer, Reply, Request};
 use crate::config::Config;
@@ -21,14 +22,13 @@ use std::process::ExitStatus;
 /// I/O workers a client may ask for at most.
 const MAX_CLIENT_WORKERS: usize = 4;
 
-/// The policy a followed program runs under: history of its earlier
-/// runs, else stride detection (`crates/core`'s `auto`).
-const FOLLOW_POLICY: &str = "auto";
-
 /// Follow process `pid` (started elsewhere, still running after its
 /// launch window) until it exits: the live runtime's lifecycle, as
-/// `outrider run --policy auto` would run it, acting for the process's
-/// user, its history in that user's store under its command line.
+/// `outrider run --policy` would run it with the configuration's
+/// `follow_policy` (`auto` by default: history of its earlier runs, else
+/// stride detection), acting for the process's user, its history in
+/// that user's store under its command line (with that store's shared
+/// history, when the policy keeps one: DiskSeen's block table).
 /// Errors are logged by the caller.
 pub fn follow(cfg: &Config, pid: u32) -> Result<(), String> {
     let pidfd = outrider_live::session::pidfd(pid).ok_or(format!("pid {pid}: gone"))?;
@@ -51,10 +51,10 @@ pub fn follow(cfg: &Config, pid: u32) -> Result<(), String> {
             return Err("this helper already acts for another user".into());
         }
     }
-    let policy = build_policy(FOLLOW_POLICY).map_err(|e| e.to_string())?;
+    let policy = build_policy(&cfg.follow_policy).map_err(|e| e.to_string())?;
     let opts = RunOptions {
         cmd,
-        policy_spec: FOLLOW_POLICY.into(),
+        policy_spec: cfg.follow_policy.clone(),
         controller: ControllerOptions {
             budget_bytes: default_budget_bytes(Some(pid), 0.25).max(1),
             ..ControllerOptions::default()

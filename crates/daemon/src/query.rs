@@ -251,8 +251,10 @@ pub fn launch_sets_in(store: &Store) -> Result<Vec<LaunchSet>, String> {
 }
 
 /// `outrider forget`: remove the launch set of `exe` (every launch set
-/// when `None`); returns how many were removed. An executable with no
-/// launch set is an error that names it.
+/// when `None`, and the store's shared history too, e.g. DiskSeen's block
+/// table, [`outrider_store::SHARED_KEY`]: it is learned from the same
+/// programs); returns how many launch sets were removed. An executable
+/// with no launch set is an error that names it.
 pub fn forget(cfg: &Config, exe: Option<&str>) -> Result<u64, String> {
     forget_in(&open_store(cfg)?, exe)
 }
@@ -273,6 +275,13 @@ pub fn forget_in(store: &Store, exe: Option<&str>) -> Result<u64, String> {
         removed = tx
             .execute(&sql, params![pattern])
             .map_err(|e| e.to_string())? as u64;
+    }
+    if exe.is_none() {
+        tx.execute(
+            "DELETE FROM models WHERE app_key = ?1",
+            params![outrider_store::SHARED_KEY],
+        )
+        .map_err(|e| e.to_string())?;
     }
     tx.commit().map_err(|e| e.to_string())?;
     match exe {
@@ -344,9 +353,15 @@ mod tests {
             &Default::default(),
         )
         .unwrap();
+        s.merge_shared("diskseen.block-table", |_| Some(vec![1]))
+            .unwrap();
         let mut sets = launch_sets_in(&s).unwrap();
         sets.sort_by(|a, b| a.exe.cmp(&b.exe));
-        assert_eq!(sets.len(), 2, "the boot set is not an application's");
+        assert_eq!(
+            sets.len(),
+            2,
+            "neither the boot set nor the shared history is an application's"
+        );
         assert_eq!(
             (
                 sets[0].exe.as_str(),
@@ -362,9 +377,18 @@ mod tests {
         assert!(e.contains("no launch set of /usr/bin/b%c"), "{e}");
         assert_eq!(forget_in(&s, Some("/usr/bin/b_c")).unwrap(), 1);
         assert_eq!(launch_sets_in(&s).unwrap().len(), 1);
+        assert!(
+            s.load_shared("diskseen.block-table").unwrap().is_some(),
+            "forgetting one application keeps the shared history"
+        );
         assert!(s.load_run(&launch_key("/usr/bin/b_c")).unwrap().is_none());
         assert_eq!(forget_in(&s, None).unwrap(), 1);
         assert!(launch_sets_in(&s).unwrap().is_empty());
+        assert_eq!(
+            s.load_shared("diskseen.block-table").unwrap(),
+            None,
+            "forget --all forgets the shared history"
+        );
         assert!(
             s.load_run(crate::store::BOOT_KEY).unwrap().is_some(),
             "forget --all keeps the boot set"

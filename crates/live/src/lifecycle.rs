@@ -78,6 +78,10 @@ pub struct HistoryOutcome {
     pub restored: history::Restored,
     /// The policy's blob was loaded.
     pub policy_loaded: bool,
+    /// The history of the whole store was loaded into the policy
+    /// ([`outrider_core::Policy::shared_history_name`]: DiskSeen's one
+    /// block table), whether or not the application had history.
+    pub shared_loaded: bool,
     /// Files saved.
     pub saved_files: usize,
     /// `none`, `foreground` or `background`.
@@ -162,10 +166,11 @@ pub fn run_program(
     tracing: TracingSetup,
     program: Program<'_>,
 ) -> std::io::Result<Ended> {
+    let shared = policy.shared_history_name().map(str::to_string);
     let mut ctl = Controller::new(policy, opts.controller.clone());
     let cwd = (opts.cwd.clone()).unwrap_or_else(|| std::env::current_dir().unwrap_or_default());
     let db = opts.history.as_deref();
-    let loading = db.and_then(|d| starting::start_loading(d, opts, &cwd));
+    let loading = db.and_then(|d| starting::start_loading(d, opts, &cwd, shared));
     let mut dirs = (db.is_some() && opts.metadata_walk)
         .then(|| {
             DirWatch::start(
@@ -205,6 +210,7 @@ pub fn run_program(
         app_key: key.clone(),
         restored: std::mem::take(&mut loaded.restored),
         policy_loaded: loaded.policy_loaded,
+        shared_loaded: loaded.shared_loaded,
         save: "none",
         load_s: loaded.load_s,
         restore_s: loaded.restore_s,
@@ -353,6 +359,7 @@ fn instance_options(wants_dev: bool, follow: u32) -> InstanceOptions {
 struct Loaded {
     restored: history::Restored,
     policy_loaded: bool,
+    shared_loaded: bool,
     /// The files of the history loaded (sorted by id) and its run count.
     files: Option<(Vec<FileRecord>, u64)>,
     walk: Option<MetaWalk>,
@@ -466,9 +473,10 @@ impl RunOutcome {
         );
         if let Some(db) = &h.db {
             out += &format!(
-                "outrider: history {}: {} ({} runs before; files kept {}, dropped {}), {} files saved{}\n",
+                "outrider: history {}: {}{} ({} runs before; files kept {}, dropped {}), {} files saved{}\n",
                 db.display(),
                 if h.policy_loaded { "policy history loaded" } else { "no policy history" },
+                if h.shared_loaded { ", shared history loaded" } else { "" },
                 h.restored.runs_before,
                 h.restored.files_kept,
                 h.restored.files_dropped,
@@ -490,7 +498,14 @@ impl RunOutcome {
     }
 
     /// The `--json-file` object (DESIGN.md's metrics named as `sim --json`
-    /// names them, beside the live counters).
+    /// names them, beside the live counters). The history's fields:
+    /// `history_db`, `app_key`, `history` (files kept and dropped),
+    /// `history_policy_loaded` (the application's policy blob was loaded),
+    /// `history_shared_loaded` (the store's shared history was, e.g.
+    /// DiskSeen's one block table: see [`HistoryOutcome`]),
+    /// `history_saved_files`, `history_save` (`none`, `foreground`,
+    /// `background`) and the seconds `history_load_s`, `history_restore_s`,
+    /// `history_save_s`.
     pub fn json(&self, cmd: &[OsString]) -> serde_json::Value {
         let (r, h) = (&self.report, &self.history);
         serde_json::json!({
@@ -519,6 +534,7 @@ impl RunOutcome {
             "app_key": h.app_key,
             "history": h.restored,
             "history_policy_loaded": h.policy_loaded,
+            "history_shared_loaded": h.shared_loaded,
             "history_saved_files": h.saved_files,
             "history_save": h.save,
             "metadata_walk": self.metadata_walk,

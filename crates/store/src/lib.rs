@@ -53,6 +53,12 @@
 //! once serialise on SQLite's write lock (WAL mode, [`BUSY_TIMEOUT`]): the
 //! last to commit wins, neither corrupts the file.
 //!
+//! History of the whole store (a policy's
+//! [`outrider_core::Policy::shared_history_name`]) is a `models` row under
+//! the reserved key [`SHARED_KEY`], saved by a read-modify-write in one
+//! immediate transaction ([`Store::merge_shared`]): two processes saving at
+//! once each merge into what the other committed, neither is lost.
+//!
 //! Privacy: the store's directory, the file and its `-wal`, `-shm` and
 //! lock files are private to the running user, and a store another user
 //! could replace or write is refused ([`private`]).
@@ -69,6 +75,13 @@ pub use private::{open_lock, private_dir};
 use outrider_core::Policy;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
+
+/// The application key of history that belongs to the whole store rather
+/// than one application ([`outrider_core::Policy::shared_history_name`]:
+/// DiskSeen's one block table, §3.1). Real keys start `run:`, `name:` or
+/// `exe:` (and the daemon's boot set is `boot`), so it collides with none;
+/// it has no row in `app_runs`, so no listing of applications shows it.
+pub const SHARED_KEY: &str = "*shared";
 
 /// The `format` column of a saved policy blob (the blob's own format is
 /// the policy's business: each checks its own header on load).
@@ -644,6 +657,105 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()
+            .map_err(|e| self.sql(e))
+    }
+
+    /// The shared history `name` (under [`SHARED_KEY`]), if saved.
+    pub fn load_shared(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.load_history(SHARED_KEY, name)
+    }
+
+    /// Load `policy`'s shared history, if it names one and one is saved
+    /// ([`outrider_core::Policy::load_shared_history`]); `Ok(false)` when
+    /// not. On failure the policy is left as it was and the error names
+    /// the store and the history.
+    pub fn load_shared_into(&self, policy: &mut dyn Policy) -> Result<bool, StoreError> {
+        let Some(name) = policy.shared_history_name().map(str::to_string) else {
+            return Ok(false);
+        };
+        let Some(blob) = self.load_shared(&name)? else {
+            return Ok(false);
+        };
+        self.decode_shared_into(&name, &blob, policy)?;
+        Ok(true)
+    }
+
+    /// Load `blob`, the shared history `name` read from this store before
+    /// ([`Store::load_shared`]), into `policy`; on failure the policy is
+    /// left as it was and the error names the store and the history.
+    pub fn decode_shared_into(
+        &self,
+        name: &str,
+        blob: &[u8],
+        policy: &mut dyn Policy,
+    ) -> Result<(), StoreError> {
+        policy
+            .load_shared_history(blob)
+            .map_err(|why| StoreError::Corrupt {
+                path: self.path.clone(),
+                app_key: SHARED_KEY.into(),
+                name: name.into(),
+                why,
+            })
+    }
+
+    /// Read-modify-write the shared history `name` in one immediate
+    /// transaction (SQLite's write lock held from the read to the commit,
+    /// so a concurrent save waits and then merges into ours): `merge` gets
+    /// what is stored (`None`: nothing) and returns what to store (`None`:
+    /// leave it). Returns whether it wrote.
+    pub fn merge_shared(
+        &mut self,
+        name: &str,
+        merge: impl FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
+    ) -> Result<bool, StoreError> {
+        let path = self.path.clone();
+        let sql = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(sql)?;
+        let stored: Option<Vec<u8>> = tx
+            .query_row(
+                "SELECT data FROM models WHERE app_key = ?1 AND name = ?2",
+                params![SHARED_KEY, name],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(sql)?;
+        let Some(blob) = merge(stored.as_deref()) else {
+            return Ok(false);
+        };
+        tx.execute(
+            "INSERT OR REPLACE INTO models (app_key, name, kind, format, data, saved_unix)
+             VALUES (?1, ?2, 'policy', ?3, ?4, ?5)",
+            params![SHARED_KEY, name, BLOB_FORMAT, blob, unix_now()],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(true)
+    }
+
+    /// Merge `policy`'s shared history into the store
+    /// ([`outrider_core::Policy::merge_shared_history`] in
+    /// [`Store::merge_shared`]); `Ok(false)` when it keeps none or had
+    /// nothing to add.
+    pub fn merge_shared_from(&mut self, policy: &dyn Policy) -> Result<bool, StoreError> {
+        let Some(name) = policy.shared_history_name() else {
+            return Ok(false);
+        };
+        self.merge_shared(name, |stored| policy.merge_shared_history(stored))
+    }
+
+    /// Forget the history of the whole store (every [`SHARED_KEY`] row);
+    /// returns how many were removed.
+    pub fn forget_shared(&self) -> Result<u64, StoreError> {
+        self.conn
+            .execute("DELETE FROM models WHERE app_key = ?1", [SHARED_KEY])
+            .map(|n| n as u64)
             .map_err(|e| self.sql(e))
     }
 

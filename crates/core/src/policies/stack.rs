@@ -55,6 +55,22 @@ impl Stack {
         }
     }
 
+    /// The part whose history is the store's (see
+    /// [`Policy::shared_history_name`]): the lower one's if it has one.
+    fn shared_part(&self) -> &dyn Policy {
+        match self.lower.shared_history_name() {
+            Some(_) => self.lower.as_ref(),
+            None => self.upper.as_ref(),
+        }
+    }
+
+    fn shared_part_mut(&mut self) -> &mut dyn Policy {
+        match self.lower.shared_history_name() {
+            Some(_) => self.lower.as_mut(),
+            None => self.upper.as_mut(),
+        }
+    }
+
     /// The upper (file-level) policy.
     pub fn upper(&self) -> &dyn Policy {
         self.upper.as_ref()
@@ -210,6 +226,21 @@ impl Policy for Stack {
         }
         *self = fresh;
         Ok(())
+    }
+
+    /// The history of the whole store is one part's: the lower part's if
+    /// it keeps one (DiskSeen below a file-level policy: its block table),
+    /// else the upper part's.
+    fn shared_history_name(&self) -> Option<&str> {
+        self.shared_part().shared_history_name()
+    }
+
+    fn load_shared_history(&mut self, data: &[u8]) -> Result<(), String> {
+        self.shared_part_mut().load_shared_history(data)
+    }
+
+    fn merge_shared_history(&self, stored: Option<&[u8]>) -> Option<Vec<u8>> {
+        self.shared_part().merge_shared_history(stored)
     }
 
     /// Both parts' series, the upper's first.

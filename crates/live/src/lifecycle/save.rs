@@ -30,7 +30,8 @@ pub(super) struct SaveJob<'a> {
 }
 
 impl SaveJob<'_> {
-    /// Write the history in one transaction; a failure is a warning.
+    /// Write the history in one transaction, then merge the store's shared
+    /// history in another; a failure is a warning.
     pub(super) fn save(&self, mut st: Store, ctl: &mut Controller) {
         let h = history::collect(ctl.files_mut(), self.cmd, self.cwd);
         let gate_name = super::gate_name(self.policy);
@@ -56,6 +57,11 @@ impl SaveJob<'_> {
         };
         if let Err(e) = saved {
             outrider_sys::warnln!("outrider: warning: {e}; history not saved");
+        }
+        // The store's shared history, merged into what other runs saved
+        // since this one loaded (one transaction of its own).
+        if let Err(e) = st.merge_shared_from(ctl.policy()) {
+            outrider_sys::warnln!("outrider: warning: {e}; shared history not saved");
         }
     }
 }

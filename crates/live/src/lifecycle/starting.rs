@@ -48,6 +48,8 @@ pub(super) struct Prepared {
     history: Option<AppHistory>,
     verification: Verification,
     policy_blob: Option<Vec<u8>>,
+    /// The store's shared history the policy names, and its blob.
+    shared_blob: Option<(String, Vec<u8>)>,
     gate: Gate,
     walk: Option<MetaWalk>,
     load_s: f64,
@@ -55,13 +57,15 @@ pub(super) struct Prepared {
 }
 
 /// Start loading the history of `opts`' application (run in `cwd`) from
-/// the store at `db` on a new thread. Its key is found there too: the
+/// the store at `db` on a new thread, with the store's shared history
+/// `shared` when the policy names one. Its key is found there too: the
 /// executable's search through `PATH` is a few cold directory reads (2.5
 /// ms of `outrider run -- true` on a cold cache, measured).
 pub(super) fn start_loading(
     db: &Path,
     opts: &RunOptions,
     cwd: &Path,
+    shared: Option<String>,
 ) -> Option<JoinHandle<Prepared>> {
     let (db, cwd) = (db.to_path_buf(), cwd.to_path_buf());
     let (cmd, name) = (opts.cmd.clone(), opts.app_key.clone());
@@ -70,12 +74,18 @@ pub(super) fn start_loading(
         .name("outrider-history".into())
         .spawn(move || {
             let key = history::app_key(&cmd, &cwd, name.as_deref());
-            prepare(&db, key, &spec, walk)
+            prepare(&db, key, &spec, walk, shared)
         })
         .ok()
 }
 
-fn prepare(db: &Path, key: String, spec: &str, metadata_walk: bool) -> Prepared {
+fn prepare(
+    db: &Path,
+    key: String,
+    spec: &str,
+    metadata_walk: bool,
+    shared: Option<String>,
+) -> Prepared {
     let t = Instant::now();
     // Wait for a previous run's background save of this store to finish.
     let lock = HistoryLock::take(db, libc::LOCK_SH);
@@ -87,6 +97,15 @@ fn prepare(db: &Path, key: String, spec: &str, metadata_walk: bool) -> Prepared 
         return p;
     };
     let loaded = st.load_run(&key);
+    // The store's own history, whether or not the application has any
+    // (DiskSeen §3.1: one block table for every program).
+    p.shared_blob = shared.and_then(|name| match st.load_shared(&name) {
+        Ok(b) => b.map(|b| (name, b)),
+        Err(e) => {
+            outrider_sys::warnln!("outrider: warning: {e}; starting without shared history");
+            None
+        }
+    });
     p.load_s = t.elapsed().as_secs_f64();
     match loaded {
         Ok(Some(h)) => {
@@ -102,7 +121,7 @@ fn prepare(db: &Path, key: String, spec: &str, metadata_walk: bool) -> Prepared 
             };
             // The directories the previous run opened, in that order, and
             // its files in first-touch (id) order.
-            if p.policy_blob.is_some() && metadata_walk {
+            if (p.policy_blob.is_some() || p.shared_blob.is_some()) && metadata_walk {
                 let dirs = (st.load_history(&key, super::DIRS_BLOB).ok().flatten())
                     .map(|b| metawalk::decode_dirs(&b))
                     .unwrap_or_default();
@@ -235,6 +254,22 @@ impl<'a> Starting<'a> {
             files.sort_unstable_by_key(|f| f.id);
             l.files = Some((files, runs));
         }
+        // After the application's blob: the store's table replaces a
+        // table saved per application before it existed.
+        l.shared_loaded = match (p.shared_blob, &self.store) {
+            (Some((name, b)), Some(st)) => {
+                match st.decode_shared_into(&name, &b, self.ctl.policy_mut()) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        outrider_sys::warnln!(
+                            "outrider: warning: {e}; starting without shared history"
+                        );
+                        false
+                    }
+                }
+            }
+            _ => false,
+        };
         self.ctl.limit(&l.gate);
     }
 }

@@ -136,13 +136,39 @@ impl Policy for DiskSeen {
     }
 
     /// The block table's timestamps (§3.4's history), see
-    /// `diskseen/history.rs`.
+    /// `diskseen/history.rs`, with `shared=off` only: with `shared=on` the
+    /// table is the store's ([`Policy::merge_shared_history`]) and is not
+    /// saved per application too. A copy there would be loaded and then
+    /// replaced by the shared one at every start, and written at every
+    /// end: up to `table_mib` twice for nothing.
     fn save_history(&self) -> Option<Vec<u8>> {
-        Some(self.encode_history())
+        (!self.p.shared).then(|| self.encode_history())
     }
 
+    /// A table saved per application (`shared=off`, or before `shared`
+    /// existed). With `shared=on` it stands until the shared table is
+    /// loaded over it, and its stamps join the shared table at the save
+    /// if none was.
     fn load_history(&mut self, data: &[u8]) -> Result<(), String> {
         self.decode_history(data)
+    }
+
+    fn shared_history_name(&self) -> Option<&str> {
+        self.p.shared.then_some(super::history::SHARED_NAME)
+    }
+
+    fn load_shared_history(&mut self, data: &[u8]) -> Result<(), String> {
+        if !self.p.shared {
+            return Err("diskseen:shared=off keeps no shared history".into());
+        }
+        self.decode_shared(data)
+    }
+
+    fn merge_shared_history(&self, stored: Option<&[u8]>) -> Option<Vec<u8>> {
+        if !self.p.shared {
+            return None;
+        }
+        self.merge_shared(stored)
     }
 
     fn schedule_group(&self, window: WindowId) -> u32 {

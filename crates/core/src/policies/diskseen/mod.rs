@@ -19,6 +19,18 @@
 //! - **Current trails** (§3.4; [`trail`]) and per-process **quality
 //!   control** (§3.5; [`quality`]).
 //!
+//! # One table for every program (§3.1, §3.4)
+//!
+//! The paper's block table lives in the kernel for the whole system, so a
+//! trail recorded while one program read some blocks is followed when any
+//! program reads them later. Here the table is saved in the history store
+//! when a process ends and loaded when the next one starts; with `shared`
+//! on (the default) it is the store's one table, not an application's:
+//! each save merges this process's new stamps into what is stored
+//! (`history.rs`), so two processes ending in any order both leave their
+//! trails. `shared=off` keeps a table per application and policy spec
+//! (the behaviour before, for comparison).
+//!
 //! # What triggers prefetching
 //!
 //! When a demand access of block B completes and B is in no stream:
@@ -79,6 +91,12 @@
 //!   from a file-level window (they cost less than a second command).
 //! - Bounds the paper leaves implicit: at most `streams` streams (the
 //!   least recently moved is dropped) and `trails` current trails.
+//! - The system-wide table is one per history store, not per machine:
+//!   root's store and each user's are separate files, so nothing about one
+//!   user's blocks (which blocks, in what order, when) reaches another
+//!   user's process. Between processes the table is on disk, not in
+//!   memory: a process sees the trails of those that ended before it
+//!   started, not of those running beside it.
 
 mod history;
 mod hooks;
@@ -89,6 +107,8 @@ pub mod stream;
 pub mod table;
 pub mod trail;
 
+#[cfg(test)]
+mod shared_tests;
 #[cfg(test)]
 mod tests;
 
@@ -168,6 +188,8 @@ crate::params! {
         streams: u32 = 256,
         /// current trails tracked at once (not in the paper)
         trails: u32 = 64,
+        /// one block table for every program of the history store, as the kernel's one table (sections 3.1, 3.4): a trail one program left is followed when another reads those blocks; off = a table per application and policy spec
+        shared: bool = true,
     }
     validate = check_windows;
 }
@@ -266,12 +288,35 @@ pub struct DiskSeen {
     qc: Quality,
     next_group: u32,
     purge_cut: u64,
+    /// The counter of the shared table loaded (0: none), so a save tells
+    /// this process's stamps (after it) from the store's.
+    loaded_counter: u64,
     stats: Stats,
     /// Windows each stream keeps read ahead of the one in use: 1 (the
     /// readahead window, §3.3.2) until prefetches come late (`lead.rs`).
     lead_windows: u32,
     /// The last window whose late read raised `lead_windows`.
     late_window: Option<u64>,
+}
+
+/// §2.2's purge: while `table` holds more than `table_mib` MiB, drop the
+/// older half of the timestamps in `[purge_cut, counter]` (raising
+/// `purge_cut`). Returns the purges made.
+fn purge_to_budget(
+    table: &mut BlockTable,
+    table_mib: u64,
+    purge_cut: &mut u64,
+    counter: u64,
+) -> u64 {
+    let budget = (table_mib as usize) << 20;
+    let mut purges = 0;
+    while table.memory_bytes() > budget && *purge_cut < counter {
+        let cut = *purge_cut + (counter - *purge_cut).div_ceil(2);
+        table.purge_before(cut);
+        *purge_cut = cut;
+        purges += 1;
+    }
+    purges
 }
 
 #[inline]
@@ -312,6 +357,7 @@ impl DiskSeen {
             qc,
             next_group: 0,
             purge_cut: 0,
+            loaded_counter: 0,
             stats: Stats::default(),
             lead_windows: 1,
             late_window: None,
@@ -598,13 +644,13 @@ impl DiskSeen {
             self.stats.purges += 1;
         }
         if self.counter.is_multiple_of(PURGE_CHECK_BLOCKS) {
-            let budget = (self.p.table_mib as usize) << 20;
-            while self.table.memory_bytes() > budget && self.purge_cut < self.counter {
-                let cut = self.purge_cut + (self.counter - self.purge_cut).div_ceil(2);
-                self.table.purge_before(cut);
-                self.purge_cut = cut;
-                self.stats.purges += 1;
-            }
+            let purges = purge_to_budget(
+                &mut self.table,
+                self.p.table_mib,
+                &mut self.purge_cut,
+                self.counter,
+            );
+            self.stats.purges += purges;
         }
     }
 

@@ -35,8 +35,8 @@ impl Residency for Mem {
 
 /// A policy with a pretend cache: demand reads and prefetches make blocks
 /// resident; nothing is evicted unless a test says so.
-struct Harness {
-    ds: DiskSeen,
+pub(super) struct Harness {
+    pub(super) ds: DiskSeen,
     mem: Mem,
     next_window: u64,
     seq: u64,
@@ -45,7 +45,7 @@ struct Harness {
 }
 
 impl Harness {
-    fn new(p: DiskSeenParams) -> Self {
+    pub(super) fn new(p: DiskSeenParams) -> Self {
         Harness {
             ds: DiskSeen::new(p),
             mem: Mem::default(),
@@ -57,7 +57,7 @@ impl Harness {
 
     /// One demand read of `lbn` by `pid`, completed at once. Returns the
     /// prefetch requests as (lbn, blocks).
-    fn read(&mut self, pid: Pid, lbn: u64) -> Vec<(u64, u32)> {
+    pub(super) fn read(&mut self, pid: Pid, lbn: u64) -> Vec<(u64, u32)> {
         self.seq += 1;
         let a = Access {
             seq: self.seq,
@@ -762,13 +762,18 @@ fn interleaved_regions_keep_one_trail_each_and_run_2_follows_history() {
 #[test]
 fn saved_history_lets_a_new_process_follow_the_trail() {
     // As `reversed_second_run_is_prefetched_from_history`, but run 2 is a
-    // fresh DiskSeen that loaded run 1's saved table (the next process).
-    let mut h = Harness::new(DiskSeenParams::default());
+    // fresh DiskSeen that loaded run 1's saved table (the next process),
+    // saved per application (`shared=off`).
+    let off = || DiskSeenParams {
+        shared: false,
+        ..DiskSeenParams::default()
+    };
+    let mut h = Harness::new(off());
     for b in (1000..1100).rev() {
         assert!(h.read(1, b).is_empty());
     }
     let blob = h.ds.save_history().expect("diskseen learns");
-    let mut next = Harness::new(DiskSeenParams::default());
+    let mut next = Harness::new(off());
     next.ds.load_history(&blob).unwrap();
     next.ds.start_run(1);
     assert_eq!(next.ds.counter(), 100);
