@@ -796,11 +796,12 @@ fn run_diskseen_follows_its_saved_history_backwards() {
 /// backwards in 4 KiB reads, then program B, another application with
 /// another script (its own loop, another hash), reads the same file
 /// backwards, cold, for the first time: it follows A's trail (§3.4),
-/// coverage ≥ 0.9. With `diskseen:shared=off` for both, each application
+/// coverage ≥ 0.85. With `diskseen:shared=off` for both, each application
 /// has its own table and B's first run gets nothing from A's (< 0.1).
 /// Python's own start-up is about 1,470 of B's ~17,850 demand blocks and
 /// is not covered, so 0.918 is the most B can get: measured 0.909-0.914
-/// (99.1-99.5% of the file's blocks served) in four runs.
+/// (99.1-99.5% of the file's blocks served) in four runs; the bound
+/// leaves room for a slower start on a loaded machine.
 #[test]
 fn run_diskseen_follows_a_trail_another_program_left() {
     if !is_root() {
@@ -830,7 +831,7 @@ fn run_diskseen_follows_a_trail_another_program_left() {
     assert_eq!(rb["history_shared_loaded"], true, "{rb}");
     let cb = rb["coverage"].as_f64().unwrap();
     assert!(
-        (0.9..=1.0).contains(&cb),
+        (0.85..=1.0).contains(&cb),
         "B's first run, shared: coverage {cb}: {rb}"
     );
     let (_, rb) = shared("diskseen:shared=off", "off");

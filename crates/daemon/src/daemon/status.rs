@@ -49,7 +49,8 @@ pub struct LaunchStatus {
     pub verdict: String,
     /// The window ended.
     pub finished: bool,
-    /// Still running then, it was followed with the `auto` policy.
+    /// Still running then, it was followed with
+    /// [`follow_policy`](crate::config::Config::follow_policy).
     pub followed: bool,
     /// With no launch set of its own, it read files of this application's
     /// set in the set's order, which was replayed from there
