@@ -339,6 +339,48 @@ fn a_file_only_the_last_launch_read_is_not_replayed() {
     );
 }
 
+/// A launch's set holds what the launches it spawned read in its window
+/// (`gcc`'s holds `cc1`'s, `as`'s and `ld`'s), so its replay asks for
+/// them at its own exec. Here a python3 launch runs a child python3 of
+/// another application (`python3 -I`) that reads a 32 MiB file the
+/// parent never reads (backwards, 1 MiB at a time: a forward read is left
+/// to the kernel's readahead, not replayed): the parent's set records the file (without the
+/// children, its set was the interpreter's 2 000-odd pages), and its next
+/// launch's replay asks for it.
+#[test]
+fn a_launch_records_what_the_launches_it_spawned_read() {
+    let Some((py, dir, state, data, d, _cold)) = python_and_data("", 32) else {
+        return;
+    };
+    let child = format!(
+        "import subprocess, sys\nsubprocess.run([sys.executable, '-I', '-c', \
+         'import os, sys; fd = os.open(sys.argv[1], 0); \
+         [os.pread(fd, 1 << 20, o) for o in range(31 << 20, -1, -(1 << 20))]', \
+         '{}'], check=True)\n",
+        data.display()
+    );
+    let launch = || {
+        drop_caches();
+        let mut c = Command::new(&py).args(["-c", &child]).spawn().unwrap();
+        let pid = c.id();
+        assert!(c.wait().unwrap().success());
+        saved_launch(&state, pid)
+    };
+    let first = launch();
+    let recorded = first["recorded_pages"].as_u64().unwrap();
+    assert!(
+        recorded >= 8192,
+        "the child's file in the parent's set: {first}"
+    );
+    let second = launch();
+    let requested = second["replay"]["pages_requested"].as_u64().unwrap();
+    assert!(
+        requested >= 8192,
+        "the child's file replayed at the parent's exec: {second}"
+    );
+    drop((d, dir));
+}
+
 /// A launch that fills its set may read the rest of a replay after its
 /// cap: what it did not record is not judged wasted. The first launch
 /// reads a 160 MiB file forward from 16 MiB, the second backward from

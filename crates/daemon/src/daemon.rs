@@ -46,6 +46,10 @@ const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// 256 MiB cap, would otherwise hold 16 GiB worth.
 const RECORDING_PAGES_MAX: u64 = 2 << 20;
 
+/// Launches up a launch's reads are recorded in besides its own
+/// ([`Daemon::record_read`]): `make` → `gcc` → `cc1` is two.
+const ANCESTORS_MAX: usize = 3;
+
 struct Launch {
     exe: String,
     /// The process that exec'd it.
@@ -64,6 +68,9 @@ struct Launch {
     full: bool,
     /// The streaks of the set it had before (`None`: it had none).
     prev: Option<Streaks>,
+    /// The launch whose process tree exec'd it, if one was recording: its
+    /// reads are that launch's too ([`Daemon::record_read`]).
+    parent: Option<u64>,
 }
 
 /// A finished set waiting to be saved: its key, the set, the launch it
@@ -387,23 +394,8 @@ impl Daemon {
         let Some((dev, ino, index, pages)) = read else {
             return;
         };
-        let room = RECORDING_PAGES_MAX.saturating_sub(self.recording_pages);
-        if let Some(&id) = self.tree.get(&e.pid).filter(|_| room > 0) {
-            if let Some(l) = self.launches.get_mut(&id) {
-                let before = l.rec.pages;
-                l.rec.read(e.pid, dev, ino, index, pages);
-                let recorded = l.rec.pages;
-                self.recording_pages += recorded - before;
-                let matched = (l.matcher.as_mut()).and_then(|m| m.read(&self.index, (dev, ino)));
-                if let Some(s) = status_of(&mut self.status, id) {
-                    s.read_pages += pages;
-                    s.recorded_pages = recorded;
-                }
-                if let Some((key, from)) = matched {
-                    self.replay_shared(id, &key, from);
-                }
-                self.untrack_if_full(id);
-            }
+        if let Some(&id) = self.tree.get(&e.pid) {
+            self.record_read(id, e.pid, (dev, ino, index, pages));
         }
         if self.boot.is_some() && !self.is_own(e.pid) {
             if let Some((_, rec)) = self.boot.as_mut() {
@@ -413,6 +405,42 @@ impl Daemon {
                     self.end_boot();
                 }
             }
+        }
+    }
+
+    /// Task `pid` of launch `id` read `pages` pages of (dev, ino) from
+    /// `index`: record them in its set and in the sets of the launches
+    /// that exec'd it, up to [`ANCESTORS_MAX`] up (as FAST and IORap
+    /// record a start with the processes it spawns): a launch of `gcc`
+    /// then holds what `cc1`, `as` and `ld` read, and its replay asks for
+    /// them at `gcc`'s exec rather than at each child's.
+    fn record_read(&mut self, id: u64, pid: u32, (dev, ino, index, pages): (u64, u64, u64, u64)) {
+        let mut at = Some(id);
+        for depth in 0..=ANCESTORS_MAX {
+            let room = RECORDING_PAGES_MAX.saturating_sub(self.recording_pages);
+            let Some(l) = at
+                .and_then(|a| self.launches.get_mut(&a))
+                .filter(|_| room > 0)
+            else {
+                return;
+            };
+            let a = at.expect("found");
+            at = l.parent;
+            let before = l.rec.pages;
+            l.rec.read(pid, dev, ino, index, pages);
+            let recorded = l.rec.pages;
+            self.recording_pages += recorded - before;
+            let matched = (l.matcher.as_mut())
+                .filter(|_| depth == 0)
+                .and_then(|m| m.read(&self.index, (dev, ino)));
+            if let Some(s) = status_of(&mut self.status, a) {
+                s.read_pages += pages;
+                s.recorded_pages = recorded;
+            }
+            if let Some((key, from)) = matched {
+                self.replay_shared(a, &key, from);
+            }
+            self.untrack_if_full(a);
         }
     }
 

@@ -23,7 +23,11 @@
 //!   process tree of one launch read in its first
 //!   [`config::Config::launch_window_s`] seconds (default 5 s) — reads
 //!   and page faults, cache hits included, so shared libraries, mapped
-//!   files and data files alike, each page once, in first-touch order —
+//!   files and data files alike, each page once, in first-touch order,
+//!   the reads of the launches its tree spawned included (`gcc`'s set
+//!   holds what `cc1`, `as` and `ld` read, so its replay asks for them at
+//!   `gcc`'s exec; FAST and IORap likewise trace a start with the
+//!   processes it spawns) —
 //!   plus each file's identity (dev, inode, `name_to_handle_at` handle,
 //!   path, size, mtime). It is an [`outrider_store::AppHistory`] saved
 //!   under `exe:APP` — the executable and the shape of its command line
@@ -69,7 +73,9 @@
 //! 16 MiB; libprefetch §3.5, as `auto` replays), each buffer's ranges
 //! merged and sorted by their physical address (FIEMAP; FAST and the
 //! Windows Prefetcher fetch in disk order) and asked for with
-//! `POSIX_FADV_WILLNEED`, before the program asks. One sweep of the whole
+//! `POSIX_FADV_WILLNEED`, before the program asks, with at most 16 MiB
+//! asked for and not yet arrived (so the program's own reads never queue
+//! behind more, [`launchset::replay`]). One sweep of the whole
 //! set in disk order put the pages a launch needs first behind the rest:
 //! with 256 MiB sets `g++ -O2` of a 3-line program was 0.90x of stock
 //! (slower in 3 of 5 launches); in reorder buffers 1.06x (faster in all

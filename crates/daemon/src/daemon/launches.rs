@@ -101,7 +101,7 @@ impl Daemon {
             gate: level_name(gate.level_now()).into(),
             ..LaunchStatus::default()
         });
-        self.tree.insert(pid, id);
+        let parent = self.tree.insert(pid, id);
         self.launches.insert(
             id,
             Launch {
@@ -115,6 +115,7 @@ impl Daemon {
                 replayed,
                 full: false,
                 prev,
+                parent,
             },
         );
         true
