@@ -136,10 +136,13 @@ impl Sets {
         self.check(store);
         let runs = match self.cached.get(key) {
             Some(c) => c.set.runs + 1,
-            None if self.keys.contains(key) => {
-                // Not in memory: the store's count is the truth.
-                store.load_run(key).ok().flatten().map_or(1, |h| h.runs)
-            }
+            // Not in memory: the store's count is the truth (its row
+            // alone, not the whole set).
+            None if self.keys.contains(key) => (store.connection())
+                .query_row("SELECT runs FROM app_runs WHERE app_key = ?1", [key], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .map_or(1, |n| n as u64),
             None => 1,
         };
         let mut set = set.clone();
@@ -294,6 +297,13 @@ mod tests {
         let mut fresh = Sets::open(&s);
         let got = fresh.get(&s, "exe:/usr/bin/x").unwrap();
         assert_eq!(got.set.runs, 2);
+        // A set saved while not in memory counts its runs from the store.
+        let mut cold = Sets::open(&s);
+        let (streaks, gate) = saved_in(&mut s, "exe:/usr/bin/x", &h);
+        cold.saved(&s, "exe:/usr/bin/x", &h, &streaks, &gate);
+        let stored = s.load_run("exe:/usr/bin/x").unwrap().unwrap();
+        assert_eq!(stored.runs, 3);
+        assert_eq!(*cold.get(&s, "exe:/usr/bin/x").unwrap().set, stored);
     }
 
     #[test]

@@ -247,6 +247,15 @@ fn wal_mode(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
+/// The error for a failed SQLite call on the store at `path` (`Copy`, so
+/// one serves every `map_err` of a function).
+fn sql_error(path: &Path) -> impl Fn(rusqlite::Error) -> StoreError + Copy + '_ {
+    move |source| StoreError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// An open history store.
 pub struct Store {
     conn: Connection,
@@ -260,10 +269,7 @@ impl Store {
     pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         let path = path.as_ref().to_path_buf();
         private::prepare(&path)?;
-        let sql = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sql = sql_error(&path);
         let conn = Connection::open(&path).map_err(sql)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
         // Fails here with "file is not a database" for non-SQLite files.
@@ -340,10 +346,7 @@ impl Store {
             return Ok(());
         }
         let path = self.path.clone();
-        let sql = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sql = sql_error(&path);
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
@@ -464,10 +467,7 @@ impl Store {
         same_files_as_run: Option<u64>,
     ) -> Result<(), StoreError> {
         let path = self.path.clone();
-        let sql = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sql = sql_error(&path);
         let now = unix_now();
         let tx = self
             .conn
@@ -710,10 +710,7 @@ impl Store {
         merge: impl FnOnce(Option<&[u8]>) -> Option<Vec<u8>>,
     ) -> Result<bool, StoreError> {
         let path = self.path.clone();
-        let sql = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sql = sql_error(&path);
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
