@@ -149,7 +149,7 @@ impl Sets {
         set.runs = runs;
         set.files.sort_unstable_by_key(|f| f.id);
         self.keys.insert(key.to_string());
-        self.insert(key, set, Some(streaks.clone()), gate.clone());
+        self.insert(key, set, Some(streaks.clone()), *gate);
     }
 
     /// The store forgot launch sets (its size bound): keep only those left.

@@ -77,7 +77,7 @@ impl Daemon {
         // the budget, then not at all but every PROBE_EVERY-th launch.
         let user = Credentials::of_pid(pid);
         let cached = self.sets.get(&self.store, &key);
-        let gate = cached.as_ref().map(|c| c.gate.clone()).unwrap_or_default();
+        let gate = cached.as_ref().map(|c| c.gate).unwrap_or_default();
         let share = match gate.level_now() {
             Level::Full => 1.0,
             Level::Reduced => 0.25,
