@@ -114,8 +114,10 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
     if let Some(s) = &r.status {
         writeln!(
             out,
-            "launches seen {}, replayed {}, launch sets saved {} (stored {}, forgotten {}); events {} (lost {})",
+            "launches seen {} (repeated {}; execs quieted {}), replayed {}, launch sets saved {} (stored {}, forgotten {}); events {} (lost {})",
             s.launches_seen,
+            s.launches_repeated,
+            s.execs_quieted,
             s.replays,
             s.launch_sets_saved,
             s.launch_sets_stored,

@@ -783,7 +783,7 @@ fn run_diskseen_follows_its_saved_history_backwards() {
     assert_eq!(r2["history_policy_loaded"], false, "{r2}");
     assert!(r2["demand_blocks"].as_u64().unwrap() >= 65536, "{r2}");
     let c2 = r2["coverage"].as_f64().unwrap();
-    assert!(c2 >= 0.9 && c2 <= 1.0, "run 2 coverage {c2}: {r2}");
+    assert!((0.9..=1.0).contains(&c2), "run 2 coverage {c2}: {r2}");
     let (t1, t2) = (
         r1["elapsed_s"].as_f64().unwrap(),
         r2["elapsed_s"].as_f64().unwrap(),

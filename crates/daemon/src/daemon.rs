@@ -10,6 +10,7 @@ mod launches;
 mod status;
 
 use accounting::{start_delay_accounting, CpuMeter, DELAYACCT_WAS};
+use launches::NotLaunch;
 use status::{status_of, STATUS_EVERY_NS, STATUS_MIN_NS};
 pub use status::{BootStatus, LaunchStatus, Status};
 
@@ -282,13 +283,14 @@ impl Daemon {
             events.clear();
             let src = self.src.as_mut().expect("opened");
             let pages = (src.poll(&mut events, 256)).map_err(|e| format!("reading events: {e}"))?;
-            let stats = src.stats();
+            let (stats, quieted) = (src.stats(), src.quieted());
             events.sort_by_key(|e| e.ts_ns);
             for e in &events {
                 self.on_event(e);
             }
             self.status.events = stats.events;
             self.status.lost_events = stats.lost_events;
+            self.status.execs_quieted = quieted;
             self.tick(monotonic_ns(), false);
             if pages == 0 {
                 self.idle(prompt);
@@ -362,7 +364,7 @@ impl Daemon {
 
     fn on_event(&mut self, e: &LiveEvent) {
         let read = match e.kind {
-            EventKind::Exec { pid } => return self.on_exec(pid, e.ts_ns),
+            EventKind::Exec { pid, name } => return self.on_exec(pid, name, e.ts_ns),
             EventKind::Fork { parent, child } => {
                 if let Some(&id) = self.tree.get(&parent) {
                     self.tree.insert(child, id);
@@ -485,8 +487,25 @@ impl Daemon {
 
     /// An exec: a new launch if it is one, else the process is no longer
     /// followed (unless it is part of a launch being recorded).
-    fn on_exec(&mut self, pid: u32, ts_ns: u64) {
-        if !self.start_launch(pid, ts_ns) && !self.tree.contains_key(&pid) {
+    ///
+    /// An exec that is not a launch for a while (its application launched
+    /// within the repeat window, or it is not watched) has its file name
+    /// `name` quieted in the kernel that long: the execs of that name are
+    /// then dropped there, with no wake-up of the daemon and nothing
+    /// followed. Waking for each of a loop's 300 execs of `true`, only to
+    /// find it repeated, made the loop 0.83x of its speed with no daemon
+    /// (the wake-up, `/proc` reads and the untrack per exec: ~67 µs of
+    /// daemon CPU each, `bench/daemon/launch.sh`'s exec-storm). The
+    /// price: another application of the same executable (`python3 b.py`
+    /// after two quick `python3 a.py`) is not a launch either until then.
+    fn on_exec(&mut self, pid: u32, name: u64, ts_ns: u64) {
+        let Err(not) = self.start_launch(pid, ts_ns) else {
+            return;
+        };
+        if let (NotLaunch::Quiet { until_ns }, Some(src)) = (not, &self.src) {
+            src.quiet(name, until_ns);
+        }
+        if !self.tree.contains_key(&pid) {
             self.untrack(pid);
         }
     }

@@ -300,28 +300,29 @@ mod tests {
     use outrider_store::{AccessRecord, AppHistory};
 
     fn set(files: usize, pages: &[u32]) -> AppHistory {
-        let mut h = AppHistory::default();
-        h.files = (0..files)
-            .map(|i| outrider_store::FileRecord {
-                id: i as u32,
-                dev: 1,
-                ino: i as u64 + 1,
-                handle: None,
-                path: format!("/f{i}"),
-                size: 4096,
-                mtime_ns: 0,
-            })
-            .collect();
-        h.accesses = pages
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| AccessRecord {
-                file: 0,
-                page: i as u64 * 100,
-                pages: p,
-            })
-            .collect();
-        h
+        AppHistory {
+            files: (0..files)
+                .map(|i| outrider_store::FileRecord {
+                    id: i as u32,
+                    dev: 1,
+                    ino: i as u64 + 1,
+                    handle: None,
+                    path: format!("/f{i}"),
+                    size: 4096,
+                    mtime_ns: 0,
+                })
+                .collect(),
+            accesses: pages
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| AccessRecord {
+                    file: 0,
+                    page: i as u64 * 100,
+                    pages: p,
+                })
+                .collect(),
+            ..AppHistory::default()
+        }
     }
 
     #[test]

@@ -512,9 +512,14 @@ mod tests {
         let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
         // SAFETY: a NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let e = walk(&[p.clone()], Action::Stat, &WalkOptions::default(), |_| {})
-            .unwrap_err()
-            .to_string();
+        let e = walk(
+            std::slice::from_ref(&p),
+            Action::Stat,
+            &WalkOptions::default(),
+            |_| {},
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with(&p.display().to_string()) && e.contains("FIFO"),
             "{e}"

@@ -22,8 +22,9 @@
 //!    following every exec ([`Scope::Execs`], the daemon's scope),
 //!    `sched_process_exec` is emitted for every task, adds it to
 //!    `tracked` and wakes the reader at once, while the other records
-//!    wait for the reader's next poll (`BPF_RB_NO_WAKEUP`); a switch
-//!    ([`EbpfSource::record_everyone`]) lets every task's records
+//!    wait for the reader's next poll (`BPF_RB_NO_WAKEUP`), unless the
+//!    file name the exec was given is quiet ([`EbpfSource::quiet`]); a
+//!    switch ([`EbpfSource::record_everyone`]) lets every task's records
 //!    through;
 //! 3. reserves a ring-buffer record, writes the CLOCK_MONOTONIC time
 //!    (`bpf_ktime_get_ns`), the common header (event id, thread id:
@@ -38,7 +39,7 @@
 
 use crate::tracefs::decode::Decoder;
 use crate::tracefs::format::{parse_format, EventFormat};
-use crate::tracefs::{ensure_mounted, LiveEvent, SourceStats};
+use crate::tracefs::{ensure_mounted, EventKind, LiveEvent, SourceStats};
 use outrider_sys::bpf::{helper, Asm, Map, MapType, Program, RingBuf, Size, FP, NO_PREALLOC};
 use outrider_sys::detach::detached;
 use outrider_sys::fdpass::Offer;
@@ -60,12 +61,21 @@ pub const RING_BYTES: usize = 1 << 20;
 pub const MAX_TRACKED: u32 = 1 << 16;
 /// Bytes read per "page" of [`EbpfSource::poll`]'s bound, as tracefs pages.
 const POLL_UNIT: usize = 4096;
+/// Quiet exec names held at most (the least recently used go first).
+pub const QUIET_MAX: u32 = 1024;
+/// Bytes of an exec's file name hashed: a longer name is told apart by
+/// its first 128 bytes only (two names alike that far share a quiet
+/// entry: an exec missed, never one slowed).
+const NAME_BYTES: i16 = 128;
 
 /// The eBPF event source.
 pub struct EbpfSource {
     ring: RingBuf,
     tracked: Map,
     counters: Map,
+    /// Exec names whose execs are dropped in the kernel until a time
+    /// ([`Scope::Execs`] only).
+    quiet: Option<Map>,
     decoder: Decoder,
     /// Perf events holding the programs attached (closed first on drop).
     links: Vec<OwnedFd>,
@@ -104,6 +114,8 @@ pub enum Scope {
 
 /// Key of the counters map's record-everyone switch (key 0: lost records).
 const EVERYONE_KEY: u32 = 1;
+/// Key of the counters map's count of execs dropped as quiet.
+const QUIET_KEY: u32 = 2;
 /// `bpf_ringbuf_submit` flags.
 const RB_NO_WAKEUP: i32 = 1;
 const RB_FORCE_WAKEUP: i32 = 2;
@@ -124,11 +136,14 @@ enum Role {
 const CTX: u8 = 6;
 const TID: u8 = 7;
 const REC: u8 = 8;
+const UNTIL: u8 = 9;
 /// Stack slots (offsets from the frame pointer).
 const SLOT_TID: i16 = -4;
 const SLOT_CHILD: i16 = -8;
 const SLOT_ONE: i16 = -12;
 const SLOT_ZERO: i16 = -16;
+const SLOT_NAME: i16 = -24;
+const SLOT_NAME_BUF: i16 = SLOT_NAME - NAME_BYTES;
 
 impl EbpfSource {
     /// Load and attach programs for `events` (`(system, event)` pairs,
@@ -192,6 +207,7 @@ impl EbpfSource {
             ring: parts.ring,
             tracked: parts.tracked,
             counters: parts.counters,
+            quiet: parts.quiet,
             links: parts.links,
             _programs: parts.programs,
             park,
@@ -216,10 +232,16 @@ impl EbpfSource {
     pub fn poll(&mut self, out: &mut Vec<LiveEvent>, max_pages: usize) -> io::Result<usize> {
         let before = out.len();
         let decoder = &self.decoder;
+        let names = self.quiet.is_some();
         let bytes = self.ring.consume(max_pages * POLL_UNIT, |rec| {
             if rec.len() >= 8 {
                 let ts = u64::from_ne_bytes(rec[..8].try_into().expect("8 bytes"));
-                if let Some(e) = decoder.decode(ts, &rec[8..]) {
+                if let Some(mut e) = decoder.decode(ts, &rec[8..]) {
+                    // The exec's name hash follows its fields ([`emit`]).
+                    if let (true, EventKind::Exec { name, .. }) = (names, &mut e.kind) {
+                        let tail = &rec[rec.len() - 8..];
+                        *name = u64::from_ne_bytes(tail.try_into().expect("8 bytes"));
+                    }
                     out.push(e);
                 }
             }
@@ -238,7 +260,16 @@ impl EbpfSource {
     /// Records the kernel could not store (ring buffer full, or a fork
     /// beyond [`MAX_TRACKED`]).
     fn lost(&self) -> io::Result<u64> {
-        let v = self.counters.lookup(&0u32.to_ne_bytes())?;
+        self.counter(0)
+    }
+
+    /// Execs dropped in the kernel as quiet ([`EbpfSource::quiet`]) so far.
+    pub fn quieted(&self) -> u64 {
+        self.counter(QUIET_KEY).unwrap_or(0)
+    }
+
+    fn counter(&self, key: u32) -> io::Result<u64> {
+        let v = self.counters.lookup(&key.to_ne_bytes())?;
         Ok(v.map_or(0, |v| {
             u64::from_ne_bytes(v[..8].try_into().expect("8 bytes"))
         }))
@@ -263,6 +294,17 @@ impl EbpfSource {
     /// until they are untracked or exit.
     pub fn untrack(&self, tid: u32) {
         let _ = self.tracked.delete(&tid.to_ne_bytes());
+    }
+
+    /// Drop the execs of file name `name` (the hash in their
+    /// [`EventKind::Exec`]) in the kernel until CLOCK_MONOTONIC `until_ns`:
+    /// no wake-up, no record, the task not followed. A thread followed
+    /// already (forked by a followed one) stays followed. Under
+    /// [`Scope::Execs`] only; elsewhere nothing.
+    pub fn quiet(&self, name: u64, until_ns: u64) {
+        if let Some(q) = &self.quiet {
+            let _ = q.update(&name.to_ne_bytes(), &until_ns.to_ne_bytes());
+        }
     }
 
     /// Let every task's records through (true) or only followed ones'.
@@ -340,6 +382,7 @@ struct Parts {
     ring: RingBuf,
     tracked: Map,
     counters: Map,
+    quiet: Option<Map>,
     links: Vec<OwnedFd>,
     programs: Vec<Program>,
 }
@@ -355,12 +398,16 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         MAX_TRACKED,
         NO_PREALLOC,
     )?;
-    let counters = Map::create(MapType::Array, "outrider_lost", 4, 8, 2, 0)?;
+    let counters = Map::create(MapType::Array, "outrider_lost", 4, 8, 3, 0)?;
+    let quiet = (scope == Scope::Execs)
+        .then(|| Map::create(MapType::LruHash, "outrider_quiet", 8, 8, QUIET_MAX, 0))
+        .transpose()?;
     let (mut links, mut programs) = (Vec::new(), Vec::new());
     let maps = Maps {
         ring: ring.map(),
         tracked: &tracked,
         counters: &counters,
+        quiet: quiet.as_ref(),
     };
     for format in formats {
         let role = role_of(format)?;
@@ -376,6 +423,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         ring,
         tracked,
         counters,
+        quiet,
         links,
         programs,
     })
@@ -419,6 +467,7 @@ fn claim_parked(name: &[u8], programs: usize) -> Option<Parts> {
         ring,
         tracked,
         counters,
+        quiet: None,
         links: it.collect(),
         programs: Vec::new(),
     })
@@ -437,6 +486,7 @@ struct Maps<'a> {
     ring: &'a Map,
     tracked: &'a Map,
     counters: &'a Map,
+    quiet: Option<&'a Map>,
 }
 
 fn read_format(root: &Path, sys: &str, ev: &str) -> io::Result<EventFormat> {
@@ -496,9 +546,17 @@ fn program(
     a.call(helper::GET_CURRENT_PID_TGID);
     a.mov32_reg(TID, 0);
     a.store(Size::W, FP, SLOT_TID, TID);
-    match (scope, role) {
-        (Scope::Everyone, _) | (Scope::Execs, Role::Exec) => {}
-        (Scope::Execs, Role::Emit) => pass_switched_on_or_tracked(&mut a, m, out),
+    // Under Scope::Execs the exec program appends its name's hash.
+    let mut name = None;
+    match (scope, role, m.quiet) {
+        (Scope::Execs, Role::Exec, Some(quiet)) => {
+            let loc = f.field("filename").map_err(io::Error::other)?;
+            hash_name(&mut a, loc.offset as i16);
+            pass_unless_quiet(&mut a, (quiet, m.counters), out);
+            name = Some(SLOT_NAME);
+        }
+        (Scope::Everyone, _, _) | (Scope::Execs, Role::Exec, None) => {}
+        (Scope::Execs, Role::Emit, _) => pass_switched_on_or_tracked(&mut a, m, out),
         _ => pass_tracked(&mut a, m, out),
     }
     let wake = match (scope, role) {
@@ -523,22 +581,75 @@ fn program(
         _ => {}
     }
     if role != Role::Exit {
-        emit(&mut a, f.id, end, m, lost, wake);
+        emit(&mut a, (f.id, end, name), m, lost, wake);
         a.ja(out);
         a.bind(lost);
-        a.store_imm(Size::W, FP, SLOT_ZERO, 0);
-        a.ld_map(1, m.counters);
-        a.mov_reg(2, FP);
-        a.add_imm(2, SLOT_ZERO.into());
-        a.call(helper::MAP_LOOKUP_ELEM);
-        a.jeq_imm(0, 0, out);
-        a.mov_imm(1, 1);
-        a.atomic_add(0, 0, 1);
+        count(&mut a, m.counters, 0, out);
     }
     a.bind(out);
     a.mov_imm(0, 0);
     a.exit();
     Ok(a.finish())
+}
+
+/// Hash the file name of the exec record (its `__data_loc` field at
+/// `loc`: offset in the low 16 bits) to `SLOT_NAME`: its first
+/// [`NAME_BYTES`] bytes, zero-padded, as 64-bit words mixed FNV-1a style
+/// (xor, multiply by the FNV prime), then the high half folded in.
+fn hash_name(a: &mut Asm, loc: i16) {
+    for at in (SLOT_NAME_BUF..SLOT_NAME).step_by(8) {
+        a.store_imm(Size::DW, FP, at, 0);
+    }
+    a.mov_reg(1, FP);
+    a.add_imm(1, SLOT_NAME_BUF.into());
+    a.mov_imm(2, NAME_BYTES.into());
+    a.load(Size::W, 3, CTX, loc);
+    a.and_imm(3, 0xffff);
+    a.add_reg(3, CTX);
+    a.call(helper::PROBE_READ_KERNEL_STR);
+    a.ld_imm64(0, 0xcbf2_9ce4_8422_2325);
+    a.ld_imm64(2, 0x0100_0000_01b3);
+    for at in (SLOT_NAME_BUF..SLOT_NAME).step_by(8) {
+        a.load(Size::DW, 1, FP, at);
+        a.xor_reg(0, 1);
+        a.mul_reg(0, 2);
+    }
+    a.mov_reg(1, 0);
+    a.rsh_imm(1, 32);
+    a.xor_reg(0, 1);
+    a.store(Size::DW, FP, SLOT_NAME, 0);
+}
+
+/// Go on unless the name at `SLOT_NAME` is in `quiet` with a time still
+/// to come; else count the exec in `counters` and go to `out`.
+fn pass_unless_quiet(a: &mut Asm, (quiet, counters): (&Map, &Map), out: outrider_sys::bpf::Label) {
+    let (pass, drop) = (a.label(), a.label());
+    a.ld_map(1, quiet);
+    a.mov_reg(2, FP);
+    a.add_imm(2, SLOT_NAME.into());
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jeq_imm(0, 0, pass);
+    a.load(Size::DW, UNTIL, 0, 0);
+    a.call(helper::KTIME_GET_NS);
+    a.jlt_reg(0, UNTIL, drop);
+    a.ja(pass);
+    a.bind(drop);
+    count(a, counters, QUIET_KEY, out);
+    a.ja(out);
+    a.bind(pass);
+}
+
+/// Add one to the counter `key` of `counters`, then go on (to `out` if
+/// the counter is not there).
+fn count(a: &mut Asm, counters: &Map, key: u32, out: outrider_sys::bpf::Label) {
+    a.store_imm(Size::W, FP, SLOT_ZERO, key as i32);
+    a.ld_map(1, counters);
+    a.mov_reg(2, FP);
+    a.add_imm(2, SLOT_ZERO.into());
+    a.call(helper::MAP_LOOKUP_ELEM);
+    a.jeq_imm(0, 0, out);
+    a.mov_imm(1, 1);
+    a.atomic_add(0, 0, 1);
 }
 
 /// Go on only when the current thread (at `SLOT_TID`) is followed; to
@@ -581,16 +692,24 @@ fn track(a: &mut Asm, m: &Maps<'_>, slot: i16, lost: outrider_sys::bpf::Label) {
     a.jne_imm(0, 0, lost);
 }
 
-/// Reserve `[u64 time][header][fields]` (the fields' `end` rounded up to
-/// 8), fill it and submit it with `wake` (`bpf_ringbuf_submit` flags);
-/// to `lost` when the ring is full. The
-/// fields are copied in the largest aligned pieces that stay below `end`:
-/// the kernel refuses to attach a program that reads past a tracepoint
-/// record's last field (EACCES).
-fn emit(a: &mut Asm, id: u16, end: usize, m: &Maps<'_>, lost: outrider_sys::bpf::Label, wake: i32) {
+/// Reserve `[u64 time][header][fields][u64 name]` (the fields' `end`
+/// rounded up to 8; the name, the u64 at stack slot `name`, only when
+/// given), fill it and submit it with `wake` (`bpf_ringbuf_submit`
+/// flags); to `lost` when the ring is full. The fields are copied in the
+/// largest aligned pieces that stay below `end`: the kernel refuses to
+/// attach a program that reads past a tracepoint record's last field
+/// (EACCES).
+fn emit(
+    a: &mut Asm,
+    (id, end, name): (u16, usize, Option<i16>),
+    m: &Maps<'_>,
+    lost: outrider_sys::bpf::Label,
+    wake: i32,
+) {
     let span = end.div_ceil(8) * 8;
+    let tail = if name.is_some() { 8 } else { 0 };
     a.ld_map(1, m.ring);
-    a.mov_imm(2, (16 + span - 8) as i32);
+    a.mov_imm(2, (16 + span - 8 + tail) as i32);
     a.mov_imm(3, 0);
     a.call(helper::RINGBUF_RESERVE);
     a.jeq_imm(0, 0, lost);
@@ -614,6 +733,10 @@ fn emit(a: &mut Asm, id: u16, end: usize, m: &Maps<'_>, lost: outrider_sys::bpf:
             Size::H => 2,
             Size::B => 1,
         };
+    }
+    if let Some(slot) = name {
+        a.load(Size::DW, 1, FP, slot);
+        a.store(Size::DW, REC, (8 + span) as i16, 1);
     }
     a.mov_reg(1, REC);
     a.mov_imm(2, wake);

@@ -38,7 +38,7 @@ pub enum EventSource {
     /// Programs on the tracepoints, one ring buffer.
     Ebpf(Box<EbpfSource>),
     /// A tracing instance's per-CPU buffers.
-    TraceFs(Instance),
+    TraceFs(Box<Instance>),
 }
 
 /// A source could not start or read.
@@ -80,7 +80,7 @@ impl EventSource {
         let ebpf = || EbpfSource::open_scoped(&opts.events, scope, home, linger_ms).map(Box::new);
         match choice {
             SourceChoice::TraceFs => Ok(Opened {
-                source: EventSource::TraceFs(Instance::open(opts)?),
+                source: EventSource::TraceFs(Box::new(Instance::open(opts)?)),
                 fallback: None,
             }),
             SourceChoice::Ebpf => Ok(Opened {
@@ -93,7 +93,7 @@ impl EventSource {
                     fallback: None,
                 }),
                 Err(e) => Ok(Opened {
-                    source: EventSource::TraceFs(Instance::open(opts)?),
+                    source: EventSource::TraceFs(Box::new(Instance::open(opts)?)),
                     fallback: Some(e.to_string()),
                 }),
             },
@@ -147,12 +147,31 @@ impl EventSource {
         }
     }
 
+    /// Drop the execs of file name `name` (their [`EventKind::Exec`]
+    /// hash) in the kernel until CLOCK_MONOTONIC `until_ns` (eBPF under
+    /// [`Scope::Execs`]; the tracefs source has no such filter).
+    ///
+    /// [`EventKind::Exec`]: crate::tracefs::EventKind::Exec
+    pub fn quiet(&self, name: u64, until_ns: u64) {
+        if let EventSource::Ebpf(s) = self {
+            s.quiet(name, until_ns);
+        }
+    }
+
     /// Record every task's events (true) or only followed ones' (eBPF
     /// under [`Scope::Execs`]; the tracefs source records every task).
     pub fn record_everyone(&self, on: bool) -> Result<(), SourceError> {
         match self {
             EventSource::Ebpf(s) => Ok(s.record_everyone(on)?),
             EventSource::TraceFs(_) => Ok(()),
+        }
+    }
+
+    /// Execs dropped in the kernel as quiet so far ([`EventSource::quiet`]).
+    pub fn quieted(&self) -> u64 {
+        match self {
+            EventSource::Ebpf(s) => s.quieted(),
+            EventSource::TraceFs(_) => 0,
         }
     }
 

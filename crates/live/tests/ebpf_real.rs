@@ -3,8 +3,8 @@
 //! processes it forks, and ignores every other task. Skipped (passes
 //! vacuously, with a note) when not root.
 
-use outrider_live::ebpf::EbpfSource;
-use outrider_live::tracefs::{EventKind, LiveEvent, EVENTS};
+use outrider_live::ebpf::{EbpfSource, Scope};
+use outrider_live::tracefs::{EventKind, LiveEvent, EVENTS, EXEC_EVENT};
 use outrider_sys::monotonic_ns;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
@@ -152,4 +152,66 @@ fn a_stopped_source_is_parked_and_the_next_one_claims_it_following_only_its_own_
         got.iter().all(|e| e.pid == other),
         "only the claimer's thread: {got:?}"
     );
+}
+
+/// Run `exe` to its end; its pid.
+fn run(exe: &std::path::Path) -> u32 {
+    let mut c = std::process::Command::new(exe).spawn().unwrap();
+    let pid = c.id();
+    assert!(c.wait().unwrap().success());
+    pid
+}
+
+/// The name hash of `pid`'s exec, if the source saw it (after waiting for
+/// records a moment).
+fn exec_of(src: &mut EbpfSource, pid: u32) -> Option<u64> {
+    src.wait(None, Duration::from_millis(50));
+    std::thread::sleep(Duration::from_millis(20));
+    drain(src).iter().find_map(|e| match e.kind {
+        EventKind::Exec { pid: p, name } if p == pid => Some(name),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_quiet_exec_name_is_dropped_in_the_kernel_until_its_time() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (a, b) = (dir.path().join("quiet-a"), dir.path().join("quiet-b"));
+    std::fs::copy("/bin/true", &a).unwrap();
+    std::fs::copy("/bin/true", &b).unwrap();
+    let mut evs = events();
+    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
+    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    let name = exec_of(&mut src, run(&a)).expect("an exec is seen");
+    assert_ne!(name, 0, "the exec carries its name's hash");
+    assert_eq!(
+        exec_of(&mut src, run(&a)),
+        Some(name),
+        "the same name, the same hash"
+    );
+    let name_b = exec_of(&mut src, run(&b)).expect("another exec is seen");
+    assert_ne!(name_b, name, "another name, another hash");
+
+    src.quiet(name, monotonic_ns() + 60_000_000_000);
+    let quiet = run(&a);
+    assert_eq!(
+        exec_of(&mut src, quiet),
+        None,
+        "a quiet name's exec is dropped"
+    );
+    assert!(!src.follows(quiet));
+    assert_eq!(src.quieted(), 1);
+    assert_eq!(exec_of(&mut src, run(&b)), Some(name_b), "other names pass");
+
+    src.quiet(name, monotonic_ns().saturating_sub(1));
+    assert_eq!(
+        exec_of(&mut src, run(&a)),
+        Some(name),
+        "past its time, it passes"
+    );
+    assert_eq!(src.quieted(), 1);
 }

@@ -58,6 +58,9 @@ pub mod helper {
     pub const RINGBUF_RESERVE: i32 = 131;
     /// `bpf_ringbuf_submit`.
     pub const RINGBUF_SUBMIT: i32 = 132;
+    /// `bpf_probe_read_kernel_str` (dst, size, unsafe_ptr): the bytes
+    /// copied, the NUL included, or a negative error.
+    pub const PROBE_READ_KERNEL_STR: i32 = 115;
 }
 
 /// Registers: r0 return value, r1-r5 arguments (clobbered by calls), r6-r9
@@ -79,10 +82,15 @@ const IMM: u8 = 0x00;
 const K: u8 = 0x00;
 const X: u8 = 0x08;
 const OP_ADD: u8 = 0x00;
+const OP_MUL: u8 = 0x20;
+const OP_AND: u8 = 0x50;
+const OP_RSH: u8 = 0x70;
+const OP_XOR: u8 = 0xa0;
 const OP_MOV: u8 = 0xb0;
 const JA: u8 = 0x00;
 const JEQ: u8 = 0x10;
 const JNE: u8 = 0x50;
+const JLT: u8 = 0xa0;
 const CALL: u8 = 0x80;
 const EXIT: u8 = 0x90;
 const PSEUDO_MAP_FD: u8 = 1;
@@ -139,6 +147,37 @@ impl Asm {
     pub fn add_imm(&mut self, dst: Reg, imm: i32) {
         self.insns.push(insn(ALU64 | OP_ADD | K, dst, 0, 0, imm));
     }
+    /// `dst += src` (64 bits).
+    pub fn add_reg(&mut self, dst: Reg, src: Reg) {
+        self.insns.push(insn(ALU64 | OP_ADD | X, dst, src, 0, 0));
+    }
+    /// `dst *= src` (64 bits, wrapping).
+    pub fn mul_reg(&mut self, dst: Reg, src: Reg) {
+        self.insns.push(insn(ALU64 | OP_MUL | X, dst, src, 0, 0));
+    }
+    /// `dst ^= src` (64 bits).
+    pub fn xor_reg(&mut self, dst: Reg, src: Reg) {
+        self.insns.push(insn(ALU64 | OP_XOR | X, dst, src, 0, 0));
+    }
+    /// `dst &= imm` (`imm` sign-extended to 64 bits).
+    pub fn and_imm(&mut self, dst: Reg, imm: i32) {
+        self.insns.push(insn(ALU64 | OP_AND | K, dst, 0, 0, imm));
+    }
+    /// `dst >>= imm` (logical, 64 bits).
+    pub fn rsh_imm(&mut self, dst: Reg, imm: i32) {
+        self.insns.push(insn(ALU64 | OP_RSH | K, dst, 0, 0, imm));
+    }
+    /// `dst = imm` for any 64-bit constant (a two-instruction load).
+    pub fn ld_imm64(&mut self, dst: Reg, imm: u64) {
+        self.insns.push(insn(
+            LD | Size::DW as u8 | IMM,
+            dst,
+            0,
+            0,
+            imm as u32 as i32,
+        ));
+        self.insns.push(insn(0, 0, 0, 0, (imm >> 32) as u32 as i32));
+    }
     /// `dst = the map of descriptor fd` (a two-instruction load).
     pub fn ld_map(&mut self, dst: Reg, map: &Map) {
         self.insns.push(insn(
@@ -183,6 +222,11 @@ impl Asm {
     pub fn jne_imm(&mut self, dst: Reg, imm: i32, to: Label) {
         self.jump(JMP | JNE | K, dst, imm, to);
     }
+    /// `if dst < src goto to` (unsigned, 64 bits).
+    pub fn jlt_reg(&mut self, dst: Reg, src: Reg, to: Label) {
+        self.fixups.push((self.insns.len(), to));
+        self.insns.push(insn(JMP | JLT | X, dst, src, 0, 0));
+    }
     /// `goto to`.
     pub fn ja(&mut self, to: Label) {
         self.jump(JMP | JA, 0, 0, to);
@@ -214,6 +258,8 @@ pub enum MapType {
     Hash = 1,
     /// Array (keys 0..max_entries, u32).
     Array = 2,
+    /// Hash table that, full, drops its least recently used entries.
+    LruHash = 9,
     /// Multi-producer, single-consumer ring buffer.
     RingBuf = 27,
 }

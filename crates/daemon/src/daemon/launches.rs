@@ -23,6 +23,21 @@ const RECENT_MAX: usize = 4096;
 /// Bytes in a page.
 const PAGE_BYTES: u64 = 4096;
 
+/// Why an exec is not a launch.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum NotLaunch {
+    /// Gone already, the daemon itself, or turned away for now (CPU cap,
+    /// recordings at their bound).
+    Skip,
+    /// Not watched, or its application launched less than the repeat
+    /// window ago: an exec of the same file name is no launch either
+    /// until CLOCK_MONOTONIC `until_ns`.
+    Quiet {
+        /// The end of the repeat window.
+        until_ns: u64,
+    },
+}
+
 impl Daemon {
     /// Launch `id`, with no set of its own, reads files of set `key` in
     /// its order: replay that set from access `from` on, as its own set
@@ -48,24 +63,22 @@ impl Daemon {
     }
 
     /// Start recording (and replaying) the launch `pid` exec'd at
-    /// `exec_ns`, if it is one; false when it is not.
-    pub(super) fn start_launch(&mut self, pid: u32, exec_ns: u64) -> bool {
+    /// `exec_ns`, if it is one.
+    pub(super) fn start_launch(&mut self, pid: u32, exec_ns: u64) -> Result<(), NotLaunch> {
         if pid == std::process::id() {
-            return false;
+            return Err(NotLaunch::Skip);
         }
         let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
-            return false;
+            return Err(NotLaunch::Skip);
         };
         // Our own helpers (one per client run) are not launches.
         if !self.cfg.watches(&exe) || self.own_exe.as_ref() == Some(&exe) {
-            return false;
+            return Err(self.quiet_for(monotonic_ns()));
         }
         let exe = app_of(pid, &exe.to_string_lossy(), self.cfg.launch_key_args);
         self.status.launches_seen += 1;
         self.dirty = true;
-        if !self.admitted(&exe) {
-            return false;
-        }
+        self.admitted(&exe)?;
         let id = self.next_id;
         self.next_id += 1;
         let key = store::launch_key(&exe);
@@ -118,27 +131,38 @@ impl Daemon {
                 parent,
             },
         );
-        true
+        Ok(())
     }
 
     /// Is launch `exe` to be recorded and replayed? Not when it
     /// [`Daemon::repeated`], the daemon is over its CPU cap, or
     /// [`Config::max_recording`](crate::config::Config::max_recording)
     /// launches are being recorded; each reason is counted in the status.
-    fn admitted(&mut self, exe: &str) -> bool {
-        if self.repeated(exe) {
+    fn admitted(&mut self, exe: &str) -> Result<(), NotLaunch> {
+        if let Some(last) = self.repeated(exe) {
             self.status.launches_repeated += 1;
-            return false;
+            return Err(self.quiet_for(last));
         }
         if self.cpu.over {
             self.status.launches_over_cpu += 1;
-            return false;
+            return Err(NotLaunch::Skip);
         }
         if self.launches.len() >= self.cfg.max_recording {
             self.status.launches_not_recorded += 1;
-            return false;
+            return Err(NotLaunch::Skip);
         }
-        true
+        Ok(())
+    }
+
+    /// An exec that is not a launch until `from` plus the repeat window:
+    /// its name may be quieted that long (with no repeat window, never).
+    fn quiet_for(&self, from: u64) -> NotLaunch {
+        match (self.cfg.repeat_window_s * 1e9) as u64 {
+            0 => NotLaunch::Skip,
+            window => NotLaunch::Quiet {
+                until_ns: from + window,
+            },
+        }
     }
 
     /// The part of set `key` to replay, from its access `from` on
@@ -168,9 +192,9 @@ impl Daemon {
         }
     }
 
-    /// Did application `app` launch less than
+    /// When application `app` launched last, if less than
     /// [`Config::repeat_window_s`](crate::config::Config::repeat_window_s)
-    /// ago? Notes this launch otherwise.
+    /// ago; notes this launch otherwise.
     ///
     /// Such a launch is neither recorded nor replayed: the pages the last
     /// one read (or had replayed) are still cached, and its set stands.
@@ -178,11 +202,11 @@ impl Daemon {
     /// made the loop 1.2-4x slower than with no daemon (the daemon's work
     /// per exec: its store, a replay thread, a file table; hot cache,
     /// `bench/daemon/launch.sh`'s exec-storm).
-    fn repeated(&mut self, app: &str) -> bool {
+    fn repeated(&mut self, app: &str) -> Option<u64> {
         let now = monotonic_ns();
         let repeat = (self.cfg.repeat_window_s * 1e9) as u64;
-        if self.recent.get(app).is_some_and(|&t| now < t + repeat) {
-            return true;
+        if let Some(&t) = self.recent.get(app).filter(|&&t| now < t + repeat) {
+            return Some(t);
         }
         if self.recent.len() >= RECENT_MAX {
             self.recent.retain(|_, t| now < *t + repeat);
@@ -191,7 +215,7 @@ impl Daemon {
             }
         }
         self.recent.insert(app.to_string(), now);
-        false
+        None
     }
 
     /// Replay `set` for launch `id` of process `pid`, exec'd at

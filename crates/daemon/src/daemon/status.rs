@@ -109,6 +109,10 @@ pub struct Status {
     /// [`Config::repeat_window_s`](crate::config::Config::repeat_window_s)
     /// before.
     pub launches_repeated: u64,
+    /// Execs dropped in the kernel, their file name quieted after an exec
+    /// that was not a launch (repeated, or not watched; the eBPF source
+    /// only): never seen by the daemon, so in no other count here.
+    pub execs_quieted: u64,
     /// Launch sets saved.
     pub launch_sets_saved: u64,
     /// Launch sets in the store.

@@ -399,9 +399,12 @@ fn the_end_of_an_unopened_file_is_learned_from_the_kernels_readahead() {
     assert_eq!(demand(&mut c, &[read(2, 0, 15)]), 3);
 }
 
+/// One access a policy heard: its outcome, file, page and pages.
+type HeardAccess = (Origin, u64, u32, u32);
+
 /// Counts the accesses a policy hears, by outcome.
 #[derive(Clone, Default)]
-struct Heard(Arc<Mutex<Vec<(Origin, u64, u32, u32)>>>);
+struct Heard(Arc<Mutex<Vec<HeardAccess>>>);
 
 impl Policy for Heard {
     fn name(&self) -> &str {

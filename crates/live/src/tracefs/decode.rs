@@ -116,6 +116,10 @@ pub enum EventKind {
     Exec {
         /// The process.
         pid: u32,
+        /// A hash of the file name the exec was given, as the eBPF source
+        /// computes it in the kernel (the key of its quiet names,
+        /// `EbpfSource::quiet`); 0 from the tracefs source.
+        name: u64,
     },
 }
 
@@ -278,7 +282,10 @@ impl Decoder {
                 parent: v(0) as u32,
                 child: v(1) as u32,
             },
-            Which::Exec => EventKind::Exec { pid: v(0) as u32 },
+            Which::Exec => EventKind::Exec {
+                pid: v(0) as u32,
+                name: 0,
+            },
         };
         Some(LiveEvent { ts_ns, pid, kind })
     }
@@ -357,7 +364,7 @@ format:
         rec[4..8].copy_from_slice(&77u32.to_le_bytes());
         rec[12..16].copy_from_slice(&88u32.to_le_bytes());
         let e = d.decode(5, &rec).unwrap();
-        assert_eq!(e.kind, EventKind::Exec { pid: 88 });
+        assert_eq!(e.kind, EventKind::Exec { pid: 88, name: 0 });
     }
 
     #[test]

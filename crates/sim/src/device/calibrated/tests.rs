@@ -42,7 +42,7 @@ fn the_fit_of_exact_measurements_gives_the_parameters_back() {
 /// ±3% noise on every point: latency within 5%, the depth still 8.
 #[test]
 fn the_fit_tolerates_measurement_noise() {
-    let noise = |i: usize| if i % 2 == 0 { 1.03 } else { 0.97 };
+    let noise = |i: usize| if i.is_multiple_of(2) { 1.03 } else { 0.97 };
     let f = fit(&measured(&TRUE, noise)).unwrap();
     let rel = |a: u64, b: u64| (a as f64 - b as f64).abs() / b as f64;
     assert!(rel(f.params.latency_ns, TRUE.latency_ns) < 0.05, "{f:?}");
