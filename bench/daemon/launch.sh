@@ -21,7 +21,7 @@
 # OUT=file writes elsewhere.
 #
 # Then a day in miniature: DAY_PROGRAMS (a dozen) run one after another
-# as one script, DAY_REPS (default 3) repetitions of, alternating which
+# as one script, DAY_REPS (default 5) repetitions of, alternating which
 # goes first:
 #   stock    the script once, cold, no daemon; then hot: once more at once
 #   daemon   a fresh daemon (empty state): the script cold (day 1, it
@@ -44,7 +44,7 @@ REPS=${REPS:-5}
 SHORT_REPS=$REPS
 PROGRAMS=${PROGRAMS:-"gcc gxx rustc java node python python-bare perl file git-status wc"}
 DAY_PROGRAMS=${DAY_PROGRAMS-"file perl python-bare git-status gcc gxx node python java rustc find rg"}
-DAY_REPS=${DAY_REPS:-3}
+DAY_REPS=${DAY_REPS:-5}
 UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached"}
 UNHELPED_REPS=${UNHELPED_REPS:-7}
 OUT=${OUT:-bench/results/daemon.md}
@@ -63,15 +63,23 @@ stop_daemon() {
   fi
 }
 trap 'stop_daemon; rm -rf "$work" /dev/shm/outrider-suite-out' EXIT
+# Launches and programs it cannot help measure the replay at each exec
+# alone: no successor prediction, which would learn this script's own
+# order (cold's sync, lsblk, df, ... then the program) and read the
+# program's set before its exec. The day is a routine: there it is on,
+# as by default.
 cat > "$work/daemon.toml" << EOF
 state_dir = "$work/state"
 launch_window_s = 3
 save_interval_s = 0.2
+successor_prefetch = false
 ${LAUNCH_CAP:+launch_cap_mib = $LAUNCH_CAP}
 EOF
-status() { "$bin" status --json --config "$work/daemon.toml"; }
+sed '/^successor_prefetch/d' "$work/daemon.toml" > "$work/day.toml"
+conf=$work/daemon.toml
+status() { "$bin" status --json --config "$conf"; }
 start_daemon() {
-  "$bin" daemon --config "$work/daemon.toml" 2>> "$work/daemon.log" &
+  "$bin" daemon --config "$conf" 2>> "$work/daemon.log" &
   daemon_pid=$!
   local k
   for k in $(seq 300); do
@@ -140,12 +148,14 @@ day() { # arm rep
 }
 day_daemon() { # rep
   rm -rf "$work/state"
+  conf=$work/day.toml
   start_daemon
   cold; day daemon1 "$1"
   wait_saved
   cold; day daemon "$1"
-  status | python3 -c 'import json,sys; s=json.load(sys.stdin); print("day", s["rss_bytes"], s["cpu_s"], s["uptime_s"])' >> "$work/day-usage"
+  status | python3 -c 'import json,sys; s=json.load(sys.stdin); print("day", s["rss_bytes"], s["cpu_s"], s["uptime_s"], s["status"]["successors"]["predicted"], s["status"]["successors"]["hits"], s["status"]["successors"]["misses"])' >> "$work/day-usage"
   stop_daemon
+  conf=$work/daemon.toml
 }
 : > "$work/day"
 : > "$work/day-usage"

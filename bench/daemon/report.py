@@ -64,8 +64,9 @@ def day_section(work):
     print()
     print(f"{len(order)} programs run one after another as one script ({', '.join(order)}). **stock**: the script "
           "cold, no daemon; **hot**: again at once (the floor); **daemon**: a daemon started with an empty store ran "
-          "the script cold once (day 1, learning; its launch sets saved), then caches were dropped and the script "
-          f"ran again (day 2, measured). Medians of {len(reps)} repetitions, arms alternated; ratios are medians "
+          "the script cold once (day 1, learning its launch sets and their order), then caches were dropped and the "
+          "script ran again (day 2, measured), the next launch predicted at each launch and its set read right after "
+          f"the launch's own (`successor_prefetch`, on by default). Medians of {len(reps)} repetitions, arms alternated; ratios are medians "
           "of each repetition's own.")
     print()
     print("| | stock (s) | day 1 (s) | daemon day 2 (s) | hot (s) | stock / hot | speed-up | headroom | misses |")
@@ -98,12 +99,17 @@ def day_section(work):
     usage = os.path.join(work, "day-usage")
     if os.path.exists(usage):
         u = [line.split()[1:] for line in open(usage)]
-        rss = [int(a) for a, _, _ in u]
-        cpu = [float(c) / float(t) for _, c, t in u if float(t) > 0]
+        rss = [int(a[0]) for a in u]
+        cpu = [float(a[1]) / float(a[2]) for a in u if float(a[2]) > 0]
+        pred = [tuple(int(x) for x in a[3:6]) for a in u if len(a) >= 6]
         if rss:
             print()
             print(f"The daemon after day 2: resident memory {med(rss) / 2**20:.1f} MiB median, {max(rss) / 2**20:.1f} MiB most; "
                   f"CPU {med(cpu) * 100:.1f}% of a core median over its life (two days and the saves), {max(cpu) * 100:.1f}% most.")
+        if pred:
+            print()
+            print("Next launches predicted over both days, per repetition (predicted / right / wrong): "
+                  + ", ".join(f"{p}/{h}/{m}" for p, h, m in pred) + ".")
     print()
 
 

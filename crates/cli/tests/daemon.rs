@@ -707,3 +707,46 @@ fn replays_that_do_not_pay_are_throttled_then_stopped() {
     let asked = seen[1]["replay"]["pages_requested"].as_u64().unwrap();
     assert!(asked >= 12288 && used * 4 < asked, "{:?}", seen[1]);
 }
+
+/// A routine (launch A, then B) seen once: at A's next launch B's set is
+/// replayed, so the file only B reads is cached before B's exec; with
+/// `successor_prefetch = false` it is not.
+#[test]
+fn the_next_launch_of_a_routine_is_read_before_its_exec() {
+    let _cold = cold_lock();
+    for (on, want_cached) in [(true, true), (false, false)] {
+        let Some((py, dir, cfg, state)) = watching_python(&format!("successor_prefetch = {on}\n"))
+        else {
+            return;
+        };
+        let data = dir.path().join("only-b-reads");
+        std::fs::write(&data, vec![5u8; 8 << 20]).unwrap();
+        let d = Daemon::start(&cfg, &state);
+        let a = || {
+            let ok = Command::new(&py)
+                .args(["-c", "import time; time.sleep(0.6)"])
+                .status();
+            assert!(ok.unwrap().success());
+        };
+        let b = || {
+            let read = format!("open({:?}, 'rb').read()", data.display().to_string());
+            let ok = Command::new(&py).args(["-B", "-c", &read]).status();
+            assert!(ok.unwrap().success());
+        };
+        a();
+        b();
+        wait_for(&state, "both sets saved", |s| s["launch_sets_saved"] == 2);
+        drop_caches();
+        assert!(resident_pct(&data) < 10.0);
+        a();
+        let s = wait_for(&state, "A's launch seen", |s| s["launches_seen"] == 3);
+        let cached = resident_pct(&data);
+        drop(d);
+        assert_eq!(
+            cached > 90.0,
+            want_cached,
+            "{cached}% of B's file cached: {s}"
+        );
+        assert_eq!(s["successor_replays"].as_u64() == Some(1), on, "{s}");
+    }
+}

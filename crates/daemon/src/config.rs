@@ -24,6 +24,8 @@
 //! | `follow_policy` | `"auto"` | the policy spec a followed program runs under, as `outrider run --policy` takes it (`"auto+diskseen"`: also DiskSeen's block table, which every program of the user's store shares, §3.1/§3.4); checked against the policy registry, and refused if it cannot run live |
 //! | `follow_min_read_mib` | `16` | a launch is followed after its window only if its process tree read at least this much in it (cache hits included): a shell or a server waiting for requests is not |
 //! | `repeat_window_s` | `2` | a launch of an application this soon after its last one is neither recorded nor replayed (its pages are still cached; a loop of short programs would pay the daemon's work at every exec); such an exec, or one of an executable not watched, quiets the file name it was given until the window ends: the eBPF source drops that name's execs in the kernel, with no wake-up (so another application of the same executable is no launch until then either); `0`: every launch is |
+//! | `successor_prefetch` | `true` | predict the next launch from the order launches came in (EPCM over launches, [`crate::successors`]) and replay its set right after the current launch's own, before its exec |
+//! | `successor_threshold` | `0.6` | the least likelihood of a predicted launch for its set to be replayed (EPCM's prefetch threshold, §2.3; above 0.5 one launch is predicted per step) |
 //! | `cpu_max_pct` | `5` | the daemon's own CPU (all its threads), percent of one core over the last 10 s, above which new launches are neither recorded nor replayed until it is under again (the systemd unit also caps it with `CPUQuota=20%`) |
 //! | `delay_accounting` | `true` | turn the kernel's delay accounting on (`kernel.task_delayacct`, put back at exit) and report each launch's wait for block I/O, and per application the stall time its replays saved |
 //! | `event_source` | `"auto"` | `"ebpf"`: programs on the tracepoints follow each program from its exec and filter in the kernel ([`outrider_live::ebpf::Scope::Execs`]); `"tracefs"`: a tracing instance records every task and the daemon drops what it does not follow; `"auto"`: eBPF, else tracefs |
@@ -84,6 +86,10 @@ pub struct Config {
     pub follow_min_read_mib: u64,
     /// Repeated launches left alone within, seconds.
     pub repeat_window_s: f64,
+    /// Next launches predicted and their sets replayed.
+    pub successor_prefetch: bool,
+    /// Least likelihood of a predicted launch.
+    pub successor_threshold: f64,
     /// CPU cap, percent of one core.
     pub cpu_max_pct: f64,
     /// Delay accounting on, for the stall time saved.
@@ -116,6 +122,8 @@ impl Default for Config {
             follow_policy: "auto".into(),
             follow_min_read_mib: 16,
             repeat_window_s: 2.0,
+            successor_prefetch: true,
+            successor_threshold: 0.6,
             cpu_max_pct: 5.0,
             delay_accounting: true,
             event_source: "auto".into(),
@@ -240,6 +248,12 @@ impl Config {
         }
         if !(self.repeat_window_s.is_finite() && (0.0..=86400.0).contains(&self.repeat_window_s)) {
             return bad("repeat_window_s", "seconds, from 0 to 86400");
+        }
+        if !(self.successor_threshold > 0.0 && self.successor_threshold <= 1.0) {
+            return bad(
+                "successor_threshold",
+                "a likelihood, more than 0 and at most 1",
+            );
         }
         if !(self.cpu_max_pct.is_finite() && self.cpu_max_pct > 0.0 && self.cpu_max_pct <= 100.0) {
             return bad(

@@ -21,10 +21,11 @@ use crate::sets::Sets;
 use crate::shared::{Index, Matcher};
 use crate::store::{self, BOOT_KEY};
 use crate::streaks::Streaks;
+use crate::successors::Successors;
 use outrider_driver::benefit::Gate;
 use outrider_live::source::EventSource;
 use outrider_live::tracefs::{EventKind, InstanceOptions, LiveEvent, EVENTS, EXEC_EVENT};
-use outrider_store::{AppHistory, Store};
+use outrider_store::{AppHistory, Store, SHARED_KEY};
 use outrider_sys::launch::Credentials;
 use outrider_sys::monotonic_ns;
 use outrider_sys::taskstats::{self, TaskDelay, Taskstats};
@@ -86,6 +87,8 @@ struct Pending {
 
 enum Done {
     Launch(u64, ReplayStats),
+    /// The replay of a launch's predicted successor.
+    Successor(ReplayStats),
     Boot(ReplayStats),
     /// The index of the stored launch sets, built at start.
     Index(Box<(Index, Sets)>),
@@ -134,6 +137,30 @@ pub struct Daemon {
     cpu: CpuMeter,
     /// When each application last launched ([`Config::repeat_window_s`]).
     recent: FxHashMap<String, u64>,
+    /// The order launches come in ([`crate::successors`]).
+    successors: Successors,
+}
+
+/// The name of the launch-order model in the store (beside DiskSeen's
+/// shared table, under [`SHARED_KEY`]: `forget --all` clears both).
+pub const LAUNCH_ORDER: &str = "launch-order";
+
+/// The launch-order model saved in `store`, its symbols named by the keys
+/// of the stored sets; an unreadable one is logged and started afresh.
+fn load_successors(cfg: &Config, store: &Store, sets: &Sets) -> Successors {
+    let mut s = Successors::new(cfg.successor_threshold);
+    if let Ok(Some(blob)) = store.load_history(SHARED_KEY, LAUNCH_ORDER) {
+        if let Err(e) = s.restore(&blob) {
+            log(format!(
+                "outrider daemon: the launch order saved is unreadable ({e}); starting afresh"
+            ));
+            s = Successors::new(cfg.successor_threshold);
+        }
+    }
+    for key in sets.keys() {
+        s.name(key);
+    }
+    s
 }
 
 /// Open the history store of `cfg` (its directory created if missing).
@@ -148,6 +175,7 @@ impl Daemon {
     pub fn new(cfg: Config, config_path: PathBuf) -> Result<Daemon, String> {
         let store = open_store(&cfg)?;
         let sets = Sets::open(&store);
+        let successors = load_successors(&cfg, &store, &sets);
         let (done_tx, done_rx) = mpsc::channel();
         let mut d = Daemon {
             status_path: cfg.state_dir.join("status.json"),
@@ -179,6 +207,7 @@ impl Daemon {
             saved_before_index: Some(Vec::new()),
             cpu: CpuMeter::default(),
             recent: FxHashMap::default(),
+            successors,
             cfg,
             config_path,
             own_exe: std::fs::read_link("/proc/self/exe").ok(),
@@ -243,6 +272,7 @@ impl Daemon {
             pressure_max_pct: self.cfg.pressure_max_pct,
             launcher: None,
             exec_ns: 0,
+            ahead: false,
         }
     }
 
@@ -562,6 +592,7 @@ impl Daemon {
             match done {
                 Done::Boot(st) => self.status.boot.replay = Some(st),
                 Done::Index(idx) => self.take_index(*idx),
+                Done::Successor(st) => self.status.successor_pages += st.pages_requested,
                 Done::Launch(id, st) => {
                     if let Some(s) = status_of(&mut self.status, id) {
                         s.replay = Some(st);
@@ -590,6 +621,13 @@ impl Daemon {
     }
 
     fn save_pending(&mut self) {
+        self.status.successors = self.successors.stats;
+        if self.successors.changed {
+            let blob = self.successors.snapshot();
+            if let Err(e) = self.store.save_history(SHARED_KEY, LAUNCH_ORDER, &blob) {
+                log(format!("outrider daemon: saving the launch order: {e}"));
+            }
+        }
         for p in std::mem::take(&mut self.pending) {
             let saved = match p.launch {
                 Some(_) => store::save(&mut self.store, &p.key, &p.set, &p.gate, &p.streaks),
@@ -652,6 +690,7 @@ pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
                 pressure_max_pct: cfg.pressure_max_pct,
                 launcher: None,
                 exec_ns: 0,
+                ahead: false,
             },
         )),
         None => Err(format!(

@@ -273,6 +273,10 @@ pub struct ReplayOptions {
     /// When the launch exec'd (CLOCK_MONOTONIC ns), the origin of the
     /// replay's times; 0: its own start.
     pub exec_ns: u64,
+    /// The program has not started yet (a predicted next launch): files
+    /// it reads from start to end are asked for too, where a running
+    /// program's own reads leave them to the kernel's readahead.
+    pub ahead: bool,
 }
 
 /// Pages asked for between two looks at whether the launcher exited.
@@ -373,7 +377,11 @@ fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> Re
         user: o.user.clone(),
         tables: Vec::new(),
         table_of: FxHashMap::default(),
-        readahead: sequential_files(&h.accesses),
+        readahead: if o.ahead {
+            FxHashSet::default()
+        } else {
+            sequential_files(&h.accesses)
+        },
         launcher: o.launcher.map(outrider_live::session::pidfd),
         backoff,
         budget: o.budget_bytes / PAGE,
@@ -702,6 +710,7 @@ mod tests {
             pressure_max_pct: 100.0,
             launcher: None,
             exec_ns: 0,
+            ahead: false,
         }
     }
 

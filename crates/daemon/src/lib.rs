@@ -152,6 +152,7 @@ pub mod sets;
 pub mod shared;
 pub mod store;
 pub mod streaks;
+pub mod successors;
 
 pub use config::{Config, ConfigError, DEFAULT_CONFIG};
 pub use daemon::{replay_boot, Daemon};

@@ -84,6 +84,11 @@ impl Sets {
         s
     }
 
+    /// The keys of the stored launch sets.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(String::as_str)
+    }
+
     /// Forget what is in memory and read the keys again.
     fn reread(&mut self, store: &Store) {
         self.cached.clear();

@@ -20,8 +20,14 @@ use std::sync::Arc;
 /// dropped past it).
 const RECENT_MAX: usize = 4096;
 
+/// Predictions scored before wrong ones can turn successor replays off.
+const SUCCESSOR_TRIAL: u64 = 8;
+
 /// Bytes in a page.
 const PAGE_BYTES: u64 = 4096;
+
+/// A set to replay and its share of the memory budget.
+type Replay = (Arc<AppHistory>, f64);
 
 /// Why an exec is not a launch.
 #[derive(Debug, PartialEq, Eq)]
@@ -51,7 +57,12 @@ impl Daemon {
             return;
         };
         let part = Arc::new(part);
-        self.spawn_replay(id, (pid, exec_ns), Arc::clone(&part), 1.0, user);
+        self.spawn_replay(
+            id,
+            (pid, exec_ns),
+            (Some((Arc::clone(&part), 1.0)), None),
+            user,
+        );
         self.status.shared_replays += 1;
         if let Some(l) = self.launches.get_mut(&id) {
             l.replayed = Some(part);
@@ -98,14 +109,12 @@ impl Daemon {
         };
         let (loaded, prev) = cached.map_or((None, None), |c| Self::part_of(c, 0));
         let known = loaded.is_some();
-        let replayed = match (loaded, user) {
-            (Some(h), Ok(user)) if share > 0.0 => {
-                let h = Arc::new(h);
-                self.spawn_replay(id, (pid, exec_ns), Arc::clone(&h), share, user);
-                Some(h)
-            }
-            _ => None,
-        };
+        let own = loaded.filter(|_| share > 0.0).map(|h| (Arc::new(h), share));
+        let replayed = own.as_ref().map(|(h, _)| Arc::clone(h));
+        let next = self.successor_set(&key);
+        if let (Ok(user), true) = (user, own.is_some() || next.is_some()) {
+            self.spawn_replay(id, (pid, exec_ns), (own, next), user);
+        }
         self.push_status(LaunchStatus {
             id,
             exe: exe.clone(),
@@ -218,26 +227,70 @@ impl Daemon {
         None
     }
 
-    /// Replay `set` for launch `id` of process `pid`, exec'd at
-    /// `exec_ns` (`share` of the budget, capped by the launch-set cap; as
-    /// `user`) on a thread of its own, until `pid` exits.
+    /// On a thread of its own, as `user`: replay `own` (a set and its
+    /// share of the budget, capped by the launch-set cap) for launch `id`
+    /// of process `pid`, exec'd at `exec_ns`, until `pid` exits; then
+    /// `next`, the predicted next launch's set, whether `pid` runs on or
+    /// not (its launch comes after).
     fn spawn_replay(
         &mut self,
         id: u64,
         (pid, exec_ns): (u32, u64),
-        set: Arc<AppHistory>,
-        share: f64,
+        (own, next): (Option<Replay>, Option<Replay>),
         user: Option<Credentials>,
     ) {
-        let mut opts = self.replay_options(share, user);
-        opts.launcher = Some(pid);
-        opts.exec_ns = exec_ns;
-        opts.budget_bytes = opts.budget_bytes.min(self.cfg.launch_cap_mib << 20);
+        let cap = self.cfg.launch_cap_mib << 20;
+        let options = |share: f64| {
+            let mut o = self.replay_options(share, user.clone());
+            o.budget_bytes = o.budget_bytes.min(cap);
+            o
+        };
+        let own = own.map(|(set, share)| {
+            let mut o = options(share);
+            o.launcher = Some(pid);
+            o.exec_ns = exec_ns;
+            (set, o)
+        });
+        let next = next.map(|(set, share)| {
+            let mut o = options(share);
+            o.ahead = true;
+            (set, o)
+        });
+        self.status.replays += u64::from(own.is_some());
+        self.status.successor_replays += u64::from(next.is_some());
         let tx = self.done_tx.clone();
         std::thread::spawn(move || {
-            let _ = tx.send(Done::Launch(id, replay(&set, &opts)));
+            if let Some((set, o)) = own {
+                let _ = tx.send(Done::Launch(id, replay(&set, &o)));
+            }
+            if let Some((set, o)) = next {
+                let _ = tx.send(Done::Successor(replay(&set, &o)));
+            }
         });
-        self.status.replays += 1;
+    }
+
+    /// The launch predicted to follow this launch of `key` (learning
+    /// this one, [`crate::successors`]): its set and its share of the
+    /// budget by its gate, when it has a set and its gate is not off.
+    fn successor_set(&mut self, key: &str) -> Option<Replay> {
+        if !self.cfg.successor_prefetch {
+            return None;
+        }
+        let next = self.successors.launched(key)?;
+        // Predictions that are mostly wrong only cost reads: off until
+        // they are right more often than not (they go on being scored).
+        let st = self.successors.stats;
+        if st.hits + st.misses >= SUCCESSOR_TRIAL && st.misses > st.hits {
+            return None;
+        }
+        let c = self.sets.get(&self.store, &next)?;
+        let share = match c.gate.level_now() {
+            Level::Full => 1.0,
+            Level::Reduced => 0.25,
+            Level::Off => return None,
+        };
+        let (set, _) = Self::part_of(c, 0);
+        Some((Arc::new(set?), share))
     }
 
     /// The gate of launch `l` after its window: a replay's pages the

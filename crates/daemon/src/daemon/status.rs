@@ -113,6 +113,12 @@ pub struct Status {
     /// that was not a launch (repeated, or not watched; the eBPF source
     /// only): never seen by the daemon, so in no other count here.
     pub execs_quieted: u64,
+    /// Next launches predicted ([`crate::successors`]), right and wrong.
+    pub successors: crate::successors::SuccessorStats,
+    /// Replays of a predicted next launch's set started.
+    pub successor_replays: u64,
+    /// Pages those replays asked for.
+    pub successor_pages: u64,
     /// Launch sets saved.
     pub launch_sets_saved: u64,
     /// Launch sets in the store.

@@ -1,0 +1,192 @@
+//! Which application launches next: EPCM (epcm-usenix2001 §2.3) over
+//! launches instead of files.
+//!
+//! A launch set is replayed at its program's exec, so a short program's
+//! own first reads race its replay: `bench/results/daemon-ceiling.md`
+//! measured that a prefetcher starting at the exec, even at no cost of
+//! its own, captures at most 22-50% of the cold→hot headroom of `perl`,
+//! `python3 -c pass`, `gcc` or `git status`, while the same set read
+//! before the exec captures 57-95%. Before the exec means predicting it.
+//! Scripts, builds and daily routines launch the same programs in the
+//! same order, which is what a context model learns: each admitted
+//! launch is one symbol of the model (the launch-set key, hashed), the
+//! partitioned trie of [`outrider_core::policies::filepred::trie`] (the
+//! one `epcm` runs over files) with the paper's parameters (§2.3, Fig.
+//! 8: 64 nodes a partition, order 45, prefetch threshold 0.6 — above
+//! 0.5 each level predicts one launch). At each launch the first
+//! predicted launch other than itself is its successor: its set is
+//! replayed right after the launch's own replay (not beside it: the
+//! launch's own reads come first), as the launching user.
+//!
+//! Launches the daemon does not see (repeated within the repeat window,
+//! quieted in the kernel) are not symbols: a loop's `true` does not
+//! break the sequence it runs in. Whether the prediction was right is
+//! counted at the next launch the daemon sees.
+
+use outrider_core::policies::filepred::codec;
+use outrider_core::policies::filepred::model::{Model, TrieRule};
+use outrider_core::policies::filepred::trie::{Prediction, Trie};
+use rustc_hash::{FxHashMap, FxHasher};
+use std::hash::{Hash, Hasher};
+
+/// EPCM's partition size (§2.3, Fig. 8).
+pub const PARTITION: usize = 64;
+/// EPCM's model order (§2.3: 75-85% of the partition; Fig. 8: 45).
+pub const ORDER: usize = 45;
+/// Keys remembered by symbol at most (beyond it the table starts over
+/// from the launches seen next).
+const NAMES_MAX: usize = 4096;
+
+/// Predictions and how they turned out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct SuccessorStats {
+    /// Launches predicted (a successor named at a launch).
+    pub predicted: u64,
+    /// The next launch seen was the one predicted.
+    pub hits: u64,
+    /// Another launch came next.
+    pub misses: u64,
+}
+
+/// The model of launch order, the names of its symbols, the pending
+/// prediction.
+pub struct Successors {
+    model: Model,
+    names: FxHashMap<u64, String>,
+    pending: Option<u64>,
+    out: Vec<Prediction>,
+    scratch: Vec<Prediction>,
+    /// Learned something since [`Successors::snapshot`] was last taken.
+    pub changed: bool,
+    /// So far.
+    pub stats: SuccessorStats,
+}
+
+/// The symbol of launch-set key `key` (stable across restarts: the hash
+/// has no per-process seed).
+pub fn symbol(key: &str) -> u64 {
+    let mut h = FxHasher::default();
+    key.hash(&mut h);
+    h.finish()
+}
+
+impl Successors {
+    /// An empty model predicting with likelihood `threshold` or more.
+    pub fn new(threshold: f64) -> Successors {
+        let rule = TrieRule {
+            threshold,
+            sequence: true,
+            jump: 0,
+            max_files: 4,
+        };
+        Successors {
+            model: Model::Trie(Trie::new(PARTITION, ORDER, true), rule),
+            names: FxHashMap::default(),
+            pending: None,
+            out: Vec::new(),
+            scratch: Vec::new(),
+            changed: false,
+            stats: SuccessorStats::default(),
+        }
+    }
+
+    /// Restore a model [`Successors::snapshot`] encoded; an error names
+    /// what is wrong with the bytes.
+    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let snap = codec::decode(bytes)?;
+        self.model.restore(&snap)
+    }
+
+    /// The model, encoded for the store.
+    pub fn snapshot(&mut self) -> Vec<u8> {
+        self.changed = false;
+        codec::encode(&self.model.snapshot())
+    }
+
+    /// Key `key` names its symbol from now on (a stored set's key, so a
+    /// model restored at start can name its predictions).
+    pub fn name(&mut self, key: &str) {
+        if self.names.len() >= NAMES_MAX {
+            self.names.clear();
+        }
+        self.names.insert(symbol(key), key.to_string());
+    }
+
+    /// A launch of `key` started: score the pending prediction, learn
+    /// the launch, and return the key predicted to launch next (not
+    /// `key` itself), if any.
+    pub fn launched(&mut self, key: &str) -> Option<String> {
+        let sym = symbol(key);
+        match self.pending.take() {
+            Some(p) if p == sym => self.stats.hits += 1,
+            Some(_) => self.stats.misses += 1,
+            None => {}
+        }
+        self.name(key);
+        self.model.observe(sym);
+        self.changed = true;
+        self.model.predict(&mut self.out, &mut self.scratch);
+        let next = (self.out.iter())
+            .map(|p| p.file)
+            .find(|&s| s != sym && self.names.contains_key(&s))?;
+        self.pending = Some(next);
+        self.stats.predicted += 1;
+        self.names.get(&next).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A routine run twice: on the second run each launch predicts the
+    /// one after it (the last, the first: the routine started over after
+    /// it), and every prediction is right.
+    #[test]
+    fn a_routine_seen_once_predicts_its_next_launch() {
+        let mut s = Successors::new(0.6);
+        let day = ["file", "perl", "python", "gcc"];
+        for k in day {
+            assert_eq!(s.launched(k), None, "nothing is known to follow {k}");
+        }
+        assert_eq!(s.stats.predicted, 0);
+        let got: Vec<Option<String>> = day.iter().map(|k| s.launched(k)).collect();
+        let want = ["perl", "python", "gcc", "file"].map(|k| Some(k.to_string()));
+        assert_eq!(got, want);
+        assert_eq!((s.stats.predicted, s.stats.hits, s.stats.misses), (4, 3, 0));
+        s.launched("vim");
+        assert_eq!((s.stats.hits, s.stats.misses), (3, 1), "file was predicted");
+    }
+
+    /// Below the threshold nothing is predicted: after A, B and C each
+    /// came once (1/3 < 0.6).
+    #[test]
+    fn an_unsure_context_predicts_nothing() {
+        let mut s = Successors::new(0.6);
+        for k in ["a", "b", "a", "c", "a", "d"] {
+            s.launched(k);
+        }
+        assert_eq!(s.launched("a"), None);
+    }
+
+    /// The model survives a restart: a fresh one restored from the
+    /// snapshot, knowing the keys' names, predicts as the old one did.
+    #[test]
+    fn a_restored_model_predicts_as_before() {
+        let mut s = Successors::new(0.6);
+        for k in ["a", "b", "a", "b"] {
+            s.launched(k);
+        }
+        let bytes = s.snapshot();
+        assert!(!s.changed);
+        let mut r = Successors::new(0.6);
+        r.restore(&bytes).unwrap();
+        assert_eq!(r.launched("a"), None, "names unknown: nothing to replay");
+        let mut r = Successors::new(0.6);
+        r.restore(&bytes).unwrap();
+        r.name("b");
+        assert_eq!(r.launched("a"), Some("b".into()));
+        assert!(r.restore(b"junk").is_err());
+    }
+}
