@@ -33,32 +33,19 @@ bin=$PWD/target/release/outrider
 mkdir -p "$DATA_DIR"
 suite_base
 work=$(mktemp -d "$DATA_DIR/ceiling-bench.XXXXXX")
-daemon_pid=""
-stop_daemon() {
-  [ -n "$daemon_pid" ] || return 0
-  kill -TERM "$daemon_pid" 2> /dev/null || true
-  wait "$daemon_pid" 2> /dev/null || true
-  daemon_pid=""
-}
+me=ceiling.sh
+. bench/daemon/daemon.sh
 trap 'stop_daemon; rm -rf "$work" /dev/shm/outrider-suite-out' EXIT
-printf 'state_dir = "%s/state"\nlaunch_window_s = 3\nsave_interval_s = 0.2\nsocket = ""\n' "$work" > "$work/daemon.toml"
-start_daemon() {
-  "$bin" daemon --config "$work/daemon.toml" 2>> "$work/daemon.log" &
-  daemon_pid=$!
-  local k
-  for k in $(seq 300); do
-    "$bin" status --json --config "$work/daemon.toml" 2> /dev/null | grep -q '"running": true' && { sleep 0.5; return 0; }
-    sleep 0.05
-  done
-  echo "ceiling.sh: the daemon did not start: $(tail -3 "$work/daemon.log")" >&2
-  exit 1
-}
+# The replay at the exec alone, as in launch.sh's launches: no successor
+# prediction (it would learn this script's own order).
+conf=$work/daemon.toml
+printf 'state_dir = "%s/state"\nlaunch_window_s = 3\nsave_interval_s = 0.2\nsocket = ""\nsuccessor_prefetch = false\n' "$work" > "$conf"
 db=$work/state/history.db
 # One launch in arm $1 of $CMD with set $key; appends "program arm rep s".
 arm() {
   local out
   rm -rf /dev/shm/outrider-suite-out/* 2> /dev/null || true
-  [ "$1" = daemon ] && start_daemon
+  [ "$1" = daemon ] && { start_daemon; sleep 0.5; }
   out=$(python3 bench/daemon/ceiling.py "$db" "$key" "$1" -- "${CMD[@]}")
   if [ "$1" = daemon ]; then sleep 3.6; stop_daemon; fi
   echo "$p $1 $rep ${out#* }" | cut -d' ' -f1-4 >> "$work/results"
@@ -72,7 +59,7 @@ for p in $PROGRAMS; do
   [ -n "$SKIP" ] && { echo "ceiling.sh: skipping $p: $SKIP" >&2; continue; }
   printf '%s\t%s\n' "$p" "$DESC" >> "$work/programs"
   # The recording launch: its process's launch names the set.
-  start_daemon
+  start_daemon; sleep 0.5
   pid=$(python3 bench/daemon/ceiling.py "$db" "" stock -- "${CMD[@]}" | cut -d' ' -f3)
   sleep 3.6
   stop_daemon

@@ -32,7 +32,8 @@
 # Then programs the daemon cannot help (their data cached, or no I/O at
 # all), the daemon running (it saw each once, so each exec replays its
 # set) against stopped, alternated, UNHELPED_REPS (default 7) each, hot:
-# any difference is the daemon's cost. exec-storm is the worst case for
+# any difference is the daemon's cost. Each arm waits a second, then
+# keeps a core busy 0.3 s just before its run. exec-storm is the worst case for
 # a daemon that acts at every exec: 300 execs of /bin/true in a loop.
 # UNHELPED="" skips it.
 set -euo pipefail
@@ -54,14 +55,8 @@ bin=$PWD/target/release/outrider
 mkdir -p "$DATA_DIR"
 suite_base
 work=$(mktemp -d "$DATA_DIR/daemon-bench.XXXXXX")
-daemon_pid=""
-stop_daemon() {
-  if [ -n "$daemon_pid" ]; then
-    kill -TERM "$daemon_pid" 2> /dev/null || true
-    wait "$daemon_pid" 2> /dev/null || true
-    daemon_pid=""
-  fi
-}
+me=launch.sh
+. bench/daemon/daemon.sh
 trap 'stop_daemon; rm -rf "$work" /dev/shm/outrider-suite-out' EXIT
 # Launches and programs it cannot help measure the replay at each exec
 # alone: no successor prediction, which would learn this script's own
@@ -77,22 +72,14 @@ ${LAUNCH_CAP:+launch_cap_mib = $LAUNCH_CAP}
 EOF
 sed '/^successor_prefetch/d' "$work/daemon.toml" > "$work/day.toml"
 conf=$work/daemon.toml
-status() { "$bin" status --json --config "$conf"; }
-start_daemon() {
-  "$bin" daemon --config "$conf" 2>> "$work/daemon.log" &
-  daemon_pid=$!
-  local k
-  for k in $(seq 300); do
-    status 2> /dev/null | grep -q '"running": true' && return 0
-    sleep 0.05
-  done
-  echo "launch.sh: the daemon did not start: $(tail -3 "$work/daemon.log")" >&2
-  exit 1
-}
 # The launch's set is saved once its window (3 s) ended and the next
 # save (0.2 s) ran; other programs' launches are saved too (the daemon
 # watches every program), so the wait is by time.
 wait_saved() { sleep 3.6; }
+spin() { # keep this core busy $1 ms, no exec
+  local end=$((${EPOCHREALTIME/./} + $1 * 1000))
+  while ((${EPOCHREALTIME/./} < end)); do :; done
+}
 timed() { # sets WALL
   local t0=$EPOCHREALTIME
   "$@" > /dev/null 2>&1 || true
@@ -190,8 +177,14 @@ if [ -n "$UNHELPED" ]; then
       unhelped_cmd "$q"
       timed "${CMD[@]}" # hot
       for arm in $([ $((rep % 2)) = 1 ] && echo "stopped running" || echo "running stopped"); do
-        # Started a second before: its own start-up is not what is measured.
-        [ "$arm" = running ] && { start_daemon; sleep 1; }
+        # Started a second before: its own start-up is not what is
+        # measured. Both arms wait that second, then keep a core busy
+        # 0.3 s right before the run: a run after an idle second was ~5%
+        # slower than one right after another run, daemon or not (a
+        # python3 loop sleeping 0.1 s at a time in the background "cost"
+        # cpu-python 0.95x); the running arm alone used to wait.
+        [ "$arm" = running ] && start_daemon
+        sleep 1; spin 300
         timed "${CMD[@]}"; echo "$arm $rep $q $WALL" >> "$work/unhelped"
         [ "$arm" = running ] && stop_daemon
       done

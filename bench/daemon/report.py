@@ -128,7 +128,9 @@ def unhelped_section(work):
           "the daemon's cost. The daemon saw each program once before, so every exec of it replays its launch set. "
           "**exec-storm**: `sh -c 'for i in $(seq 300); do /bin/true; done'` (300 launches, the worst case for a "
           "daemon that acts at every exec); **cpu-python**: `python3 -c 'sum(i * i for i in range(3 * 10**6))'`; "
-          "**sha-cached**: `sha256sum` of a cached 64 MiB file. The two arms alternate which goes first; ratio = "
+          "**sha-cached**: `sha256sum` of a cached 64 MiB file. The two arms alternate which goes first; each waits a "
+          "second (the daemon starting, or not), then keeps a core busy 0.3 s right before the run (a run after an "
+          "idle second was ~5% slower than one right after another run, daemon or not); ratio = "
           "median of each repetition's stopped / running.")
     print()
     print("| program | stopped (s) | running (s) | stopped / running | repetitions | misses |")

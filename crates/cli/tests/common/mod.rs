@@ -3,7 +3,7 @@
 
 pub mod daemon;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Run `outrider ARGS`.
@@ -49,4 +49,17 @@ pub const SAMPLE_NAMES: [&str; 6] = [
 pub fn is_root() -> bool {
     // SAFETY: no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// The JSON in file `path`.
+pub fn json_of(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A file of `pages` pages at `path`, each page's bytes its number,
+/// written to the disk.
+pub fn make_file(path: &Path, pages: usize) {
+    let data: Vec<u8> = (0..pages * 4096).map(|i| (i / 4096) as u8).collect();
+    std::fs::write(path, data).unwrap();
+    std::fs::File::open(path).unwrap().sync_all().unwrap();
 }

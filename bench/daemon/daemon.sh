@@ -1,0 +1,24 @@
+# Sourced by the daemon benches (launch.sh, ceiling.sh): start and stop
+# `outrider daemon`. The caller sets $bin (the binary), $conf (its
+# configuration), $work (where its log goes) and $me (its name, for
+# messages).
+daemon_pid=""
+stop_daemon() {
+  [ -n "$daemon_pid" ] || return 0
+  kill -TERM "$daemon_pid" 2> /dev/null || true
+  wait "$daemon_pid" 2> /dev/null || true
+  daemon_pid=""
+}
+status() { "$bin" status --json --config "$conf"; }
+# Returns once `outrider status` says it runs.
+start_daemon() {
+  "$bin" daemon --config "$conf" 2>> "$work/daemon.log" &
+  daemon_pid=$!
+  local k
+  for k in $(seq 300); do
+    status 2> /dev/null | grep -q '"running": true' && return 0
+    sleep 0.05
+  done
+  echo "$me: the daemon did not start: $(tail -3 "$work/daemon.log")" >&2
+  exit 1
+}
