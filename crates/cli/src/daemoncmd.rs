@@ -125,6 +125,15 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
             s.events,
             s.lost_events
         )?;
+        writeln!(
+            out,
+            "next launches predicted {} (right {}, wrong {}); their sets replayed {} ({:.1} MiB asked for)",
+            s.successors.predicted,
+            s.successors.hits,
+            s.successors.misses,
+            s.successor_replays,
+            s.successor_pages as f64 * 4096.0 / 1048576.0
+        )?;
     }
     if !r.apps.is_empty() {
         writeln!(

@@ -621,7 +621,6 @@ impl Daemon {
     }
 
     fn save_pending(&mut self) {
-        self.status.successors = self.successors.stats;
         if self.successors.changed {
             let blob = self.successors.snapshot();
             if let Err(e) = self.store.save_history(SHARED_KEY, LAUNCH_ORDER, &blob) {

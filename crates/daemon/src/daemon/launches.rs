@@ -276,7 +276,9 @@ impl Daemon {
         if !self.cfg.successor_prefetch {
             return None;
         }
-        let next = self.successors.launched(key)?;
+        let next = self.successors.launched(key);
+        self.status.successors = self.successors.stats;
+        let next = next?;
         // Predictions that are mostly wrong only cost reads: off until
         // they are right more often than not (they go on being scored).
         let st = self.successors.stats;
