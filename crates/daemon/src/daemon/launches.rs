@@ -20,6 +20,11 @@ use std::sync::Arc;
 /// dropped past it).
 const RECENT_MAX: usize = 4096;
 
+/// How long a set read ahead of its predicted launch stands for that
+/// launch's own replay: a script's next program comes within seconds;
+/// one launched later may find the pages evicted.
+const AHEAD_VALID_NS: u64 = 10_000_000_000;
+
 /// Predictions scored before wrong ones can turn successor replays off.
 const SUCCESSOR_TRIAL: u64 = 8;
 
@@ -109,7 +114,14 @@ impl Daemon {
         };
         let (loaded, prev) = cached.map_or((None, None), |c| Self::part_of(c, 0));
         let known = loaded.is_some();
-        let own = loaded.filter(|_| share > 0.0).map(|h| (Arc::new(h), share));
+        // Predicted at the launch before, its set was asked for then:
+        // asking again would only cost the program CPU at its start
+        // (`perl` in the day in miniature, its libraries read ahead,
+        // took 0.82x of its stock time with its own replay on top).
+        let ahead = (self.read_ahead.take())
+            .is_some_and(|(k, at)| k == key && monotonic_ns().saturating_sub(at) < AHEAD_VALID_NS);
+        self.status.launches_read_ahead += u64::from(ahead && known);
+        let own = (loaded.filter(|_| share > 0.0 && !ahead)).map(|h| (Arc::new(h), share));
         let replayed = own.as_ref().map(|(h, _)| Arc::clone(h));
         let next = self.successor_set(&key);
         if let (Ok(user), true) = (user, own.is_some() || next.is_some()) {
@@ -292,7 +304,9 @@ impl Daemon {
             Level::Off => return None,
         };
         let (set, _) = Self::part_of(c, 0);
-        Some((Arc::new(set?), share))
+        let set = Arc::new(set?);
+        self.read_ahead = Some((next, monotonic_ns()));
+        Some((set, share))
     }
 
     /// The gate of launch `l` after its window: a replay's pages the
