@@ -20,9 +20,8 @@ use std::sync::Arc;
 /// dropped past it).
 const RECENT_MAX: usize = 4096;
 
-/// How long a set read ahead of its predicted launch stands for that
-/// launch's own replay: a script's next program comes within seconds;
-/// one launched later may find the pages evicted.
+/// How long after its set was asked for a predicted launch counts as
+/// read ahead: a script's next program comes within seconds.
 const AHEAD_VALID_NS: u64 = 10_000_000_000;
 
 /// Predictions scored before wrong ones can turn successor replays off.
@@ -114,14 +113,15 @@ impl Daemon {
         };
         let (loaded, prev) = cached.map_or((None, None), |c| Self::part_of(c, 0));
         let known = loaded.is_some();
-        // Predicted at the launch before, its set was asked for then:
-        // asking again would only cost the program CPU at its start
-        // (`perl` in the day in miniature, its libraries read ahead,
-        // took 0.82x of its stock time with its own replay on top).
+        // Predicted at the launch before, its set was asked for then, 1
+        // MiB at a time; its own replay still runs, at the full in-flight
+        // bound: leaving it out when the set was read ahead made `perl`
+        // 0.69x of its stock time in the day in miniature against 0.82x
+        // with it (`bench/daemon/launch.sh`, medians of 5, one run each).
         let ahead = (self.read_ahead.take())
             .is_some_and(|(k, at)| k == key && monotonic_ns().saturating_sub(at) < AHEAD_VALID_NS);
         self.status.launches_read_ahead += u64::from(ahead && known);
-        let own = (loaded.filter(|_| share > 0.0 && !ahead)).map(|h| (Arc::new(h), share));
+        let own = (loaded.filter(|_| share > 0.0)).map(|h| (Arc::new(h), share));
         let replayed = own.as_ref().map(|(h, _)| Arc::clone(h));
         let next = self.successor_set(&key);
         if let (Ok(user), true) = (user, own.is_some() || next.is_some()) {

@@ -115,8 +115,8 @@ pub struct Status {
     pub execs_quieted: u64,
     /// Next launches predicted ([`crate::successors`]), right and wrong.
     pub successors: crate::successors::SuccessorStats,
-    /// Launches with a set whose own replay was left out: it was asked
-    /// for ahead of them, as their predicted launch.
+    /// Launches with a set that was asked for ahead of them, as their
+    /// predicted launch (their own replay runs too).
     pub launches_read_ahead: u64,
     /// Replays of a predicted next launch's set started.
     pub successor_replays: u64,
