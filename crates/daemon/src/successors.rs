@@ -26,8 +26,7 @@
 use outrider_core::policies::filepred::codec;
 use outrider_core::policies::filepred::model::{Model, TrieRule};
 use outrider_core::policies::filepred::trie::{Prediction, Trie};
-use rustc_hash::{FxHashMap, FxHasher};
-use std::hash::{Hash, Hasher};
+use rustc_hash::FxHashMap;
 
 /// EPCM's partition size (§2.3, Fig. 8).
 pub const PARTITION: usize = 64;
@@ -63,12 +62,14 @@ pub struct Successors {
     pub stats: SuccessorStats,
 }
 
-/// The symbol of launch-set key `key` (stable across restarts: the hash
-/// has no per-process seed).
+/// The symbol of launch-set key `key`: FNV-1a (64 bits) of its bytes,
+/// stable across restarts and versions, as the model saved in the store
+/// needs (a hasher from a crate may change its output with its version,
+/// and the saved model would name nothing until it learned again).
 pub fn symbol(key: &str) -> u64 {
-    let mut h = FxHasher::default();
-    key.hash(&mut h);
-    h.finish()
+    key.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 impl Successors {
@@ -139,6 +140,16 @@ impl Successors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The symbols are FNV-1a's published values (the FNV test suite:
+    /// "" and "a"), so a model saved by one version names the same
+    /// launches in the next.
+    #[test]
+    fn symbols_are_fnv_1a_of_the_key() {
+        assert_eq!(symbol(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(symbol("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_ne!(symbol("gcc"), symbol("gxx"));
+    }
 
     /// A routine run twice: on the second run each launch predicts the
     /// one after it (the last, the first: the routine started over after
