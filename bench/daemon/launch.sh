@@ -31,7 +31,7 @@
 #
 # Then programs the daemon cannot help (their data cached, or no I/O at
 # all), the daemon running (it saw each once, so each exec replays its
-# set) against stopped, alternated, UNHELPED_REPS (default 7) each, hot:
+# set) against stopped, alternated, UNHELPED_REPS (default 11) each, hot:
 # any difference is the daemon's cost. Each arm waits a second, then
 # keeps a core busy 0.3 s just before its run. exec-storm is the worst case for
 # a daemon that acts at every exec: 300 execs of /bin/true in a loop.
@@ -47,7 +47,7 @@ PROGRAMS=${PROGRAMS:-"gcc gxx rustc java node python python-bare perl file git-s
 DAY_PROGRAMS=${DAY_PROGRAMS-"file perl python-bare git-status gcc gxx node python java rustc find rg"}
 DAY_REPS=${DAY_REPS:-5}
 UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached"}
-UNHELPED_REPS=${UNHELPED_REPS:-7}
+UNHELPED_REPS=${UNHELPED_REPS:-11}
 OUT=${OUT:-bench/results/daemon.md}
 [ "$(id -u)" = 0 ] || { echo "launch.sh: needs root (the daemon traces the kernel)" >&2; exit 2; }
 cargo build --release --quiet -p outrider-cli

@@ -708,19 +708,22 @@ fn replays_that_do_not_pay_are_throttled_then_stopped() {
     assert!(asked >= 12288 && used * 4 < asked, "{:?}", seen[1]);
 }
 
-/// A routine (launch A, then B) seen once: at A's next launch B's set is
-/// replayed, so the file only B reads is cached before B's exec; with
-/// `successor_prefetch = false` it is not.
+/// A routine (launch A, then B, then C) seen once: at A's next launch
+/// the sets of B and C are replayed, so the files only B and only C
+/// read are cached before B's exec; with `successor_prefetch = false`
+/// they are not.
 #[test]
-fn the_next_launch_of_a_routine_is_read_before_its_exec() {
+fn the_next_launches_of_a_routine_are_read_before_their_execs() {
     let _cold = cold_lock();
     for (on, want_cached) in [(true, true), (false, false)] {
         let Some((py, dir, cfg, state)) = watching_python(&format!("successor_prefetch = {on}\n"))
         else {
             return;
         };
-        let data = dir.path().join("only-b-reads");
-        std::fs::write(&data, vec![5u8; 8 << 20]).unwrap();
+        let data = ["only-b-reads", "only-c-reads"].map(|f| dir.path().join(f));
+        for f in &data {
+            std::fs::write(f, vec![5u8; 8 << 20]).unwrap();
+        }
         let d = Daemon::start(&cfg, &state);
         let a = || {
             let ok = Command::new(&py)
@@ -728,30 +731,43 @@ fn the_next_launch_of_a_routine_is_read_before_its_exec() {
                 .status();
             assert!(ok.unwrap().success());
         };
-        let b = || {
-            let read = format!("open({:?}, 'rb').read()", data.display().to_string());
-            let ok = Command::new(&py).args(["-B", "-c", &read]).status();
+        // Told apart by their first argument (the key's shape).
+        let reads = |i: usize| {
+            let read = format!("open({:?}, 'rb').read()", data[i].display().to_string());
+            let ok = Command::new(&py)
+                .args([["-B", "-s"][i], "-c", &read])
+                .status();
             assert!(ok.unwrap().success());
         };
         a();
-        b();
-        wait_for(&state, "both sets saved", |s| s["launch_sets_saved"] == 2);
+        reads(0);
+        reads(1);
+        wait_for(&state, "the three sets saved", |s| {
+            s["launch_sets_saved"] == 3
+        });
         drop_caches();
-        assert!(resident_pct(&data) < 10.0);
+        for f in &data {
+            assert!(resident_pct(f) < 10.0);
+        }
         a();
-        let s = wait_for(&state, "A's launch seen", |s| s["launches_seen"] == 3);
-        let cached = resident_pct(&data);
-        assert_eq!(
-            cached > 90.0,
-            want_cached,
-            "{cached}% of B's file cached: {s}"
-        );
-        assert_eq!(s["successor_replays"].as_u64() == Some(1), on, "{s}");
-        // B then: read ahead of it, and replayed at its exec all the same.
-        b();
-        let s = wait_for(&state, "B's launch seen", |s| s["launches_seen"] == 4);
+        let s = wait_for(&state, "A's launch seen", |s| s["launches_seen"] == 4);
+        for f in &data {
+            let cached = resident_pct(f);
+            assert_eq!(
+                cached > 90.0,
+                want_cached,
+                "{cached}% of {} cached: {s}",
+                f.display()
+            );
+        }
+        assert_eq!(s["successor_replays"].as_u64() == Some(2), on, "{s}");
+        // B and C then: read ahead of them, and replayed at their execs
+        // all the same.
+        reads(0);
+        reads(1);
+        let s = wait_for(&state, "C's launch seen", |s| s["launches_seen"] == 6);
         drop(d);
-        assert_eq!(s["launches_read_ahead"].as_u64() == Some(1), on, "{s}");
-        assert_eq!(s["replays"], 2, "{s}");
+        assert_eq!(s["launches_read_ahead"].as_u64() == Some(2), on, "{s}");
+        assert_eq!(s["replays"], 3, "{s}");
     }
 }

@@ -139,9 +139,9 @@ pub struct Daemon {
     recent: FxHashMap<String, u64>,
     /// The order launches come in ([`crate::successors`]).
     successors: Successors,
-    /// The launch predicted last, whose set was asked for ahead of it,
-    /// and when.
-    read_ahead: Option<(String, u64)>,
+    /// Predicted launches whose sets were asked for ahead of them, and
+    /// when.
+    read_ahead: FxHashMap<String, u64>,
 }
 
 /// The name of the launch-order model in the store (beside DiskSeen's
@@ -211,7 +211,7 @@ impl Daemon {
             cpu: CpuMeter::default(),
             recent: FxHashMap::default(),
             successors,
-            read_ahead: None,
+            read_ahead: FxHashMap::default(),
             cfg,
             config_path,
             own_exe: std::fs::read_link("/proc/self/exe").ok(),

@@ -13,10 +13,13 @@
 //! partitioned trie of [`outrider_core::policies::filepred::trie`] (the
 //! one `epcm` runs over files) with the paper's parameters (§2.3, Fig.
 //! 8: 64 nodes a partition, order 45, prefetch threshold 0.6 — above
-//! 0.5 each level predicts one launch). At each launch the first
-//! predicted launch other than itself is its successor: its set is
-//! replayed right after the launch's own replay (not beside it: the
-//! launch's own reads come first), as the launching user.
+//! 0.5 each level predicts one launch), going on past a pattern's end
+//! by partition jumping (§6). At each launch the next [`LOOKAHEAD`]
+//! predicted launches other than itself are its successors: their sets
+//! are replayed, nearest first, right after the launch's own replay (not
+//! beside it: the launch's own reads come first), as the launching user;
+//! a set asked for at an earlier launch is not asked for again until its
+//! launch came.
 //!
 //! Launches the daemon does not see (repeated within the repeat window,
 //! quieted in the kernel) are not symbols: a loop's `true` does not
@@ -32,6 +35,19 @@ use rustc_hash::FxHashMap;
 pub const PARTITION: usize = 64;
 /// EPCM's model order (§2.3: 75-85% of the partition; Fig. 8: 45).
 pub const ORDER: usize = 45;
+/// Launches predicted at each launch at most, down EPCM's predicted
+/// sequence (§2.3: the model predicts the next several symbols while
+/// their likelihood stays above the threshold). A script puts short
+/// programs of its own between the ones that read (`awk`, `rm`): with
+/// the next launch alone, `perl`'s set in the day in miniature was asked
+/// for only at the `rm` just before it, a millisecond ahead.
+pub const LOOKAHEAD: usize = 3;
+/// EPCM grows a pattern by one launch per occurrence (§2.3, Lempel-Ziv),
+/// so after a routine seen once each context knows only the launch right
+/// after it; partition jumping (§6, `epcm:jump=N` over files) goes on
+/// from the context of the last two launches, known or predicted, and
+/// predicts the routine's next [`LOOKAHEAD`] launches from one pass.
+pub const JUMP: usize = 2;
 /// Keys remembered by symbol at most (beyond it the table starts over
 /// from the launches seen next).
 const NAMES_MAX: usize = 4096;
@@ -78,8 +94,8 @@ impl Successors {
         let rule = TrieRule {
             threshold,
             sequence: true,
-            jump: 0,
-            max_files: 4,
+            jump: JUMP,
+            max_files: LOOKAHEAD + 1,
         };
         Successors {
             model: Model::Trie(Trie::new(PARTITION, ORDER, true), rule),
@@ -115,9 +131,10 @@ impl Successors {
     }
 
     /// A launch of `key` started: score the pending prediction, learn
-    /// the launch, and return the key predicted to launch next (not
-    /// `key` itself), if any.
-    pub fn launched(&mut self, key: &str) -> Option<String> {
+    /// the launch, and return the keys predicted to launch next, nearest
+    /// first (at most [`LOOKAHEAD`], each once, not `key` itself); the
+    /// first is the prediction scored at the next launch.
+    pub fn launched(&mut self, key: &str) -> Vec<String> {
         let sym = symbol(key);
         match self.pending.take() {
             Some(p) if p == sym => self.stats.hits += 1,
@@ -128,12 +145,19 @@ impl Successors {
         self.model.observe(sym);
         self.changed = true;
         self.model.predict(&mut self.out, &mut self.scratch);
-        let next = (self.out.iter())
-            .map(|p| p.file)
-            .find(|&s| s != sym && self.names.contains_key(&s))?;
-        self.pending = Some(next);
-        self.stats.predicted += 1;
-        self.names.get(&next).cloned()
+        let mut next: Vec<u64> = Vec::with_capacity(LOOKAHEAD);
+        for s in self.out.iter().map(|p| p.file) {
+            if next.len() < LOOKAHEAD
+                && s != sym
+                && !next.contains(&s)
+                && self.names.contains_key(&s)
+            {
+                next.push(s);
+            }
+        }
+        self.pending = next.first().copied();
+        self.stats.predicted += u64::from(self.pending.is_some());
+        next.iter().map(|s| self.names[s].clone()).collect()
     }
 }
 
@@ -159,12 +183,21 @@ mod tests {
         let mut s = Successors::new(0.6);
         let day = ["file", "perl", "python", "gcc"];
         for k in day {
-            assert_eq!(s.launched(k), None, "nothing is known to follow {k}");
+            assert!(s.launched(k).is_empty(), "nothing is known to follow {k}");
         }
         assert_eq!(s.stats.predicted, 0);
-        let got: Vec<Option<String>> = day.iter().map(|k| s.launched(k)).collect();
-        let want = ["perl", "python", "gcc", "file"].map(|k| Some(k.to_string()));
-        assert_eq!(got, want);
+        let got: Vec<Vec<String>> = day.iter().map(|k| s.launched(k)).collect();
+        let want: [Vec<String>; 4] = [
+            &["perl", "python", "gcc"][..],
+            &["python", "gcc", "file"],
+            &["gcc", "file", "perl"],
+            &["file", "perl"],
+        ]
+        .map(|ks| ks.iter().map(|k| k.to_string()).collect::<Vec<_>>());
+        // Nearest first. The last stops at `perl`: `file perl python`
+        // was learned once in `file`'s two launches (Lempel-Ziv growth:
+        // the first pass stored `file perl` alone), 1/2 < 0.6.
+        assert_eq!(got, want, "the next launches, nearest first");
         assert_eq!((s.stats.predicted, s.stats.hits, s.stats.misses), (4, 3, 0));
         s.launched("vim");
         assert_eq!((s.stats.hits, s.stats.misses), (3, 1), "file was predicted");
@@ -178,7 +211,7 @@ mod tests {
         for k in ["a", "b", "a", "c", "a", "d"] {
             s.launched(k);
         }
-        assert_eq!(s.launched("a"), None);
+        assert!(s.launched("a").is_empty());
     }
 
     /// The model survives a restart: a fresh one restored from the
@@ -193,11 +226,14 @@ mod tests {
         assert!(!s.changed);
         let mut r = Successors::new(0.6);
         r.restore(&bytes).unwrap();
-        assert_eq!(r.launched("a"), None, "names unknown: nothing to replay");
+        assert!(
+            r.launched("a").is_empty(),
+            "names unknown: nothing to replay"
+        );
         let mut r = Successors::new(0.6);
         r.restore(&bytes).unwrap();
         r.name("b");
-        assert_eq!(r.launched("a"), Some("b".into()));
+        assert_eq!(r.launched("a"), ["b"]);
         assert!(r.restore(b"junk").is_err());
     }
 }

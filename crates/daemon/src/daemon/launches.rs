@@ -24,6 +24,10 @@ const RECENT_MAX: usize = 4096;
 /// read ahead: a script's next program comes within seconds.
 const AHEAD_VALID_NS: u64 = 10_000_000_000;
 
+/// Predicted launches remembered as read ahead at most (each is
+/// forgotten at its launch or [`AHEAD_VALID_NS`] after).
+const READ_AHEAD_MAX: usize = 256;
+
 /// Predictions scored before wrong ones can turn successor replays off.
 const SUCCESSOR_TRIAL: u64 = 8;
 
@@ -64,7 +68,7 @@ impl Daemon {
         self.spawn_replay(
             id,
             (pid, exec_ns),
-            (Some((Arc::clone(&part), 1.0)), None),
+            (Some((Arc::clone(&part), 1.0)), Vec::new()),
             user,
         );
         self.status.shared_replays += 1;
@@ -118,13 +122,13 @@ impl Daemon {
         // bound: leaving it out when the set was read ahead made `perl`
         // 0.69x of its stock time in the day in miniature against 0.82x
         // with it (`bench/daemon/launch.sh`, medians of 5, one run each).
-        let ahead = (self.read_ahead.take())
-            .is_some_and(|(k, at)| k == key && monotonic_ns().saturating_sub(at) < AHEAD_VALID_NS);
+        let ahead = (self.read_ahead.remove(&key))
+            .is_some_and(|at| monotonic_ns().saturating_sub(at) < AHEAD_VALID_NS);
         self.status.launches_read_ahead += u64::from(ahead && known);
         let own = (loaded.filter(|_| share > 0.0)).map(|h| (Arc::new(h), share));
         let replayed = own.as_ref().map(|(h, _)| Arc::clone(h));
-        let next = self.successor_set(&key);
-        if let (Ok(user), true) = (user, own.is_some() || next.is_some()) {
+        let next = self.successor_sets(&key);
+        if let (Ok(user), true) = (user, own.is_some() || !next.is_empty()) {
             self.spawn_replay(id, (pid, exec_ns), (own, next), user);
         }
         self.push_status(LaunchStatus {
@@ -248,7 +252,7 @@ impl Daemon {
         &mut self,
         id: u64,
         (pid, exec_ns): (u32, u64),
-        (own, next): (Option<Replay>, Option<Replay>),
+        (own, next): (Option<Replay>, Vec<Replay>),
         user: Option<Credentials>,
     ) {
         let cap = self.cfg.launch_cap_mib << 20;
@@ -263,38 +267,54 @@ impl Daemon {
             o.exec_ns = exec_ns;
             (set, o)
         });
-        let next = next.map(|(set, share)| {
-            let mut o = options(share);
-            o.ahead = true;
-            (set, o)
-        });
+        let next: Vec<_> = (next.into_iter())
+            .map(|(set, share)| {
+                let mut o = options(share);
+                o.ahead = true;
+                (set, o)
+            })
+            .collect();
         self.status.replays += u64::from(own.is_some());
-        self.status.successor_replays += u64::from(next.is_some());
+        self.status.successor_replays += next.len() as u64;
         let tx = self.done_tx.clone();
         std::thread::spawn(move || {
             if let Some((set, o)) = own {
                 let _ = tx.send(Done::Launch(id, replay(&set, &o)));
             }
-            if let Some((set, o)) = next {
+            for (set, o) in next {
                 let _ = tx.send(Done::Successor(replay(&set, &o)));
             }
         });
     }
 
-    /// The launch predicted to follow this launch of `key` (learning
-    /// this one, [`crate::successors`]): its set and its share of the
-    /// budget by its gate, when it has a set and its gate is not off.
-    fn successor_set(&mut self, key: &str) -> Option<Replay> {
+    /// The launches predicted to follow this launch of `key` (learning
+    /// this one, [`crate::successors`]), nearest first: the sets of
+    /// those not asked for already, with their shares of the budget by
+    /// their gates, unless predictions have been mostly wrong.
+    fn successor_sets(&mut self, key: &str) -> Vec<Replay> {
         if !self.cfg.successor_prefetch {
-            return None;
+            return Vec::new();
         }
         let next = self.successors.launched(key);
         self.status.successors = self.successors.stats;
-        let next = next?;
         // Predictions that are mostly wrong only cost reads: off until
         // they are right more often than not (they go on being scored).
         let st = self.successors.stats;
         if st.hits + st.misses >= SUCCESSOR_TRIAL && st.misses > st.hits {
+            return Vec::new();
+        }
+        let now = monotonic_ns();
+        (self.read_ahead).retain(|_, at| now.saturating_sub(*at) < AHEAD_VALID_NS);
+        (next.into_iter())
+            .filter_map(|k| self.successor_set(k, now))
+            .collect()
+    }
+
+    /// Predicted launch `next`'s set and share, unless it was asked for
+    /// at an earlier launch and has not launched since (its pages are
+    /// cached or on their way), it has no set, or its gate is off.
+    fn successor_set(&mut self, next: String, now: u64) -> Option<Replay> {
+        if self.read_ahead.contains_key(&next) || self.read_ahead.len() >= READ_AHEAD_MAX {
             return None;
         }
         let c = self.sets.get(&self.store, &next)?;
@@ -305,7 +325,7 @@ impl Daemon {
         };
         let (set, _) = Self::part_of(c, 0);
         let set = Arc::new(set?);
-        self.read_ahead = Some((next, monotonic_ns()));
+        self.read_ahead.insert(next, now);
         Some((set, share))
     }
 
