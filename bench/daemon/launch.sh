@@ -58,11 +58,11 @@ work=$(mktemp -d "$DATA_DIR/daemon-bench.XXXXXX")
 me=launch.sh
 . bench/daemon/daemon.sh
 trap 'stop_daemon; rm -rf "$work" /dev/shm/outrider-suite-out' EXIT
-# Launches and programs it cannot help measure the replay at each exec
-# alone: no successor prediction, which would learn this script's own
-# order (cold's sync, lsblk, df, ... then the program) and read the
-# program's set before its exec. The day is a routine: there it is on,
-# as by default.
+# Launches measure the replay at each exec alone: no successor
+# prediction, which would learn this script's own order (cold's sync,
+# lsblk, df, ... then the program) and read the program's set before its
+# exec. The day is a routine, and the programs it cannot help measure
+# the daemon's cost as installed: there it is on, as by default.
 cat > "$work/daemon.toml" << EOF
 state_dir = "$work/state"
 launch_window_s = 3
@@ -168,6 +168,7 @@ unhelped_cmd() {
 if [ -n "$UNHELPED" ]; then
   [ -f "$DATA_DIR/unhelped-64m" ] || head -c 64M /dev/urandom > "$DATA_DIR/unhelped-64m"
   rm -rf "$work/state"
+  conf=$work/day.toml
   start_daemon
   for q in $UNHELPED; do unhelped_cmd "$q"; timed "${CMD[@]}"; done # seen once
   wait_saved

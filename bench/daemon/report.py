@@ -65,7 +65,7 @@ def day_section(work):
     print(f"{len(order)} programs run one after another as one script ({', '.join(order)}). **stock**: the script "
           "cold, no daemon; **hot**: again at once (the floor); **daemon**: a daemon started with an empty store ran "
           "the script cold once (day 1, learning its launch sets and their order), then caches were dropped and the "
-          "script ran again (day 2, measured), the next launch predicted at each launch and its set read right after "
+          "script ran again (day 2, measured), the next launches (up to 3) predicted at each launch and their sets read right after "
           f"the launch's own (`successor_prefetch`, on by default). Medians of {len(reps)} repetitions, arms alternated; ratios are medians "
           "of each repetition's own.")
     print()
@@ -125,9 +125,11 @@ def unhelped_section(work):
     print("## Programs it cannot help: the daemon running vs stopped")
     print()
     print("Hot cache (each program run once just before), so there is nothing to prefetch: the difference is "
-          "the daemon's cost. The daemon saw each program once before, so every exec of it replays its launch set. "
-          "**exec-storm**: `sh -c 'for i in $(seq 300); do /bin/true; done'` (300 launches, the worst case for a "
-          "daemon that acts at every exec); **cpu-python**: `python3 -c 'sum(i * i for i in range(3 * 10**6))'`; "
+          "the daemon's cost. The daemon (its default settings, successor prediction on) saw each program once "
+          "before, so each one's launch replays its launch set. "
+          "**exec-storm**: `sh -c 'for i in $(seq 300); do /bin/true; done'` (300 execs: the first `sh`, `seq` and "
+          "`true` are launches, recorded and replayed, the repeats are quieted in the kernel; the worst case for a "
+          "daemon that acts at execs); **cpu-python**: `python3 -c 'sum(i * i for i in range(3 * 10**6))'`; "
           "**sha-cached**: `sha256sum` of a cached 64 MiB file. The two arms alternate which goes first; each waits a "
           "second (the daemon starting, or not), then keeps a core busy 0.3 s right before the run (a run after an "
           "idle second was ~5% slower than one right after another run, daemon or not); ratio = "
