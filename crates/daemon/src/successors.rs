@@ -17,7 +17,8 @@
 //! by partition jumping (§6). At each launch the next [`LOOKAHEAD`]
 //! predicted launches other than itself are its successors: their sets
 //! are replayed, nearest first, right after the launch's own replay (not
-//! beside it: the launch's own reads come first), as the launching user;
+//! beside it: the launch's own reads come first), as the launching user,
+//! in the disk's idle time ([`crate::launchset::ReplayOptions::ahead`]);
 //! a set asked for at an earlier launch is not asked for again until its
 //! launch came.
 //!
