@@ -771,3 +771,66 @@ fn the_next_launches_of_a_routine_are_read_before_their_execs() {
         assert_eq!(s["replays"], 3, "{s}");
     }
 }
+
+/// A file a launch mapped and touched one page of, no larger than half
+/// the disk's readahead window, is asked for whole at its next launch's
+/// exec (the kernel's read-around reads it whole at the first fault in
+/// it): cached before the program maps it. With `read_around = false`
+/// only the pages it touched are.
+#[test]
+fn a_small_mapped_file_is_read_whole_at_the_launch() {
+    let _cold = cold_lock();
+    for (on, want_whole) in [(true, true), (false, false)] {
+        let Some((py, dir, cfg, state)) = watching_python(&format!("read_around = {on}\n")) else {
+            return;
+        };
+        let data = dir.path().join("mapped");
+        std::fs::write(&data, vec![3u8; 1 << 20]).unwrap();
+        if read_ahead_kb(&data).is_none_or(|kb| kb < 2048) {
+            eprintln!("skipped: needs a disk with a readahead window of 2 MiB or more");
+            return;
+        }
+        let d = Daemon::start(&cfg, &state);
+        // Sleeps first, then maps the file and touches one page.
+        let touch = format!(
+            "import mmap, time\ntime.sleep(1.0)\nf = open({:?}, 'rb')\n\
+             m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\nm[100 * 4096]\n",
+            data.display().to_string()
+        );
+        let launch = || Command::new(&py).args(["-c", &touch]).spawn().unwrap();
+        assert!(launch().wait().unwrap().success());
+        wait_for(&state, "the set saved", |s| s["launch_sets_saved"] == 1);
+        drop_caches();
+        assert!(resident_pct(&data) < 10.0);
+        let mut c = launch();
+        std::thread::sleep(Duration::from_millis(600));
+        let cached = resident_pct(&data);
+        assert!(c.wait().unwrap().success());
+        drop(d);
+        assert_eq!(
+            cached > 90.0,
+            want_whole,
+            "{cached}% cached, read_around = {on}"
+        );
+        if !on {
+            assert!(cached > 0.0, "the page it touched is replayed");
+        }
+    }
+}
+
+/// The `read_ahead_kb` of the disk `path` is on (a partition's parent).
+fn read_ahead_kb(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let dir =
+        Path::new("/sys/dev/block").join(format!("{}:{}", libc::major(dev), libc::minor(dev)));
+    let mut dir = std::fs::canonicalize(dir).ok()?;
+    if dir.join("partition").exists() {
+        dir.pop();
+    }
+    std::fs::read_to_string(dir.join("queue/read_ahead_kb"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}

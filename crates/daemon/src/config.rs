@@ -12,6 +12,7 @@
 //! | `launch_key_args` | `2` | command-line words in an application's name besides its executable: `argv[0]`'s name, then arguments, files written `<file>` ([`crate::launchset::app_name`]); `0`: the executable alone |
 //! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set |
 //! | `launch_cap_mib` | `256` | bytes one launch set holds at most |
+//! | `read_around` | `true` | a replay asks for each mapped file (an executable, a library) no larger than half its disk's readahead window whole, at its first access, as the kernel reads it at the first page fault in it ([`crate::launchset`], module `around`); `false`: only the pages the launch touched |
 //! | `max_recording` | `64` | launches recorded at once at most (more are not recorded) |
 //! | `save_interval_s` | `2` | finished launch sets are saved at most this long after they end |
 //! | `boot_prefetch` | `false` | record the boot set (the first `boot_window_s` after start) and replay it at the next start |
@@ -62,6 +63,8 @@ pub struct Config {
     pub launch_window_s: f64,
     /// Launch-set cap, MiB.
     pub launch_cap_mib: u64,
+    /// Small mapped files replayed whole.
+    pub read_around: bool,
     /// Launches recorded at once at most.
     pub max_recording: usize,
     /// Save delay bound, seconds.
@@ -110,6 +113,7 @@ impl Default for Config {
             launch_key_args: 2,
             launch_window_s: 5.0,
             launch_cap_mib: 256,
+            read_around: true,
             max_recording: 64,
             save_interval_s: 2.0,
             boot_prefetch: false,

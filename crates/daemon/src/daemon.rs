@@ -16,7 +16,7 @@ pub use status::{BootStatus, LaunchStatus, Status};
 
 use crate::clients::Listener;
 use crate::config::Config;
-use crate::launchset::{replay, Recorder, ReplayOptions, ReplayStats};
+use crate::launchset::{replay, PagesRead, Recorder, ReplayOptions, ReplayStats};
 use crate::sets::Sets;
 use crate::shared::{Index, Matcher};
 use crate::store::{self, BOOT_KEY};
@@ -277,6 +277,7 @@ impl Daemon {
             launcher: None,
             exec_ns: 0,
             ahead: false,
+            read_around: self.cfg.read_around,
         }
     }
 
@@ -419,23 +420,35 @@ impl Daemon {
                 ino,
                 index,
                 last_index,
-            } => Some((dev, ino, index, last_index.saturating_sub(index) + 1)),
-            EventKind::Fault { dev, ino, index } => Some((dev, ino, index, 1)),
+            } => Some(PagesRead {
+                dev,
+                ino,
+                index,
+                pages: last_index.saturating_sub(index) + 1,
+                mapped: matches!(e.kind, EventKind::MapPages { .. }),
+            }),
+            EventKind::Fault { dev, ino, index } => Some(PagesRead {
+                dev,
+                ino,
+                index,
+                pages: 1,
+                mapped: true,
+            }),
             EventKind::AddToCache { order, .. } => {
                 self.on_miss(e.pid, 1u64 << order.min(20));
                 None
             }
             _ => None,
         };
-        let Some((dev, ino, index, pages)) = read else {
+        let Some(read) = read else {
             return;
         };
         if let Some(&id) = self.tree.get(&e.pid) {
-            self.record_read(id, e.pid, (dev, ino, index, pages));
+            self.record_read(id, e.pid, read);
         }
         if self.boot.is_some() && !self.is_own(e.pid) {
             if let Some((_, rec)) = self.boot.as_mut() {
-                rec.read(e.pid, dev, ino, index, pages);
+                rec.read(e.pid, read);
                 self.status.boot.recorded_pages = rec.pages;
                 if rec.is_full() {
                     self.end_boot();
@@ -450,7 +463,10 @@ impl Daemon {
     /// record a start with the processes it spawns): a launch of `gcc`
     /// then holds what `cc1`, `as` and `ld` read, and its replay asks for
     /// them at `gcc`'s exec rather than at each child's.
-    fn record_read(&mut self, id: u64, pid: u32, (dev, ino, index, pages): (u64, u64, u64, u64)) {
+    fn record_read(&mut self, id: u64, pid: u32, read: PagesRead) {
+        let PagesRead {
+            dev, ino, pages, ..
+        } = read;
         let mut at = Some(id);
         for depth in 0..=ANCESTORS_MAX {
             let room = RECORDING_PAGES_MAX.saturating_sub(self.recording_pages);
@@ -463,7 +479,7 @@ impl Daemon {
             let a = at.expect("found");
             at = l.parent;
             let before = l.rec.pages;
-            l.rec.read(pid, dev, ino, index, pages);
+            l.rec.read(pid, read);
             let recorded = l.rec.pages;
             self.recording_pages += recorded - before;
             let matched = (l.matcher.as_mut())
@@ -694,6 +710,7 @@ pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
                 launcher: None,
                 exec_ns: 0,
                 ahead: false,
+                read_around: cfg.read_around,
             },
         )),
         None => Err(format!(

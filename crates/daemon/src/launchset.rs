@@ -25,6 +25,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::os::fd::AsFd;
 use std::path::Path;
 
+mod around;
 mod idle;
 use idle::{IdleClass, IdleDisks};
 
@@ -72,6 +73,23 @@ pub const PAGE: u64 = 4096;
 /// cut: the launch set is bounded by its cap anyway).
 const MAX_RANGE_PAGES: u64 = 1 << 16;
 
+/// Pages a task read: `pages` pages of file (dev, ino) from `index`,
+/// through page faults if `mapped` (an event of a mapping: a fault, or
+/// the pages mapped around one).
+#[derive(Clone, Copy, Debug)]
+pub struct PagesRead {
+    /// Device number of the file.
+    pub dev: u64,
+    /// Inode number of the file.
+    pub ino: u64,
+    /// First page.
+    pub index: u64,
+    /// Pages.
+    pub pages: u64,
+    /// Read through page faults.
+    pub mapped: bool,
+}
+
 /// The reads of one launch (or of the boot), as they come.
 pub struct Recorder {
     table: FileTable,
@@ -86,6 +104,8 @@ pub struct Recorder {
     /// per event; `open_by_handle_at`, `readlink` and `close` were a
     /// quarter of the daemon's CPU over the day in miniature (perf).
     resolved: FxHashSet<u32>,
+    /// Files read through page faults ([`outrider_store::FileRecord::mapped`]).
+    mapped: FxHashSet<u32>,
     cap_pages: u64,
     /// Pages recorded.
     pub pages: u64,
@@ -105,14 +125,22 @@ impl Recorder {
             accesses: Vec::new(),
             seen: FxHashMap::default(),
             resolved: FxHashSet::default(),
+            mapped: FxHashSet::default(),
             cap_pages: cap_bytes / PAGE,
             pages: 0,
             dropped_pages: 0,
         }
     }
 
-    /// `pages` pages of (dev, ino) from `index` were read by task `pid`.
-    pub fn read(&mut self, pid: u32, dev: u64, ino: u64, index: u64, pages: u64) {
+    /// Task `pid` read `r`.
+    pub fn read(&mut self, pid: u32, r: PagesRead) {
+        let PagesRead {
+            dev,
+            ino,
+            index,
+            pages,
+            mapped,
+        } = r;
         let pages = pages.min(MAX_RANGE_PAGES);
         // A full set takes nothing more: no file is resolved for it (a
         // tree walker's launch opened, stamped and saved 31 577 files
@@ -137,6 +165,9 @@ impl Recorder {
                 return;
             }
             self.resolved.insert(fid);
+        }
+        if mapped {
+            self.mapped.insert(fid);
         }
         let mut run: Option<AccessRecord> = None;
         for p in index..index + pages {
@@ -199,6 +230,9 @@ impl Recorder {
     /// The recorded set as a history for the store (`exe` for people).
     pub fn finish(mut self, exe: &str) -> AppHistory {
         let mut h = history::collect(&mut self.table, &[exe.into()], Path::new("/"));
+        for f in &mut h.files {
+            f.mapped = self.mapped.contains(&f.id);
+        }
         h.accesses = self.accesses;
         h
     }
@@ -285,6 +319,11 @@ pub struct ReplayOptions {
     /// at a time, each piece once the disk is idle, in the idle I/O
     /// class (the module `idle`).
     pub ahead: bool,
+    /// Each mapped file no larger than half its disk's read-around window
+    /// is asked for whole at its first access, as the kernel reads it at
+    /// the launch's first fault in it (the module `around`); `false`:
+    /// the pages recorded, as libprefetch and FAST replay.
+    pub read_around: bool,
 }
 
 /// Pages asked for between two looks at whether the launcher exited.
@@ -406,9 +445,15 @@ fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> Re
         idle: o.ahead.then(IdleDisks::default),
         st: ReplayStats::default(),
     };
-    for (i, b) in batches(&h.accesses).into_iter().enumerate() {
+    let mut windows = around::Windows::default();
+    let accesses = if o.read_around {
+        around::widened(h, |dev| windows.pages(dev))
+    } else {
+        std::borrow::Cow::Borrowed(h.accesses.as_slice())
+    };
+    for (i, b) in batches(&accesses).into_iter().enumerate() {
         if i < 2 {
-            r.restore(h, if i == 0 { b } else { &h.accesses });
+            r.restore(h, if i == 0 { b } else { &accesses });
         }
         if i == 0 {
             r.st.verified_s = since();
@@ -662,6 +707,17 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
+    /// `pages` pages from `index` of the file of `md`, read by `read(2)`.
+    fn read_of(md: &std::fs::Metadata, index: u64, pages: u64) -> PagesRead {
+        PagesRead {
+            dev: md.dev(),
+            ino: md.ino(),
+            index,
+            pages,
+            mapped: false,
+        }
+    }
+
     #[test]
     fn reorder_buffers_start_at_1_mib_and_double_to_16() {
         let a = |pages| AccessRecord {
@@ -755,6 +811,7 @@ mod tests {
             launcher: None,
             exec_ns: 0,
             ahead: false,
+            read_around: false,
         }
     }
 
@@ -771,7 +828,7 @@ mod tests {
         std::fs::write(&p, vec![3u8; (pages * PAGE) as usize]).unwrap();
         let md = std::fs::metadata(&p).unwrap();
         let mut r = Recorder::new(64 << 20);
-        r.read(std::process::id(), md.dev(), md.ino(), 0, pages);
+        r.read(std::process::id(), read_of(&md, 0, pages));
         let h = r.finish("/bin/seq");
         let big = ReplayOptions {
             budget_bytes: 64 << 20,
@@ -781,6 +838,48 @@ mod tests {
         assert_eq!((st.pages_requested, st.pages_left_to_readahead), (0, pages));
         let st = replay(&h, &ReplayOptions { ahead: true, ..big });
         assert_eq!((st.pages_requested, st.pages_left_to_readahead), (pages, 0));
+    }
+
+    /// A file the launch read through page faults is saved as mapped, and
+    /// with `read_around` replayed whole where the window allows (this
+    /// disk's, or the kernel's default 32 pages): the 16-page file here;
+    /// a file read with `read(2)` stays as recorded.
+    #[test]
+    fn a_small_mapped_file_is_replayed_whole() {
+        if unsafe { libc::geteuid() } != 0 {
+            return; // files are found by inode, which needs root
+        }
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let (m, r) = (dir.path().join("mapped"), dir.path().join("read"));
+        std::fs::write(&m, vec![1u8; 16 * 4096]).unwrap();
+        std::fs::write(&r, vec![1u8; 16 * 4096]).unwrap();
+        let (mmd, rmd) = (
+            std::fs::metadata(&m).unwrap(),
+            std::fs::metadata(&r).unwrap(),
+        );
+        let me = std::process::id();
+        let mut rec = Recorder::new(1 << 20);
+        let faulted = PagesRead {
+            mapped: true,
+            ..read_of(&mmd, 3, 1)
+        };
+        rec.read(me, faulted);
+        rec.read(me, read_of(&rmd, 5, 1));
+        rec.read(me, read_of(&mmd, 9, 2));
+        let h = rec.finish("/bin/x");
+        let mapped: Vec<(String, bool)> = (h.files.iter())
+            .map(|f| (f.path.rsplit('/').next().unwrap().to_string(), f.mapped))
+            .collect();
+        assert!(mapped.contains(&("mapped".into(), true)), "{mapped:?}");
+        assert!(mapped.contains(&("read".into(), false)), "{mapped:?}");
+        assert_eq!(replay(&h, &opts(None)).pages_requested, 4);
+        let around = ReplayOptions {
+            read_around: true,
+            ..opts(None)
+        };
+        let window = around::Windows::default().pages(mmd.dev());
+        let want = if window >= 32 { 16 + 1 } else { 4 };
+        assert_eq!(replay(&h, &around).pages_requested, want);
     }
 
     /// Pages are recorded once, in first-touch order, up to the cap; the
@@ -797,10 +896,10 @@ mod tests {
         let md = std::fs::metadata(&p).unwrap();
         let me = std::process::id();
         let mut r = Recorder::new(6 * PAGE);
-        r.read(me, md.dev(), md.ino(), 4, 2);
-        r.read(me, md.dev(), md.ino(), 0, 2);
-        r.read(me, md.dev(), md.ino(), 4, 3); // 4, 5 again; 6 new
-        r.read(me, md.dev(), md.ino(), 10, 4); // over the cap after 1
+        r.read(me, read_of(&md, 4, 2));
+        r.read(me, read_of(&md, 0, 2));
+        r.read(me, read_of(&md, 4, 3)); // 4, 5 again; 6 new
+        r.read(me, read_of(&md, 10, 4)); // over the cap after 1
         assert_eq!((r.pages, r.dropped_pages), (6, 3));
         assert!(r.is_full());
         // Once full, a file read for the first time is not even resolved:
@@ -808,10 +907,10 @@ mod tests {
         let g = dir.path().join("g");
         std::fs::write(&g, vec![1u8; 4096]).unwrap();
         let gmd = std::fs::metadata(&g).unwrap();
-        r.read(me, gmd.dev(), gmd.ino(), 0, 1);
+        r.read(me, read_of(&gmd, 0, 1));
         assert_eq!((r.pages, r.dropped_pages), (6, 4));
         let mut r2 = Recorder::new(1 << 20);
-        r2.read(me, md.dev(), md.ino(), 5, 3); // 5, 6 in the first set; 7 not
+        r2.read(me, read_of(&md, 5, 3)); // 5, 6 in the first set; 7 not
         let h = r.finish("/bin/x");
         assert_eq!(r2.overlap(&h), 2);
         let pages: Vec<(u64, u32)> = h.accesses.iter().map(|a| (a.page, a.pages)).collect();

@@ -310,6 +310,7 @@ mod tests {
                     path: format!("/f{i}"),
                     size: 4096,
                     mtime_ns: 0,
+                    mapped: false,
                 })
                 .collect(),
             accesses: pages

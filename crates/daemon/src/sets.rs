@@ -263,6 +263,7 @@ mod tests {
                     path: format!("/f{id}"),
                     size: 4096,
                     mtime_ns: 1,
+                    mapped: false,
                 })
                 .collect(),
             accesses: (0..files)

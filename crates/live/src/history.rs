@@ -301,6 +301,9 @@ pub fn collect(table: &mut FileTable, argv: &[OsString], cwd: &Path) -> AppHisto
             path: info.path.to_string_lossy().into_owned(),
             size,
             mtime_ns: mtime,
+            // Which reads were faults is the caller's to say (the daemon's
+            // launch sets, `outrider_daemon::launchset`).
+            mapped: false,
         });
     }
     let (exe, args) = match argv.split_first() {

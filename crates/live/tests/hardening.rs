@@ -41,6 +41,7 @@ fn record_of(id: u32, path: &Path) -> FileRecord {
         path: path.to_string_lossy().into_owned(),
         size: md.size(),
         mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
+        mapped: false,
     }
 }
 

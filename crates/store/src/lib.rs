@@ -42,6 +42,8 @@
 //!     handle_type INTEGER, handle BLOB, mount_id INTEGER, -- name_to_handle_at(2), when it worked
 //!     path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
 //!     PRIMARY KEY (app_key, id));
+//! -- version 3: the file was mapped (read through page faults), 0 or 1
+//! ALTER TABLE app_files ADD COLUMN mapped INTEGER NOT NULL DEFAULT 0;
 //! ```
 //!
 //! An application key is chosen by the caller (`outrider run`: executable,
@@ -63,7 +65,7 @@
 //! lock files are private to the running user, and a store another user
 //! could replace or write is refused ([`private`]).
 //!
-//! Extending it: add tables in a new step of [`migrate`] and bump
+//! Extending it: add tables in a new step of `Store::migrate` and bump
 //! [`SCHEMA_VERSION`]; older files are migrated in place when opened, newer
 //! ones are refused (not modified). [`Store::connection`] gives other crates
 //! the connection for their own tables.
@@ -88,7 +90,7 @@ pub const SHARED_KEY: &str = "*shared";
 pub const BLOB_FORMAT: u8 = 1;
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// How long a writer waits for another process's write lock (10 s).
 pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -113,6 +115,10 @@ pub struct FileRecord {
     pub size: u64,
     /// mtime in ns when last seen.
     pub mtime_ns: i64,
+    /// The run read it through page faults (it was mapped: an
+    /// executable, a library, a mapped data file), not only `read(2)`:
+    /// the kernel reads around a faulting page, not just the page.
+    pub mapped: bool,
 }
 
 /// One page range of the access list: `pages` pages of file `file` from
@@ -399,7 +405,11 @@ impl Store {
             )
             .map_err(sql)?;
         }
-        // Later versions: `if from < 3 { ... }` here.
+        if from < 3 {
+            tx.execute_batch("ALTER TABLE app_files ADD COLUMN mapped INTEGER NOT NULL DEFAULT 0;")
+                .map_err(sql)?;
+        }
+        // Later versions: `if from < 4 { ... }` here.
         tx.execute("UPDATE schema_version SET version = ?1", [SCHEMA_VERSION])
             .map_err(sql)?;
         tx.commit().map_err(sql)
@@ -503,7 +513,8 @@ impl Store {
             let mut st = tx
                 .prepare(
                     "INSERT INTO app_files (app_key, id, dev, ino, handle_type, handle, mount_id,
-                     path, size, mtime_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                     path, size, mtime_ns, mapped)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 )
                 .map_err(sql)?;
             for f in &h.files {
@@ -521,7 +532,8 @@ impl Store {
                     mid,
                     f.path,
                     f.size as i64,
-                    f.mtime_ns
+                    f.mtime_ns,
+                    f.mapped
                 ])
                 .map_err(sql)?;
             }
@@ -577,7 +589,7 @@ impl Store {
         let mut st = self
             .conn
             .prepare(
-                "SELECT id, dev, ino, handle_type, handle, mount_id, path, size, mtime_ns
+                "SELECT id, dev, ino, handle_type, handle, mount_id, path, size, mtime_ns, mapped
                  FROM app_files WHERE app_key = ?1 ORDER BY id",
             )
             .map_err(|e| self.sql(e))?;
@@ -597,6 +609,7 @@ impl Store {
                     path: r.get(6)?,
                     size: r.get::<_, i64>(7)? as u64,
                     mtime_ns: r.get(8)?,
+                    mapped: r.get(9)?,
                 })
             })
             .map_err(|e| self.sql(e))?

@@ -28,6 +28,7 @@ fn history(n: u64, files: u32) -> AppHistory {
                 path: format!("/data/{n}/{id}"),
                 size: n * 4096,
                 mtime_ns: n as i64,
+                mapped: id % 2 == 0,
             })
             .collect(),
         accesses: (0..files * 4)

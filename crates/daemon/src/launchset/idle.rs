@@ -92,18 +92,22 @@ impl Drop for IdleClass {
     }
 }
 
-/// The sysfs `inflight` file of user-space device number `dev`'s disk
-/// (a partition's parent), if it has one.
-fn inflight_file(dev: u64) -> Option<std::path::PathBuf> {
+/// The sysfs directory of user-space device number `dev`'s disk (a
+/// partition's parent), if it is a block device.
+pub(super) fn disk_dir(dev: u64) -> Option<std::path::PathBuf> {
     let dir =
         Path::new("/sys/dev/block").join(format!("{}:{}", libc::major(dev), libc::minor(dev)));
     let dir = std::fs::canonicalize(dir).ok()?;
-    let disk = if dir.join("partition").exists() {
-        dir.parent()?.to_path_buf()
+    if dir.join("partition").exists() {
+        Some(dir.parent()?.to_path_buf())
     } else {
-        dir
-    };
-    let f = disk.join("inflight");
+        Some(dir)
+    }
+}
+
+/// The sysfs `inflight` file of device `dev`'s disk, if it has one.
+fn inflight_file(dev: u64) -> Option<std::path::PathBuf> {
+    let f = disk_dir(dev)?.join("inflight");
     f.exists().then_some(f)
 }
 

@@ -347,6 +347,7 @@ mod tests {
                 path: path.display().to_string(),
                 size: md.size(),
                 mtime_ns: md.mtime() * 1_000_000_000 + md.mtime_nsec(),
+                mapped: false,
             }],
             ..AppHistory::default()
         };
