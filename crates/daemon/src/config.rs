@@ -12,7 +12,7 @@
 //! | `launch_key_args` | `2` | command-line words in an application's name besides its executable: `argv[0]`'s name, then arguments, files written `<file>` ([`crate::launchset::app_name`]); `0`: the executable alone |
 //! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set |
 //! | `launch_cap_mib` | `256` | bytes one launch set holds at most |
-//! | `read_around` | `true` | a replay asks for each mapped file (an executable, a library) no larger than half its disk's readahead window whole, at its first access, as the kernel reads it at the first page fault in it ([`crate::launchset`], module `around`); `false`: only the pages the launch touched |
+//! | `read_around` | `false` | a replay asks for each mapped file (an executable, a library) no larger than half its disk's readahead window whole, at its first access, as the kernel reads it at the first page fault in it ([`crate::launchset`], module `around`, with what it cost); `false`: only the pages the launch touched |
 //! | `max_recording` | `64` | launches recorded at once at most (more are not recorded) |
 //! | `save_interval_s` | `2` | finished launch sets are saved at most this long after they end |
 //! | `boot_prefetch` | `false` | record the boot set (the first `boot_window_s` after start) and replay it at the next start |
@@ -113,7 +113,7 @@ impl Default for Config {
             launch_key_args: 2,
             launch_window_s: 5.0,
             launch_cap_mib: 256,
-            read_around: true,
+            read_around: false,
             max_recording: 64,
             save_interval_s: 2.0,
             boot_prefetch: false,

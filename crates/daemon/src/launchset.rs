@@ -321,8 +321,9 @@ pub struct ReplayOptions {
     pub ahead: bool,
     /// Each mapped file no larger than half its disk's read-around window
     /// is asked for whole at its first access, as the kernel reads it at
-    /// the launch's first fault in it (the module `around`); `false`:
-    /// the pages recorded, as libprefetch and FAST replay.
+    /// the launch's first fault in it (the module `around`, with what it
+    /// cost); `false`: the pages recorded, as libprefetch and FAST
+    /// replay.
     pub read_around: bool,
 }
 

@@ -9,20 +9,33 @@
 //! every mapped file no larger than half that window whole, at its
 //! first fault (an executable's at the exec). A launch set holds only
 //! the pages the launch touched (faults, and the pages mapped around
-//! them): replayed as recorded, its first pages of `/usr/bin/perl`
-//! (3.7 MiB, this machine's window 8 MiB) were cached before the exec,
-//! so the exec read nothing, and `perl`'s first fault outside them read
-//! the other 3.4 MiB 2 ms later, its later reads queued behind them
-//! (block tracepoints, the day in miniature). Widened, the file is one
-//! sequential read at the replay's start, as stock reads it; medians of
-//! 7 in one sitting, the day's `file`, `perl`, `python3 -c pass`,
-//! `git status` and `gcc` (`/tmp` A/B, daemon / stock): `perl` 0.70x ->
-//! 0.98x, `python3 -c pass` 0.90x -> 1.11x, `git status` 1.09x -> 1.45x,
-//! `gcc` 1.27x -> 1.40x, `file` 1.38x -> 1.27x.
+//! them). In the day in miniature (block tracepoints) a predicted
+//! launch's set, read ahead 1 MiB at a time, had cached the first 34
+//! pages of `/usr/bin/perl` (3.7 MiB, this machine's window 8 MiB) when
+//! `perl` exec'd: the exec read nothing, and `perl`'s first fault past
+//! them read the other 3.4 MiB 2 ms later, its next reads queued behind.
+//! Widened, such a file is one sequential read, as stock reads it.
+//!
+//! Off by default, as measured (`/tmp` A/Bs, medians of 7-9 in one
+//! sitting each, arms rotated, daemon / stock):
+//!
+//! - cold starts of programs outside the suite, caches dropped before
+//!   each (widened / as recorded): `gdb --version` 1.18x / 1.41x,
+//!   `cmake --version` 1.44x / 2.01x, `convert -version` 1.66x / 2.44x,
+//!   `npm`, `pip3`, `vim`, `man`, `sqlite3`, `perl`, `python3 -c pass`
+//!   within 0.03x of each other. A set replayed as recorded caches every
+//!   page the launch faults on before it does, so no read-around starts
+//!   and the launch reads far less than stock; widened, it reads as much
+//!   as stock.
+//! - the day's `file`, `perl`, `python3 -c pass`, `git status`, `gcc`
+//!   back to back after one drop, three sittings: `perl` 0.93x / 0.79x,
+//!   0.92x / 0.78x and 0.77x / 0.75x; `git status` 1.23-1.41x /
+//!   1.15x; `file` 1.04-1.53x / 1.29-1.69x.
 //!
 //! Larger mapped files stay as recorded: where their faults land
-//! decides what the kernel reads, and a replay that caches the faulting
-//! pages first starts no read-around at all.
+//! decides what the kernel reads. Widening them to every fault's window
+//! too made `rustc -O` 1.04x and `node -e` 0.99x of stock, against 2.20x
+//! and 1.23x (`bench/daemon/launch.sh`, one run each).
 
 use outrider_store::{AccessRecord, AppHistory};
 use rustc_hash::{FxHashMap, FxHashSet};
