@@ -19,7 +19,7 @@ ls python-bare perl file"
 SUITE_QUICK="tar du gcc sqlite-point tac ls"
 # Program starts beyond the suite (Debian packages a user runs), for the
 # daemon's launch bench: PROGRAMS="$SUITE_STARTS" bench/daemon/launch.sh.
-SUITE_STARTS="gdb cmake convert vim npm man pip go sqlite-cli"
+SUITE_STARTS="gdb cmake convert vim npm man pip go sqlite-cli curl gpg make xz lua php ruby emacs gs"
 
 # Subdirectories of the kernel tree copied to the tree walkers' tree (185 MB,
 # 31 k files) and to the git repository's history (90 MB, 5 k files).
@@ -265,6 +265,15 @@ suite_program() {
     pip) suite_install pip3:python3-pip; CAT=start DESC="\`pip3 --version\` (Python importing pip)" CMD=(pip3 --version) ;;
     go) suite_install go:golang-go; CAT=start DESC="\`go version\` (a statically linked binary)" CMD=(go version) ;;
     sqlite-cli) suite_install sqlite3:sqlite3; CAT=start DESC="\`sqlite3 :memory: 'select 1'\`" CMD=(sqlite3 :memory: "select 1") ;;
+    curl) suite_install curl:curl; CAT=start DESC="\`curl --version\` (libcurl and its TLS, HTTP/2, SSH, LDAP libraries)" CMD=(curl --version) ;;
+    gpg) suite_install gpg:gpg; CAT=start DESC="\`gpg --version\`" CMD=(gpg --version) ;;
+    make) suite_install make:make; CAT=start DESC="\`make --version\` (3 ms cold)" CMD=(make --version) ;;
+    xz) suite_install xz:xz-utils; CAT=start DESC="\`xz --version\` (3 ms cold)" CMD=(xz --version) ;;
+    lua) suite_install lua5.4:lua5.4; CAT=start DESC="\`lua5.4 -e\`" CMD=(lua5.4 -e "x = 1") ;;
+    php) suite_install php:php-cli; CAT=start DESC="\`php -r\` printing JSON" CMD=(php -r "echo json_encode([1]);") ;;
+    ruby) suite_install ruby:ruby; CAT=start DESC="\`ruby -e\` requiring json and set" CMD=(ruby -e 'require "json"; require "set"') ;;
+    emacs) suite_install emacs:emacs-nox; CAT=start DESC="\`emacs --batch\` quitting at once" CMD=(emacs --batch --eval "(kill-emacs)") ;;
+    gs) suite_install gs:ghostscript; CAT=start DESC="\`gs -dNODISPLAY\` quitting at once (Ghostscript)" CMD=(gs -q -dNODISPLAY -dBATCH -c quit) ;;
     *) echo "suite: unknown program '$1' (expected one of: $(echo $SUITE_PROGRAMS $SUITE_STARTS))" >&2; exit 2 ;;
   esac
   [ "$CAT" = short ] && [ "$REPS_OF" -lt "$SHORT_REPS" ] && REPS_OF=$SHORT_REPS
