@@ -53,8 +53,11 @@ fn watching_python(extra: &str) -> Option<(PathBuf, tempfile::TempDir, PathBuf, 
     Some((py, dir, cfg, state))
 }
 
-/// [`watching_python`], a file of `mib` MiB in its directory, the
-/// daemon started, the cold lock held (dropped after the daemon).
+/// [`watching_python`], a file of `mib` MiB in its directory, the cold
+/// lock held and the daemon started. The lock comes before the daemon:
+/// the variables of a pattern are dropped last to first, so the daemon
+/// has stopped (and put `task_delayacct` back) before the next test
+/// takes the lock and starts its own.
 #[allow(clippy::type_complexity)]
 fn python_and_data(
     extra: &str,
@@ -64,15 +67,15 @@ fn python_and_data(
     tempfile::TempDir,
     PathBuf,
     PathBuf,
-    Daemon,
     std::sync::MutexGuard<'static, ()>,
+    Daemon,
 )> {
     let (py, dir, cfg, state) = watching_python(extra)?;
     let cold = cold_lock();
     let data = dir.path().join("data");
     std::fs::write(&data, vec![7u8; mib << 20]).unwrap();
     let d = Daemon::start(&cfg, &state);
-    Some((py, dir, state, data, d, cold))
+    Some((py, dir, state, data, cold, d))
 }
 
 #[test]
@@ -386,7 +389,7 @@ fn a_file_only_the_last_launch_read_is_not_replayed() {
 /// launch's replay asks for it.
 #[test]
 fn a_launch_records_what_the_launches_it_spawned_read() {
-    let Some((py, dir, state, data, d, _cold)) = python_and_data("", 32) else {
+    let Some((py, dir, state, data, _cold, d)) = python_and_data("", 32) else {
         return;
     };
     let child = format!(
@@ -424,7 +427,7 @@ fn a_launch_records_what_the_launches_it_spawned_read() {
 /// its end: the 64 MiB cap fills before either reaches the other's pages.
 #[test]
 fn a_launch_that_filled_its_set_is_not_judged_by_what_it_did_not_record() {
-    let Some((py, _dir, state, data, d, _cold)) = python_and_data("launch_cap_mib = 64\n", 160)
+    let Some((py, _dir, state, data, _cold, d)) = python_and_data("launch_cap_mib = 64\n", 160)
     else {
         return;
     };
@@ -536,7 +539,7 @@ fn programs_it_does_not_follow_cost_it_no_events() {
 
 #[test]
 fn a_launch_whose_set_is_full_is_no_longer_followed() {
-    let Some((py, _dir, state, data, d, _cold)) = python_and_data("launch_cap_mib = 1\n", 32)
+    let Some((py, _dir, state, data, _cold, d)) = python_and_data("launch_cap_mib = 1\n", 32)
     else {
         return;
     };
