@@ -156,9 +156,11 @@ fn a_launch_is_recorded_then_replayed_and_survives_kill_9() {
     let missed2 = l2["missed_pages"].as_u64().unwrap();
     assert!(missed2 * 4 < missed1, "launch 1 {l1}\nlaunch 2 {l2}");
     assert!(l2["read_pages"].as_u64().unwrap() >= 8192, "{l2}");
-    // Delay accounting: the cold launch waited for the disk.
+    // Delay accounting: the cold launch waited for the disk, unless the
+    // kernel's glitch made its one task's total no measurement (a
+    // quarter of the time, see `plausible_wait`), which is then said.
     let wait1 = l1["io_wait_s"].as_f64().expect("delay accounting");
-    assert!(wait1 > 0.0, "{l1}");
+    assert!(wait1 > 0.0 || l1["io_wait_glitch"] == true, "{l1}");
     assert!(l2["io_wait_s"].as_f64().is_some(), "{l2}");
 }
 

@@ -141,7 +141,7 @@ pub fn activity(launches: &[LaunchStatus]) -> Vec<AppActivity> {
 /// (the first, the gate's probes, a set not yet saved) are the baseline.
 fn stall_estimate(a: &mut AppActivity, launches: &[LaunchStatus]) {
     let (mut cold, mut warm) = (Vec::new(), Vec::new());
-    for l in launches.iter().filter(|l| l.exe == a.exe && l.finished) {
+    for l in (launches.iter()).filter(|l| l.exe == a.exe && l.finished && !l.io_wait_glitch) {
         if let Some(w) = l.io_wait_s {
             match l.replay {
                 Some(_) => warm.push(w),
@@ -425,7 +425,11 @@ mod tests {
         };
         let mut gated = waited(l(4, "/a", None, 100, 90), 0.25);
         gated.gate = "off".into();
+        // A wait the kernel got wrong for one of its tasks: only a part.
+        let mut glitched = waited(l(5, "/b", None, 10, 10), 0.01);
+        glitched.io_wait_glitch = true;
         let a = activity(&[
+            glitched,
             waited(l(1, "/b", None, 10, 10), 0.5),
             waited(l(2, "/a", None, 100, 90), 0.75),
             waited(l(3, "/a", Some(80), 100, 5), 0.125),
@@ -452,9 +456,9 @@ mod tests {
                 },
                 AppActivity {
                     exe: "/b".into(),
-                    launches: 1,
-                    pages_read: 10,
-                    pages_missed: 10,
+                    launches: 2,
+                    pages_read: 20,
+                    pages_missed: 20,
                     gate: "full".into(),
                     io_wait_cold_s: Some(0.5),
                     ..AppActivity::default()

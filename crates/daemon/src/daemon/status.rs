@@ -59,6 +59,10 @@ pub struct LaunchStatus {
     /// Seconds its process tree waited for block I/O in its window
     /// (delay accounting, [`outrider_sys::taskstats`]); `None` without it.
     pub io_wait_s: Option<f64>,
+    /// The kernel reported a wait longer than the launch has existed for
+    /// one of its tasks (a delay-accounting glitch): `io_wait_s` leaves
+    /// that task out, and the stall estimate leaves the launch out.
+    pub io_wait_glitch: bool,
     /// Its launch set was saved.
     pub saved: bool,
 }
