@@ -278,6 +278,7 @@ impl Daemon {
             launcher: None,
             exec_ns: 0,
             ahead: false,
+            front: None,
             read_around: self.cfg.read_around,
         }
     }
@@ -727,6 +728,7 @@ pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
                 launcher: None,
                 exec_ns: 0,
                 ahead: false,
+                front: None,
                 read_around: cfg.read_around,
             },
         )),

@@ -271,6 +271,7 @@ impl Daemon {
             .map(|(set, share)| {
                 let mut o = options(share);
                 o.ahead = true;
+                o.front = Some(pid);
                 (set, o)
             })
             .collect();
