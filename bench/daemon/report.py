@@ -66,7 +66,7 @@ def day_section(work):
           "with an empty store ran the script cold once (day 1, learning its launch sets and their order), then, 3.6 s later, "
           "caches were dropped and the script ran again (day 2, measured), the next launches (up to 3) predicted at each launch and their sets read right after "
           f"the launch's own (`successor_prefetch`, on by default). **stock**: the same steps with no daemon (the script cold "
-          "once, unmeasured, the same wait, then cold, measured); **hot**: the script again at once (the floor). Medians of {len(reps)} repetitions, arms alternated; ratios are medians "
+          f"once, unmeasured, the same wait, then cold, measured); **hot**: the script again at once (the floor). Medians of {len(reps)} repetitions, arms alternated; ratios are medians "
           "of each repetition's own.")
     print()
     print("| | stock (s) | day 1 (s) | daemon day 2 (s) | hot (s) | stock / hot | speed-up | headroom | misses |")

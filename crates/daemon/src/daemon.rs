@@ -278,7 +278,6 @@ impl Daemon {
             launcher: None,
             exec_ns: 0,
             ahead: false,
-            front: None,
             read_around: self.cfg.read_around,
         }
     }
@@ -728,7 +727,6 @@ pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
                 launcher: None,
                 exec_ns: 0,
                 ahead: false,
-                front: None,
                 read_around: cfg.read_around,
             },
         )),

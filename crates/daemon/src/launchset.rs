@@ -319,9 +319,6 @@ pub struct ReplayOptions {
     /// at a time, each piece once the disk is idle, in the idle I/O
     /// class (the module `idle`).
     pub ahead: bool,
-    /// Ahead of a launch: the process whose launch predicted it, whose
-    /// reads from storage hold each piece back as a busy disk does.
-    pub front: Option<u32>,
     /// Each mapped file no larger than half its disk's read-around window
     /// is asked for whole at its first access, as the kernel reads it at
     /// the launch's first fault in it (the module `around`, with what it
@@ -446,7 +443,7 @@ fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> Re
         } else {
             INFLIGHT_PAGES
         },
-        idle: o.ahead.then(|| IdleDisks::new(o.front)),
+        idle: o.ahead.then(IdleDisks::default),
         st: ReplayStats::default(),
     };
     let mut windows = around::Windows::default();
@@ -815,7 +812,6 @@ mod tests {
             launcher: None,
             exec_ns: 0,
             ahead: false,
-            front: None,
             read_around: false,
         }
     }

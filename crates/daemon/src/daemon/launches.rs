@@ -271,7 +271,6 @@ impl Daemon {
             .map(|(set, share)| {
                 let mut o = options(share);
                 o.ahead = true;
-                o.front = Some(pid);
                 (set, o)
             })
             .collect();

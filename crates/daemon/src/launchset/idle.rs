@@ -1,7 +1,7 @@
 //! Reading a predicted launch's set in the disk's idle time
 //! ([`super::ReplayOptions::ahead`]): each piece waits for the disk to
-//! have nothing in flight and the program in front to read nothing from
-//! storage, and the replay's thread is in the idle I/O class.
+//! have nothing in flight and no one else to have read from it since
+//! the last look, and the replay's thread is in the idle I/O class.
 
 use rustc_hash::FxHashMap;
 use std::path::Path;
@@ -26,45 +26,30 @@ const IDLE_POLL: std::time::Duration = std::time::Duration::from_millis(2);
 /// how long it waited for them. A predicted launch's set is read in the
 /// time the disk has nothing else to do: each 1 MiB piece waits until
 /// the disk the file is on has no request in flight (sysfs `inflight`,
-/// the whole disk's for a partition) and the program in front read
-/// nothing since the last look ([`FrontReads`]), so the program running meanwhile
-/// never queues behind it (a measured harness that drops the cache
-/// before each run would only see the next program's set asked for
-/// during the current one). A device with no `inflight` file (network,
-/// FUSE, btrfs's anonymous devices) is not waited for.
+/// the whole disk's for a partition) and no one else read from it since
+/// the last such look ([`Disk::others_read`]), so the program running
+/// meanwhile never queues behind it (a measured harness that drops the
+/// cache before each run would only see the next program's set asked
+/// for during the current one). A device with no `inflight` file
+/// (network, FUSE, btrfs's anonymous devices) is not waited for.
 #[derive(Default)]
 pub(super) struct IdleDisks {
-    inflight: FxHashMap<u64, Option<std::path::PathBuf>>,
+    disks: FxHashMap<u64, Option<Disk>>,
     waited_ns: u64,
-    /// The program whose launch predicted this one, while it runs.
-    front: Option<FrontReads>,
 }
 
 impl IdleDisks {
-    /// Idle disks, and also (with `front`, a process id) a pause of
-    /// process `front`'s reads from storage ([`FrontReads`]).
-    pub(super) fn new(front: Option<u32>) -> IdleDisks {
-        IdleDisks {
-            front: front.map(FrontReads::of),
-            ..IdleDisks::default()
-        }
-    }
-
-    /// Wait until device `dev` has no request in flight and the program
-    /// in front read nothing from storage since the last look; false
-    /// once the waits of this replay passed [`IDLE_WAIT_MAX_NS`].
+    /// Wait until device `dev` has no request in flight and no one else
+    /// read from it since the last look; false once the waits of this
+    /// replay passed [`IDLE_WAIT_MAX_NS`].
     pub(super) fn wait(&mut self, dev: u64) -> bool {
-        let path = self
-            .inflight
-            .entry(dev)
-            .or_insert_with(|| inflight_file(dev));
-        let Some(path) = path.as_ref() else {
+        let disk = self.disks.entry(dev).or_insert_with(|| Disk::of(dev));
+        let Some(disk) = disk.as_mut() else {
             return true;
         };
         let start = outrider_sys::monotonic_ns();
         loop {
-            let front_reads = self.front.as_mut().is_some_and(FrontReads::read_since);
-            if !front_reads && requests_in_flight(path) == Some(0) {
+            if requests_in_flight(&disk.inflight) == Some(0) && !disk.others_read() {
                 self.waited_ns += outrider_sys::monotonic_ns().saturating_sub(start);
                 return true;
             }
@@ -78,45 +63,71 @@ impl IdleDisks {
     }
 }
 
-/// The storage reads of the program running in front of a predicted
-/// launch (the one whose launch predicted it): `read_bytes` of
-/// `/proc/<pid>/io`, counted by the kernel as each read is submitted,
-/// metadata included. A disk with nothing in flight between the
-/// synchronous reads of a program that waits on them is not idle: an
-/// ahead piece sent then is served before the program's next read.
-/// `find` over a source tree, which waits on one directory or inode read
-/// after another while `rg`'s set is read ahead, against a control with
-/// no daemon taking the same steps, in three sittings (medians of 7, 7
-/// and 11): 0.93x, 1.05x and 1.06x of it without this check; 0.98x and
-/// 1.09x with it in the last two, `rg` after it 0.91x and 1.05x against
-/// 0.90x and 1.04x. Within the noise of a sitting, kept because an
-/// ahead read must never delay the program in front.
-struct FrontReads {
-    io: std::path::PathBuf,
-    last: Option<u64>,
+/// One disk an ahead replay reads: its sysfs `inflight` and `stat`
+/// files, and what others had read from it at the last idle look.
+///
+/// A disk with nothing in flight between the synchronous reads of a
+/// program that waits on each is not idle: a piece sent then is served
+/// before the program's next read. `find` over a source tree (one
+/// directory or inode read after another) ran at 0.85x of stock in the
+/// day in miniature while the next program's set was read in those
+/// gaps (`bench/daemon/launch.sh`, twice); 0.99x with this check, and
+/// no program under 0.98x. In two sittings of a shorter day (medians of
+/// 7, against the check's absence): `find` 1.19x / 1.03x of stock
+/// against 0.99x / 0.99x, `perl` 1.07x / 0.91x against 0.89x / 0.83x;
+/// its price, the later programs' sets read less far ahead: `gcc` 1.40x /
+/// 1.29x against 1.50x / 1.51x, `rustc` 3.17x / 3.14x against 3.32x /
+/// 3.30x. So a piece also waits until no
+/// one else read from the disk since the last look: the disk's sectors
+/// read (`stat`, counted as each read completes) less this thread's own
+/// reads (`/proc/thread-self/io` `read_bytes`, counted as each is
+/// submitted). With nothing in flight, every read this thread submitted
+/// has completed, so the difference is exactly what others read.
+struct Disk {
+    inflight: std::path::PathBuf,
+    stat: std::path::PathBuf,
+    /// Bytes others had read at the last idle look (`None`: no look yet).
+    others: Option<u64>,
 }
 
-impl FrontReads {
-    fn of(pid: u32) -> FrontReads {
-        let io = Path::new("/proc").join(pid.to_string()).join("io");
-        let last = read_bytes(&io);
-        FrontReads { io, last }
+impl Disk {
+    fn of(dev: u64) -> Option<Disk> {
+        let dir = disk_dir(dev)?;
+        let (inflight, stat) = (dir.join("inflight"), dir.join("stat"));
+        (inflight.exists() && stat.exists()).then_some(Disk {
+            inflight,
+            stat,
+            others: None,
+        })
     }
 
-    /// It read from storage since the last look (never once it exited).
-    fn read_since(&mut self) -> bool {
-        let now = read_bytes(&self.io);
-        let read = matches!((self.last, now), (Some(a), Some(b)) if b > a);
-        self.last = now;
-        read
+    /// Others read from the disk since the last look, with nothing in
+    /// flight (the first look counts as a read: nothing to compare yet).
+    fn others_read(&mut self) -> bool {
+        let ours = read_bytes(Path::new("/proc/thread-self/io"));
+        let now = sectors_read(&self.stat)
+            .zip(ours)
+            .map(|(d, o)| (d * 512).saturating_sub(o));
+        let before = std::mem::replace(&mut self.others, now);
+        match (before, now) {
+            (Some(b), Some(n)) => n > b,
+            (None, Some(_)) => true,
+            (_, None) => false,
+        }
     }
 }
 
-/// `read_bytes` of a `/proc/<pid>/io` file, if it can be read.
+/// `read_bytes` of a `/proc/.../io` file, if it can be read.
 fn read_bytes(io: &Path) -> Option<u64> {
     let s = std::fs::read_to_string(io).ok()?;
     let line = s.lines().find(|l| l.starts_with("read_bytes:"))?;
     line["read_bytes:".len()..].trim().parse().ok()
+}
+
+/// Sectors read (the third field) of a sysfs block `stat` file.
+fn sectors_read(stat: &Path) -> Option<u64> {
+    let s = std::fs::read_to_string(stat).ok()?;
+    s.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// The calling thread in the idle I/O class (`ioprio_set(2)`,
@@ -161,12 +172,6 @@ pub(super) fn disk_dir(dev: u64) -> Option<std::path::PathBuf> {
     }
 }
 
-/// The sysfs `inflight` file of device `dev`'s disk, if it has one.
-fn inflight_file(dev: u64) -> Option<std::path::PathBuf> {
-    let f = disk_dir(dev)?.join("inflight");
-    f.exists().then_some(f)
-}
-
 /// Reads and writes in flight, as sysfs `inflight` gives them.
 fn requests_in_flight(path: &Path) -> Option<u64> {
     let s = std::fs::read_to_string(path).ok()?;
@@ -181,66 +186,74 @@ fn requests_in_flight(path: &Path) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// A disk of test files: `inflight` holding `in_flight` requests and
+    /// a `stat` with `sectors` read, already looked at once.
+    fn disk(dir: &Path, name: &str, in_flight: u64, sectors: u64) -> Disk {
+        let (inflight, stat) = (
+            dir.join(format!("{name}.inflight")),
+            dir.join(format!("{name}.stat")),
+        );
+        std::fs::write(&inflight, format!("       {in_flight}        0\n")).unwrap();
+        set_sectors(&stat, sectors);
+        let mut d = Disk {
+            inflight,
+            stat,
+            others: None,
+        };
+        assert!(d.others_read(), "the first look has nothing to compare");
+        d
+    }
+
+    fn set_sectors(stat: &Path, sectors: u64) {
+        std::fs::write(
+            stat,
+            format!("    9  0  {sectors}  5  0  0  0  0  0  4  5  0 0 0 0\n"),
+        )
+        .unwrap();
+    }
+
     /// An ahead replay's piece goes when the disk has nothing in flight,
     /// waits while it has, and gives up once its waits reach the bound;
-    /// a device with no `inflight` file is not waited for.
+    /// a device with no sysfs files is not waited for.
     #[test]
     fn an_ahead_piece_waits_for_an_idle_disk() {
         let dir = tempfile::tempdir().unwrap();
-        let (idle, busy) = (dir.path().join("idle"), dir.path().join("busy"));
-        std::fs::write(&idle, "       0        0\n").unwrap();
-        std::fs::write(&busy, "       3        1\n").unwrap();
-        assert_eq!(requests_in_flight(&busy), Some(4));
+        let (idle, busy) = (
+            disk(dir.path(), "idle", 0, 8),
+            disk(dir.path(), "busy", 3, 8),
+        );
+        assert_eq!(requests_in_flight(&busy.inflight), Some(3));
         let mut disks = IdleDisks::default();
-        disks.inflight.insert(1, Some(idle));
-        disks.inflight.insert(2, Some(busy));
+        disks.disks.insert(1, Some(idle));
+        disks.disks.insert(2, Some(busy));
         assert!(disks.wait(1), "an idle disk");
         assert!(!disks.wait(2), "busy past the bound");
         assert!(disks.waited_ns >= IDLE_WAIT_MAX_NS);
         assert!(!disks.wait(2), "the bound is for the whole replay");
         assert!(disks.wait(1));
-        assert_eq!(inflight_file(u64::MAX), None);
-        assert!(disks.wait(u64::MAX), "no inflight file: not waited for");
+        assert!(Disk::of(u64::MAX).is_none());
+        assert!(disks.wait(u64::MAX), "no sysfs files: not waited for");
     }
 
-    /// A program in front that reads from storage holds an ahead piece
-    /// back as a busy disk does; one that read nothing since the last
-    /// look, or exited, does not.
+    /// Another reader of the disk holds a piece back one look, as a
+    /// request in flight does; a disk whose `stat` cannot be read is
+    /// judged by its requests in flight alone.
     #[test]
-    fn an_ahead_piece_waits_while_the_program_in_front_reads() {
+    fn an_ahead_piece_waits_while_others_read_the_disk() {
         let dir = tempfile::tempdir().unwrap();
-        let (idle, io) = (dir.path().join("idle"), dir.path().join("io"));
-        std::fs::write(&idle, "0 0\n").unwrap();
-        let io_file = |n: u64| format!("rchar: 9\nwchar: 0\nread_bytes: {n}\nwrite_bytes: 0\n");
-        std::fs::write(&io, io_file(4096)).unwrap();
-        assert_eq!(read_bytes(&io), Some(4096));
-        let front = FrontReads {
-            io: io.clone(),
-            last: read_bytes(&io),
-        };
-        let mut disks = IdleDisks {
-            front: Some(front),
-            ..IdleDisks::default()
-        };
-        disks.inflight.insert(1, Some(idle));
-        assert!(disks.wait(1), "read nothing since");
-        assert!(disks.waited_ns < IDLE_POLL.as_nanos() as u64, "not held");
-        std::fs::write(&io, io_file(8192)).unwrap();
-        assert!(disks.wait(1), "read nothing since the look after");
-        assert!(
-            disks.waited_ns >= IDLE_POLL.as_nanos() as u64,
-            "held back one look"
-        );
-        std::fs::remove_file(&io).unwrap();
-        let mut gone = IdleDisks {
-            front: Some(FrontReads {
-                io,
-                last: Some(8192),
-            }),
-            ..IdleDisks::default()
-        };
-        gone.inflight = disks.inflight.clone();
-        assert!(gone.wait(1), "exited: not waited for");
-        assert!(IdleDisks::new(Some(u32::MAX)).front.unwrap().last.is_none());
+        let d = disk(dir.path(), "vdz", 0, 800);
+        let stat = d.stat.clone();
+        let mut disks = IdleDisks::default();
+        disks.disks.insert(1, Some(d));
+        let poll = IDLE_POLL.as_nanos() as u64;
+        assert!(disks.wait(1), "no one read since");
+        assert!(disks.waited_ns < poll, "not held: {}", disks.waited_ns);
+        set_sectors(&stat, 808);
+        assert!(disks.wait(1), "no one read since the look after");
+        assert!(disks.waited_ns >= poll, "held back one look");
+        std::fs::remove_file(&stat).unwrap();
+        let before = disks.waited_ns;
+        assert!(disks.wait(1));
+        assert!(disks.waited_ns - before < poll, "no stat: not held");
     }
 }
