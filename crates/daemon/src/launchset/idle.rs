@@ -80,9 +80,9 @@ impl IdleDisks {
 /// 3.30x; in a routine of short programs outside the bench's suite
 /// (`gdb`, `cmake`, `convert`, `vim`, `curl`, `make`, `xz`, `lua`,
 /// `php`, `ruby`, medians of 7) `cmake` 1.24x against 2.05x, `convert`
-/// 1.62x against 2.01x, `ruby` 1.26x against 1.39x, none slower than
-/// without the check beyond 0.07x. A gain given back, never a program
-/// made slower: so a piece also waits until no
+/// 1.62x against 2.01x, `ruby` 1.26x against 1.39x, `vim` 1.00x
+/// against 1.09x, `lua` (2 ms) 0.88x against 0.95x, the rest within
+/// 0.05x. So a piece also waits until no
 /// one else read from the disk since the last look: the disk's sectors
 /// read (`stat`, counted as each read completes) less this thread's own
 /// reads (`/proc/thread-self/io` `read_bytes`, counted as each is
