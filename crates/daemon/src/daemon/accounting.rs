@@ -135,15 +135,11 @@ impl Daemon {
             return;
         };
         let age = monotonic_ns() - l.started_ns;
-        let mut waits = Vec::new();
+        add_wait(&mut self.status, id, Some(0));
         for (&tid, _) in self.tree.iter().filter(|(_, v)| **v == id) {
             if let Ok(Some(d)) = query.of(tid) {
-                waits.push(plausible_wait(d.blkio_ns, age));
+                add_wait(&mut self.status, id, plausible_wait(d.blkio_ns, age));
             }
-        }
-        add_wait(&mut self.status, id, Some(0));
-        for w in waits {
-            add_wait(&mut self.status, id, w);
         }
     }
 }
