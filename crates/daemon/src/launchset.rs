@@ -103,7 +103,8 @@ pub struct Recorder {
     /// at every read reopened each file past the table's 64 descriptors
     /// per event; `open_by_handle_at`, `readlink` and `close` were a
     /// quarter of the daemon's CPU over the day in miniature (perf).
-    resolved: FxHashSet<u32>,
+    /// Each with its pages as last seen ([`Recorder::end_page`]).
+    resolved: FxHashMap<u32, u64>,
     /// Files read through page faults ([`outrider_store::FileRecord::mapped`]).
     mapped: FxHashSet<u32>,
     cap_pages: u64,
@@ -124,7 +125,7 @@ impl Recorder {
             }),
             accesses: Vec::new(),
             seen: FxHashMap::default(),
-            resolved: FxHashSet::default(),
+            resolved: FxHashMap::default(),
             mapped: FxHashSet::default(),
             cap_pages: cap_bytes / PAGE,
             pages: 0,
@@ -159,18 +160,19 @@ impl Recorder {
         };
         // Only regular files the table can open are kept (not pipes,
         // not anonymous memory files).
-        if !self.resolved.contains(&fid) {
-            if self.table.resolve(id, pid).is_none() {
+        if !self.resolved.contains_key(&fid) {
+            let Some(f) = self.table.resolve(id, pid) else {
                 self.dropped_pages += pages;
                 return;
-            }
-            self.resolved.insert(fid);
+            };
+            self.resolved.insert(fid, f.size.div_ceil(PAGE));
         }
         if mapped {
             self.mapped.insert(fid);
         }
+        let end = (index + pages).min(self.end_page(id, fid, index + pages));
         let mut run: Option<AccessRecord> = None;
-        for p in index..index + pages {
+        for p in index..end {
             let word = self.seen.entry((fid, p / 64)).or_insert(0);
             if *word & (1 << (p % 64)) != 0 {
                 continue;
@@ -196,6 +198,22 @@ impl Recorder {
             }
         }
         self.accesses.extend(run);
+    }
+
+    /// The pages file `fid` has, for a read that ends at page `end`:
+    /// those a read asked for past the end of the file are none of its
+    /// (a read is traced with the pages it asked for: `rg`'s 64 KiB reads
+    /// of 8 KiB files filled its 256 MiB set with 87% such pages, and a
+    /// replay waited in vain for each one's arrival). Past the size last
+    /// seen the file is looked at again, if still open: it may have grown.
+    fn end_page(&mut self, id: FileId, fid: u32, end: u64) -> u64 {
+        let known = self.resolved[&fid];
+        if end <= known || !self.table.refresh(id) {
+            return known;
+        }
+        let now = self.table.get(id).map_or(known, |f| f.size.div_ceil(PAGE));
+        self.resolved.insert(fid, now);
+        now
     }
 
     /// Has the set reached its cap (nothing more will be recorded)?
@@ -521,6 +539,15 @@ impl Replayer {
     /// Ask for one reorder buffer's ranges, in physical order.
     fn fetch(&mut self, batch: &[AccessRecord], since: &dyn Fn() -> f64) {
         let mut b = merged_ranges(batch);
+        // Pages past the end of a file (verified unchanged since its set
+        // was recorded: sets recorded before the recorder dropped them
+        // hold them) can never arrive: not asked for.
+        for r in &mut b {
+            let info = self.table(r.0).info(FileId(u64::from(r.0)));
+            let end = info.map_or(u64::MAX, |i| i.size.div_ceil(PAGE));
+            r.2 = r.2.min(end.saturating_sub(r.1));
+        }
+        b.retain(|r| r.2 > 0);
         let readahead = &self.readahead;
         let left: u64 = (b.iter().filter(|r| readahead.contains(&r.0)))
             .map(|r| r.2)
@@ -881,6 +908,41 @@ mod tests {
         let window = around::Windows::default().pages(mmd.dev());
         let want = if window >= 32 { 16 + 1 } else { 4 };
         assert_eq!(replay(&h, &around).pages_requested, want);
+    }
+
+    /// A read is traced with the pages it asked for; those past the end
+    /// of the file are neither recorded nor, from a set that holds them,
+    /// asked for. A file that grew is looked at again.
+    #[test]
+    fn pages_past_the_end_of_a_file_are_not_in_its_set() {
+        if unsafe { libc::geteuid() } != 0 {
+            return; // files are found by inode, which needs root
+        }
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![1u8; 10 << 10]).unwrap();
+        let md = std::fs::metadata(&p).unwrap();
+        let me = std::process::id();
+        let mut r = Recorder::new(1 << 20);
+        r.read(me, read_of(&md, 0, 16)); // a 64 KiB read of 10 KiB
+        assert_eq!((r.pages, r.dropped_pages), (3, 0));
+        r.read(me, read_of(&md, 8, 4));
+        assert_eq!(r.pages, 3, "a read wholly past the end adds nothing");
+        let mut h = r.finish("/bin/x");
+        assert_eq!(replay(&h, &opts(None)).pages_requested, 3);
+        // A set recorded with such pages: only the file's are asked for.
+        h.accesses.push(AccessRecord {
+            file: h.accesses[0].file,
+            page: 3,
+            pages: 13,
+        });
+        assert_eq!(replay(&h, &opts(None)).pages_requested, 3);
+        // Grown while it was read: its new pages count.
+        let mut r = Recorder::new(1 << 20);
+        r.read(me, read_of(&md, 0, 16));
+        std::fs::write(&p, vec![1u8; 20 << 10]).unwrap();
+        r.read(me, read_of(&md, 0, 16));
+        assert_eq!(r.pages, 5);
     }
 
     /// Pages are recorded once, in first-touch order, up to the cap; the
