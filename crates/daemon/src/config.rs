@@ -12,6 +12,7 @@
 //! | `launch_key_args` | `2` | command-line words in an application's name besides its executable: `argv[0]`'s name, then arguments, files written `<file>` ([`crate::launchset::app_name`]); `0`: the executable alone |
 //! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set |
 //! | `launch_cap_mib` | `256` | bytes one launch set holds at most |
+//! | `launch_files_max` | `8192` | files one launch set (and the boot set) holds at most: the daemon's work goes by files as much as by bytes (each is opened, stamped and named when recorded, verified, mapped and opened again when replayed); a tree walker over 31 479 small files cost it 0.8 s of CPU per launch with no bound, 0.18 s with 8192 |
 //! | `read_around` | `false` | a replay asks for each mapped file (an executable, a library) no larger than half its disk's readahead window whole, at its first access, as the kernel reads it at the first page fault in it ([`crate::launchset`], module `around`, with what it cost); `false`: only the pages the launch touched |
 //! | `max_recording` | `64` | launches recorded at once at most (more are not recorded) |
 //! | `save_interval_s` | `2` | finished launch sets are saved at most this long after they end |
@@ -63,6 +64,8 @@ pub struct Config {
     pub launch_window_s: f64,
     /// Launch-set cap, MiB.
     pub launch_cap_mib: u64,
+    /// Files one set holds at most.
+    pub launch_files_max: usize,
     /// Small mapped files replayed whole.
     pub read_around: bool,
     /// Launches recorded at once at most.
@@ -113,6 +116,7 @@ impl Default for Config {
             launch_key_args: 2,
             launch_window_s: 5.0,
             launch_cap_mib: 256,
+            launch_files_max: 8192,
             read_around: false,
             max_recording: 64,
             save_interval_s: 2.0,
@@ -247,6 +251,9 @@ impl Config {
             };
             return bad(key, "a positive number of runs");
         }
+        if self.launch_files_max == 0 || self.launch_files_max > 1 << 20 {
+            return bad("launch_files_max", "a number of files from 1 to 1048576");
+        }
         if self.launch_key_args > 16 {
             return bad("launch_key_args", "a number of words from 0 to 16");
         }
@@ -353,6 +360,11 @@ mod tests {
         assert_eq!(
             e,
             "/etc/d.toml: key `launch_window_s`: expected seconds, more than 0 and at most 3600"
+        );
+        let e = parse("launch_files_max = 0").unwrap_err();
+        assert_eq!(
+            e,
+            "/etc/d.toml: key `launch_files_max`: expected a number of files from 1 to 1048576"
         );
         let e = parse("watch = [\"python3\"]").unwrap_err();
         assert!(e.contains("`watch`") && e.contains("absolute"), "{e}");

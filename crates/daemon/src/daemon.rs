@@ -264,7 +264,10 @@ impl Daemon {
                 let _ = tx.send(Done::Boot(replay(&h, &opts)));
             });
         }
-        self.boot = Some((monotonic_ns(), Recorder::new(self.cfg.boot_cap_mib << 20)));
+        self.boot = Some((
+            monotonic_ns(),
+            Recorder::new(self.cfg.boot_cap_mib << 20, self.cfg.launch_files_max),
+        ));
         self.status.boot.recording = true;
     }
 

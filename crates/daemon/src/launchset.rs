@@ -108,6 +108,8 @@ pub struct Recorder {
     /// Files read through page faults ([`outrider_store::FileRecord::mapped`]).
     mapped: FxHashSet<u32>,
     cap_pages: u64,
+    /// Files held at most (`launch_files_max`, [`crate::config`]).
+    files_max: usize,
     /// Pages recorded.
     pub pages: u64,
     /// Pages not recorded: over the cap, or of files not found.
@@ -115,8 +117,8 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// A recorder holding at most `cap_bytes`.
-    pub fn new(cap_bytes: u64) -> Recorder {
+    /// A recorder holding at most `cap_bytes` of `files_max` files.
+    pub fn new(cap_bytes: u64, files_max: usize) -> Recorder {
         Recorder {
             table: FileTable::new(FileTableOptions {
                 program_user: None,
@@ -128,6 +130,7 @@ impl Recorder {
             resolved: FxHashMap::default(),
             mapped: FxHashSet::default(),
             cap_pages: cap_bytes / PAGE,
+            files_max,
             pages: 0,
             dropped_pages: 0,
         }
@@ -161,7 +164,10 @@ impl Recorder {
         // Only regular files the table can open are kept (not pipes,
         // not anonymous memory files).
         if !self.resolved.contains_key(&fid) {
-            let Some(f) = self.table.resolve(id, pid) else {
+            let f = (self.resolved.len() < self.files_max)
+                .then(|| self.table.resolve(id, pid))
+                .flatten();
+            let Some(f) = f else {
                 self.dropped_pages += pages;
                 return;
             };
@@ -218,7 +224,7 @@ impl Recorder {
 
     /// Has the set reached its cap (nothing more will be recorded)?
     pub fn is_full(&self) -> bool {
-        self.pages >= self.cap_pages
+        self.pages >= self.cap_pages || self.resolved.len() >= self.files_max
     }
 
     /// Was page `page` of (dev, ino) recorded?
@@ -470,9 +476,10 @@ fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> Re
     } else {
         std::borrow::Cow::Borrowed(h.accesses.as_slice())
     };
-    for (i, b) in batches(&accesses).into_iter().enumerate() {
+    let accesses = &accesses[..within(&accesses, r.budget)];
+    for (i, b) in batches(accesses).into_iter().enumerate() {
         if i < 2 {
-            r.restore(h, if i == 0 { b } else { &accesses });
+            r.restore(h, if i == 0 { b } else { accesses });
         }
         if i == 0 {
             r.st.verified_s = since();
@@ -697,6 +704,20 @@ const FIRST_BATCH_PAGES: u64 = 256;
 /// The largest reorder buffer: 16 MiB.
 const MAX_BATCH_PAGES: u64 = 4096;
 
+/// How many of `accesses`, from the first, start within `budget` pages:
+/// the files of the rest are not even verified (each a cold inode and
+/// extent read).
+fn within(accesses: &[AccessRecord], budget: u64) -> usize {
+    let mut pages = 0u64;
+    (accesses.iter())
+        .take_while(|a| {
+            let before = pages;
+            pages += u64::from(a.pages);
+            before < budget
+        })
+        .count()
+}
+
 /// The access list cut into reorder buffers, in first-touch order.
 fn batches(accesses: &[AccessRecord]) -> Vec<&[AccessRecord]> {
     let (mut out, mut start, mut size, mut pages) = (Vec::new(), 0, FIRST_BATCH_PAGES, 0);
@@ -855,7 +876,7 @@ mod tests {
         let pages = READAHEAD_PAGES + 7;
         std::fs::write(&p, vec![3u8; (pages * PAGE) as usize]).unwrap();
         let md = std::fs::metadata(&p).unwrap();
-        let mut r = Recorder::new(64 << 20);
+        let mut r = Recorder::new(64 << 20, 8192);
         r.read(std::process::id(), read_of(&md, 0, pages));
         let h = r.finish("/bin/seq");
         let big = ReplayOptions {
@@ -886,7 +907,7 @@ mod tests {
             std::fs::metadata(&r).unwrap(),
         );
         let me = std::process::id();
-        let mut rec = Recorder::new(1 << 20);
+        let mut rec = Recorder::new(1 << 20, 8192);
         let faulted = PagesRead {
             mapped: true,
             ..read_of(&mmd, 3, 1)
@@ -912,9 +933,11 @@ mod tests {
 
     /// A read is traced with the pages it asked for; those past the end
     /// of the file are neither recorded nor, from a set that holds them,
-    /// asked for. A file that grew is looked at again.
+    /// asked for. A file that grew is looked at again. A set holds
+    /// `files_max` files, and a replay verifies only the files its budget
+    /// reaches.
     #[test]
-    fn pages_past_the_end_of_a_file_are_not_in_its_set() {
+    fn a_set_holds_only_pages_and_files_a_replay_can_use() {
         if unsafe { libc::geteuid() } != 0 {
             return; // files are found by inode, which needs root
         }
@@ -923,7 +946,7 @@ mod tests {
         std::fs::write(&p, vec![1u8; 10 << 10]).unwrap();
         let md = std::fs::metadata(&p).unwrap();
         let me = std::process::id();
-        let mut r = Recorder::new(1 << 20);
+        let mut r = Recorder::new(1 << 20, 8192);
         r.read(me, read_of(&md, 0, 16)); // a 64 KiB read of 10 KiB
         assert_eq!((r.pages, r.dropped_pages), (3, 0));
         r.read(me, read_of(&md, 8, 4));
@@ -937,8 +960,28 @@ mod tests {
             pages: 13,
         });
         assert_eq!(replay(&h, &opts(None)).pages_requested, 3);
+        // A set holds `files_max` files: the next file is not recorded,
+        // and the set is full.
+        let mut r = Recorder::new(1 << 20, 1);
+        r.read(me, read_of(&md, 0, 1));
+        assert!(r.is_full());
+        let g = dir.path().join("g");
+        std::fs::write(&g, vec![1u8; 4096]).unwrap();
+        r.read(me, read_of(&std::fs::metadata(&g).unwrap(), 0, 1));
+        assert_eq!((r.pages, r.dropped_pages), (1, 1));
+        // A replay verifies only the files of what its budget lets it ask
+        // for: here the first file's page.
+        let mut r = Recorder::new(1 << 20, 8192);
+        r.read(me, read_of(&md, 0, 1));
+        r.read(me, read_of(&std::fs::metadata(&g).unwrap(), 0, 1));
+        let one_page = ReplayOptions {
+            budget_bytes: PAGE,
+            ..opts(None)
+        };
+        let st = replay(&r.finish("/bin/x"), &one_page);
+        assert_eq!((st.files_kept, st.pages_requested), (1, 1));
         // Grown while it was read: its new pages count.
-        let mut r = Recorder::new(1 << 20);
+        let mut r = Recorder::new(1 << 20, 8192);
         r.read(me, read_of(&md, 0, 16));
         std::fs::write(&p, vec![1u8; 20 << 10]).unwrap();
         r.read(me, read_of(&md, 0, 16));
@@ -958,7 +1001,7 @@ mod tests {
         std::fs::write(&p, vec![1u8; 16 * 4096]).unwrap();
         let md = std::fs::metadata(&p).unwrap();
         let me = std::process::id();
-        let mut r = Recorder::new(6 * PAGE);
+        let mut r = Recorder::new(6 * PAGE, 8192);
         r.read(me, read_of(&md, 4, 2));
         r.read(me, read_of(&md, 0, 2));
         r.read(me, read_of(&md, 4, 3)); // 4, 5 again; 6 new
@@ -972,7 +1015,7 @@ mod tests {
         let gmd = std::fs::metadata(&g).unwrap();
         r.read(me, read_of(&gmd, 0, 1));
         assert_eq!((r.pages, r.dropped_pages), (6, 4));
-        let mut r2 = Recorder::new(1 << 20);
+        let mut r2 = Recorder::new(1 << 20, 8192);
         r2.read(me, read_of(&md, 5, 3)); // 5, 6 in the first set; 7 not
         let h = r.finish("/bin/x");
         assert_eq!(r2.overlap(&h), 2);

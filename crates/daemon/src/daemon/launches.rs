@@ -147,7 +147,7 @@ impl Daemon {
                 pid,
                 started_ns: monotonic_ns(),
                 exec_ns,
-                rec: Recorder::new(self.cfg.launch_cap_mib << 20),
+                rec: Recorder::new(self.cfg.launch_cap_mib << 20, self.cfg.launch_files_max),
                 gate,
                 matcher: (!known).then(Matcher::default),
                 replayed,
