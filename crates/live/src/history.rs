@@ -192,12 +192,12 @@ pub fn verify_files(h: &AppHistory, eager_files: usize) -> Verification {
     // no more than one per thread.
     let share = (files.len().div_ceil(RESTORE_THREADS)).max(FILES_PER_RESTORE_THREAD);
     let results: Vec<(Vec<Kept>, u64)> = if files.len() <= share {
-        vec![verify_part(h, &files)]
+        vec![verify_part(h, &files, &mut |_| true)]
     } else {
         std::thread::scope(|sc| {
             let workers: Vec<_> = files
                 .chunks(share)
-                .map(|part| sc.spawn(move || verify_part(h, part)))
+                .map(|part| sc.spawn(move || verify_part(h, part, &mut |_| true)))
                 .collect();
             workers
                 .into_iter()
@@ -223,13 +223,47 @@ pub fn verify_files(h: &AppHistory, eager_files: usize) -> Verification {
     v
 }
 
+/// [`restore`] in the calling thread, in inode order, asking `go(dev)`
+/// before each [`PACED_FILES`] files (of device `dev`, the next one's):
+/// on a refusal the files left are not registered. For a replay that
+/// runs only in the disk's idle time: the inode and extent reads of a
+/// verification are reads too.
+pub fn restore_paced(
+    h: &AppHistory,
+    table: &mut FileTable,
+    go: &mut dyn FnMut(u64) -> bool,
+) -> Restored {
+    let mut files: Vec<usize> = (0..h.files.len()).collect();
+    files.sort_by_key(|&i| (h.files[i].dev, h.files[i].ino));
+    let (mut kept, dropped) = verify_part(h, &files, go);
+    kept.sort_by_key(|k| h.files[k.0].id);
+    let v = Verification {
+        kept,
+        dropped,
+        deferred: 0,
+    };
+    seed(h, v, table)
+}
+
+/// Files verified between two looks of [`restore_paced`]: ext4 keeps 16
+/// inodes of 256 bytes in a 4 KiB block of its inode table.
+pub const PACED_FILES: usize = 16;
+
 /// One verify thread's share: (index, extents, by handle) of the files
-/// kept, and how many were dropped.
-fn verify_part(h: &AppHistory, part: &[usize]) -> (Vec<Kept>, u64) {
+/// kept, and how many were dropped; before each [`PACED_FILES`] files,
+/// stops unless `go` (given the next file's device) says to go on.
+fn verify_part(
+    h: &AppHistory,
+    part: &[usize],
+    go: &mut dyn FnMut(u64) -> bool,
+) -> (Vec<Kept>, u64) {
     let mut mounts = handle::Mounts::default();
     let mut ok = Vec::with_capacity(part.len());
     let mut dropped = 0u64;
-    for &i in part {
+    for (n, &i) in part.iter().enumerate() {
+        if n % PACED_FILES == 0 && !go(h.files[i].dev) {
+            break;
+        }
         match verify(&h.files[i], &mut mounts) {
             Ok((file, by_handle)) => {
                 let ex = outrider_sys::fiemap(file.as_fd()).unwrap_or_default();
@@ -398,6 +432,33 @@ mod tests {
         fs::write(&p, b"x").unwrap();
         let id = t2.insert_file(fs::File::open(&p).unwrap(), p).unwrap();
         assert_eq!((ids[0], id), (FileId(1), FileId(2)));
+    }
+
+    /// A paced verification asks before each [`PACED_FILES`] files, with
+    /// their device; a refusal leaves the files after it out.
+    #[test]
+    fn a_paced_verification_stops_when_told() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let mut t = table();
+        for n in 0..PACED_FILES + 4 {
+            let p = dir.path().join(n.to_string());
+            fs::write(&p, b"x").unwrap();
+            t.insert_file(fs::File::open(&p).unwrap(), p).unwrap();
+        }
+        let h = collect(&mut t, &["prog".into()], dir.path());
+        let dev = h.files[0].dev;
+        let asked = std::cell::RefCell::new(Vec::new());
+        let mut once = |d| {
+            asked.borrow_mut().push(d);
+            asked.borrow().len() == 1
+        };
+        let r = restore_paced(&h, &mut table(), &mut once);
+        assert_eq!(
+            (r.files_kept, asked.into_inner()),
+            (PACED_FILES as u64, vec![dev, dev])
+        );
+        let r = restore_paced(&h, &mut table(), &mut |_| true);
+        assert_eq!(r.files_kept, PACED_FILES as u64 + 4);
     }
 
     /// A file replaced by another at the same path (new inode) is dropped
