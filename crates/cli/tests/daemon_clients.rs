@@ -196,14 +196,21 @@ fn an_unprivileged_client_is_served_as_itself_and_never_beyond_its_rights() {
     // Root's launches of cat read the closed file (two in a row, so the
     // set replays it); the user's launch of cat replays that launch set
     // without it.
+    // `cat closed -`, alive until its standard input closes: a cat of a
+    // cached file can exit before the daemon reads its `/proc/PID/exe`,
+    // and then it is no launch (one `.ci/run` waited for it in vain).
     for _ in 0..2 {
-        let root_cat = Command::new(&cat)
+        let mut root_cat = Command::new(&cat)
             .arg(data.join("closed"))
+            .arg("-")
+            .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
         let root_pid = root_cat.id();
-        assert!(root_cat.wait_with_output().unwrap().status.success());
+        std::thread::sleep(Duration::from_millis(300));
+        drop(root_cat.stdin.take());
+        assert!(root_cat.wait().unwrap().success());
         saved_launch(&state, root_pid);
     }
     let s = status(&state).unwrap();
