@@ -14,6 +14,7 @@
 //! | `launch_cap_mib` | `256` | bytes one launch set holds at most |
 //! | `launch_files_max` | `8192` | files one launch set (and the boot set) holds at most: the daemon's work goes by files as much as by bytes (each is opened, stamped and named when recorded, verified, mapped and opened again when replayed); a tree walker over 31 479 small files cost it 0.8 s of CPU per launch with no bound, 0.18 s with 8192 |
 //! | `read_around` | `false` | a replay asks for each mapped file (an executable, a library) no larger than half its disk's readahead window whole, at its first access, as the kernel reads it at the first page fault in it ([`crate::launchset`], module `around`, with what it cost); `false`: only the pages the launch touched |
+//! | `metadata_walk` | `true` | record the directories each launch's process tree opens on the root file system (fanotify, one event per directory opened there by any process) and, at the next launch, list them and look the set's files up in them beside the replay, until the launcher exits ([`crate::launchset`]): a tree walker waits on directory blocks and inodes, which no launch set of file pages holds |
 //! | `max_recording` | `64` | launches recorded at once at most (more are not recorded) |
 //! | `save_interval_s` | `2` | finished launch sets are saved at most this long after they end |
 //! | `boot_prefetch` | `false` | record the boot set (the first `boot_window_s` after start) and replay it at the next start |
@@ -68,6 +69,8 @@ pub struct Config {
     pub launch_files_max: usize,
     /// Small mapped files replayed whole.
     pub read_around: bool,
+    /// Directories recorded and walked at replays.
+    pub metadata_walk: bool,
     /// Launches recorded at once at most.
     pub max_recording: usize,
     /// Save delay bound, seconds.
@@ -118,6 +121,7 @@ impl Default for Config {
             launch_cap_mib: 256,
             launch_files_max: 8192,
             read_around: false,
+            metadata_walk: true,
             max_recording: 64,
             save_interval_s: 2.0,
             boot_prefetch: false,

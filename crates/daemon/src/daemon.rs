@@ -6,6 +6,7 @@
 //! (`daemon/accounting.rs`).
 
 mod accounting;
+mod dirs;
 mod launches;
 mod status;
 
@@ -50,7 +51,7 @@ const RECORDING_PAGES_MAX: u64 = 2 << 20;
 
 /// Launches up a launch's reads are recorded in besides its own
 /// ([`Daemon::record_read`]): `make` → `gcc` → `cc1` is two.
-const ANCESTORS_MAX: usize = 3;
+pub(crate) const ANCESTORS_MAX: usize = 3;
 
 struct Launch {
     exe: String,
@@ -73,6 +74,8 @@ struct Launch {
     /// The launch whose process tree exec'd it, if one was recording: its
     /// reads are that launch's too ([`Daemon::record_read`]).
     parent: Option<u64>,
+    /// The directories its process tree opened.
+    dirs: dirs::Opened,
 }
 
 /// A finished set waiting to be saved: its key, the set, the launch it
@@ -83,6 +86,8 @@ struct Pending {
     launch: Option<u64>,
     gate: Gate,
     streaks: Streaks,
+    /// The directories the launch opened.
+    dirs: Vec<PathBuf>,
 }
 
 enum Done {
@@ -142,6 +147,9 @@ pub struct Daemon {
     /// Predicted launches whose sets were asked for ahead of them, and
     /// when.
     read_ahead: FxHashMap<String, u64>,
+    /// The directory opens on the root file system
+    /// ([`Config::metadata_walk`]).
+    dir_watch: Option<dirs::Watch>,
 }
 
 /// The name of the launch-order model in the store (beside DiskSeen's
@@ -213,6 +221,7 @@ impl Daemon {
             recent: FxHashMap::default(),
             successors,
             read_ahead: FxHashMap::default(),
+            dir_watch: None,
             cfg,
             config_path,
             own_exe: std::fs::read_link("/proc/self/exe").ok(),
@@ -282,6 +291,7 @@ impl Daemon {
             exec_ns: 0,
             ahead: false,
             read_around: self.cfg.read_around,
+            walk_dirs: Default::default(),
         }
     }
 
@@ -295,6 +305,7 @@ impl Daemon {
         // SAFETY: a malloc setting (glibc takes its own lock).
         unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
         let prompt = self.open_source()?;
+        self.start_dir_watch();
         if self.cfg.delay_accounting {
             self.delays = start_delay_accounting(&self.cfg.state_dir)
                 .map_err(|e| log(format!("outrider daemon: no delay accounting: {e}")))
@@ -327,6 +338,7 @@ impl Daemon {
             for e in &events {
                 self.on_event(e);
             }
+            self.take_dirs();
             self.status.events = stats.events;
             self.status.lost_events = stats.lost_events;
             self.status.execs_quieted = quieted;
@@ -640,6 +652,7 @@ impl Daemon {
                 launch: None,
                 gate: Gate::default(),
                 streaks: Streaks::default(),
+                dirs: Vec::new(),
             });
         }
     }
@@ -653,7 +666,13 @@ impl Daemon {
         }
         for p in std::mem::take(&mut self.pending) {
             let saved = match p.launch {
-                Some(_) => store::save(&mut self.store, &p.key, &p.set, &p.gate, &p.streaks),
+                Some(_) => store::save(
+                    &mut self.store,
+                    &p.key,
+                    &p.set,
+                    (&p.gate, &p.streaks),
+                    &p.dirs,
+                ),
                 None => {
                     let stamp = store::package_stamp(store::PACKAGE_DBS);
                     store::save_boot(&mut self.store, &p.set, &stamp)
@@ -663,7 +682,8 @@ impl Daemon {
             match saved {
                 Ok(()) => match p.launch {
                     Some(id) => {
-                        (self.sets).saved(&self.store, &key, &p.set, &p.streaks, &p.gate);
+                        let (set, marks) = (&p.set, (&p.streaks, &p.gate));
+                        (self.sets).saved(&self.store, &key, set, marks, &p.dirs);
                         self.index.add(&key, &p.set);
                         if let Some(keys) = self.saved_before_index.as_mut() {
                             keys.push(key.clone());
@@ -731,6 +751,7 @@ pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
                 exec_ns: 0,
                 ahead: false,
                 read_around: cfg.read_around,
+                walk_dirs: Default::default(),
             },
         )),
         None => Err(format!(

@@ -376,6 +376,7 @@ mod tests {
             exec_ns: 0,
             ahead: false,
             read_around: false,
+            walk_dirs: Default::default(),
         }
     }
 

@@ -335,24 +335,24 @@ mod tests {
             &mut s,
             &launch_key("/usr/bin/a"),
             &set(2, &[3, 4]),
-            &g,
-            &Default::default(),
+            (&g, &Default::default()),
+            &[],
         )
         .unwrap();
         crate::store::save(
             &mut s,
             &launch_key("/usr/bin/b_c"),
             &set(1, &[1]),
-            &g,
-            &Default::default(),
+            (&g, &Default::default()),
+            &[],
         )
         .unwrap();
         crate::store::save(
             &mut s,
             crate::store::BOOT_KEY,
             &set(5, &[9]),
-            &g,
-            &Default::default(),
+            (&g, &Default::default()),
+            &[],
         )
         .unwrap();
         s.merge_shared("diskseen.block-table", |_| Some(vec![1]))

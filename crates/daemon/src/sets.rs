@@ -30,6 +30,7 @@ use crate::streaks::Streaks;
 use outrider_driver::benefit::Gate;
 use outrider_store::{AccessRecord, AppHistory, FileRecord, Store};
 use rustc_hash::{FxHashMap, FxHashSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Bytes of launch sets kept in memory at most (estimated: their access
@@ -47,6 +48,9 @@ pub struct Cached {
     pub streaks: Option<Streaks>,
     /// Its benefit gate.
     pub gate: Gate,
+    /// The directories its launch opened, in that order (walked at a
+    /// replay, [`outrider_live::metawalk`]).
+    pub dirs: Arc<Vec<PathBuf>>,
     bytes: usize,
     used: u64,
 }
@@ -121,7 +125,8 @@ impl Sets {
         let set = store.load_run(key).ok().flatten()?;
         let streaks = store::load_streaks(store, key);
         let gate = store::load_gate(store, key);
-        Some(self.insert(key, set, streaks, gate))
+        let dirs = store::load_dirs(store, key);
+        Some(self.insert(key, set, (streaks, gate), dirs))
     }
 
     /// The set of `key` was just saved by this daemon: what the store now
@@ -135,8 +140,8 @@ impl Sets {
         store: &Store,
         key: &str,
         set: &AppHistory,
-        streaks: &Streaks,
-        gate: &Gate,
+        (streaks, gate): (&Streaks, &Gate),
+        dirs: &[PathBuf],
     ) {
         self.check(store);
         let runs = match self.cached.get(key) {
@@ -154,7 +159,7 @@ impl Sets {
         set.runs = runs;
         set.files.sort_unstable_by_key(|f| f.id);
         self.keys.insert(key.to_string());
-        self.insert(key, set, Some(streaks.clone()), *gate);
+        self.insert(key, set, (Some(streaks.clone()), *gate), dirs.to_vec());
     }
 
     /// The store forgot launch sets (its size bound): keep only those left.
@@ -171,18 +176,19 @@ impl Sets {
         &mut self,
         key: &str,
         set: AppHistory,
-        streaks: Option<Streaks>,
-        gate: Gate,
+        (streaks, gate): (Option<Streaks>, Gate),
+        dirs: Vec<PathBuf>,
     ) -> Cached {
         if let Some(old) = self.cached.remove(key) {
             self.bytes -= old.bytes;
         }
         self.clock += 1;
         let c = Cached {
-            bytes: bytes_of(&set),
+            bytes: bytes_of(&set) + dirs.iter().map(|d| d.as_os_str().len() + 24).sum::<usize>(),
             set: Arc::new(set),
             streaks,
             gate,
+            dirs: Arc::new(dirs),
             used: self.clock,
         };
         if c.bytes > CACHE_MAX_BYTES {
@@ -235,7 +241,7 @@ impl Sets {
         for (key, c) in taken {
             if !self.cached.contains_key(&key) {
                 let set = Arc::unwrap_or_clone(c.set);
-                self.insert(&key, set, c.streaks, c.gate);
+                self.insert(&key, set, (c.streaks, c.gate), Arc::unwrap_or_clone(c.dirs));
             }
         }
     }
@@ -279,7 +285,7 @@ mod tests {
 
     fn saved_in(s: &mut Store, key: &str, h: &AppHistory) -> (Streaks, Gate) {
         let (streaks, gate) = (Streaks::after(None, h), Gate::default());
-        store::save(s, key, h, &gate, &streaks).unwrap();
+        store::save(s, key, h, (&gate, &streaks), &[]).unwrap();
         (streaks, gate)
     }
 
@@ -292,7 +298,7 @@ mod tests {
         let h = set(3);
         for _ in 0..2 {
             let (streaks, gate) = saved_in(&mut s, "exe:/usr/bin/x", &h);
-            sets.saved(&s, "exe:/usr/bin/x", &h, &streaks, &gate);
+            sets.saved(&s, "exe:/usr/bin/x", &h, (&streaks, &gate), &[]);
             let got = sets.get(&s, "exe:/usr/bin/x").unwrap();
             let stored = s.load_run("exe:/usr/bin/x").unwrap().unwrap();
             assert_eq!(*got.set, stored, "runs and file order as stored");
@@ -306,7 +312,7 @@ mod tests {
         // A set saved while not in memory counts its runs from the store.
         let mut cold = Sets::open(&s);
         let (streaks, gate) = saved_in(&mut s, "exe:/usr/bin/x", &h);
-        cold.saved(&s, "exe:/usr/bin/x", &h, &streaks, &gate);
+        cold.saved(&s, "exe:/usr/bin/x", &h, (&streaks, &gate), &[]);
         let stored = s.load_run("exe:/usr/bin/x").unwrap().unwrap();
         assert_eq!(stored.runs, 3);
         assert_eq!(*cold.get(&s, "exe:/usr/bin/x").unwrap().set, stored);
@@ -319,7 +325,7 @@ mod tests {
         let mut s = Store::open(&path).unwrap();
         let mut sets = Sets::open(&s);
         let (streaks, gate) = saved_in(&mut s, "exe:/usr/bin/x", &set(2));
-        sets.saved(&s, "exe:/usr/bin/x", &set(2), &streaks, &gate);
+        sets.saved(&s, "exe:/usr/bin/x", &set(2), (&streaks, &gate), &[]);
         assert!(sets.get(&s, "exe:/usr/bin/x").is_some());
         // `outrider forget --all`, through a connection of its own.
         let other = Store::open(&path).unwrap();
@@ -338,7 +344,7 @@ mod tests {
         let h = set(files);
         for k in ["exe:/a", "exe:/b", "exe:/c"] {
             let (streaks, gate) = saved_in(&mut s, k, &h);
-            sets.saved(&s, k, &h, &streaks, &gate);
+            sets.saved(&s, k, &h, (&streaks, &gate), &[]);
             assert!(sets.bytes <= CACHE_MAX_BYTES);
         }
         assert!(sets.cached.contains_key("exe:/c"));

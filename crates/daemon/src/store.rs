@@ -11,6 +11,7 @@ use crate::streaks::Streaks;
 use outrider_driver::benefit::Gate;
 use outrider_store::{AppHistory, Store, StoreError};
 use rusqlite::params;
+use std::path::PathBuf;
 
 /// The store key of the boot set.
 pub const BOOT_KEY: &str = "daemon-boot";
@@ -83,20 +84,37 @@ const GATE: &str = "gate";
 /// The history name of a launch set's per-file streaks.
 const STREAKS: &str = "streaks";
 
-/// Save the launch set `h` under `key` with its benefit `gate` and its
-/// files' `streaks` (the run counter goes on).
+/// The history name of the directories a launch opened (the blob of
+/// [`outrider_live::metawalk::encode_dirs`], as `outrider run` saves it).
+const DIRS: &str = "dirs";
+
+/// Save the launch set `h` under `key` with its benefit `gate`, its
+/// files' `streaks` and the directories its launch opened, `dirs` (the
+/// run counter goes on).
 pub fn save(
     store: &mut Store,
     key: &str,
     h: &AppHistory,
-    gate: &Gate,
-    streaks: &Streaks,
+    (gate, streaks): (&Gate, &Streaks),
+    dirs: &[PathBuf],
 ) -> Result<(), StoreError> {
     store.save_run(
         key,
         h,
-        &[(GATE, gate.encode()), (STREAKS, streaks.encode())],
+        &[
+            (GATE, gate.encode()),
+            (STREAKS, streaks.encode()),
+            (DIRS, outrider_live::metawalk::encode_dirs(dirs)),
+        ],
     )
+}
+
+/// The directories saved with the launch set of `key`, in the order its
+/// launch opened them (none when none were, or they cannot be read).
+pub fn load_dirs(store: &Store, key: &str) -> Vec<PathBuf> {
+    (store.load_history(key, DIRS).ok().flatten())
+        .map(|b| outrider_live::metawalk::decode_dirs(&b))
+        .unwrap_or_default()
 }
 
 /// The per-file streaks saved with the launch set of `key`; `None` when
@@ -171,9 +189,9 @@ mod tests {
         let h = AppHistory::default();
         let streaks = Streaks::after(None, &h);
         for k in ["exe:/a", "exe:/b", "exe:/c"] {
-            save(&mut s, k, &h, &Gate::default(), &streaks).unwrap();
+            save(&mut s, k, &h, (&Gate::default(), &streaks), &[]).unwrap();
         }
-        save(&mut s, BOOT_KEY, &h, &Gate::default(), &streaks).unwrap();
+        save(&mut s, BOOT_KEY, &h, (&Gate::default(), &streaks), &[]).unwrap();
         assert_eq!(load_streaks(&s, "exe:/a"), Some(streaks));
         assert_eq!(load_streaks(&s, "exe:/none"), None);
         // Make /a the oldest, /c the newest.

@@ -72,6 +72,19 @@ impl MetaWalk {
     /// in the files' order. `None` for nothing to walk or when no thread
     /// could be started.
     pub fn start(dirs: Vec<PathBuf>, files: Vec<PathBuf>) -> Option<MetaWalk> {
+        // Walking for another user (sudo, a client of the daemon), walk
+        // as that user: a directory it cannot search is not listed.
+        let user = outrider_sys::launch::program_credentials().ok().flatten();
+        MetaWalk::start_as(dirs, files, user)
+    }
+
+    /// [`MetaWalk::start`] with the file-system identity of `user` (root's
+    /// own when `None`; a thread that cannot take it walks nothing).
+    pub fn start_as(
+        dirs: Vec<PathBuf>,
+        files: Vec<PathBuf>,
+        user: Option<outrider_sys::launch::Credentials>,
+    ) -> Option<MetaWalk> {
         let groups = group(dirs, files);
         if groups.is_empty() {
             return None;
@@ -81,17 +94,15 @@ impl MetaWalk {
         let groups = Arc::new(groups);
         let threads: Vec<JoinHandle<()>> = (0..WALK_THREADS)
             .filter_map(|i| {
-                let (s, c, g) = (
+                let (s, c, g, user) = (
                     Arc::clone(&stop),
                     Arc::clone(&counters),
                     Arc::clone(&groups),
+                    user.clone(),
                 );
                 std::thread::Builder::new()
                     .name(format!("outrider-meta-{i}"))
                     .spawn(move || {
-                        // Walking for another user, walk as that user: a
-                        // directory it cannot search is not listed.
-                        let user = outrider_sys::launch::program_credentials().ok().flatten();
                         if user.is_some_and(|c| outrider_sys::access::become_user(&c).is_err()) {
                             return;
                         }

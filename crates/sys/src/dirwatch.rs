@@ -24,6 +24,7 @@ use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -71,8 +72,25 @@ pub struct DirWatch {
 
 impl DirWatch {
     /// Watch directory opens on the file systems holding `paths` (each
-    /// file system once). `None` when fanotify or every mark failed.
+    /// file system once), kept until [`DirWatch::finish`]. `None` when
+    /// fanotify or every mark failed.
     pub fn start<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Option<DirWatch> {
+        DirWatch::start_with(paths, Sink::Collect)
+    }
+
+    /// Watch as [`DirWatch::start`], sending the directory opens to `tx`
+    /// in batches as they are read (each (pid, directory) once per
+    /// batch): for a watch that runs for good, where what is kept is the
+    /// receiver's business. A batch the receiver has no room for is
+    /// dropped.
+    pub fn stream<'a>(
+        paths: impl IntoIterator<Item = &'a Path>,
+        tx: SyncSender<Vec<DirOpen>>,
+    ) -> Option<DirWatch> {
+        DirWatch::start_with(paths, Sink::Stream(tx))
+    }
+
+    fn start_with<'a>(paths: impl IntoIterator<Item = &'a Path>, sink: Sink) -> Option<DirWatch> {
         let flags =
             libc::FAN_CLASS_NOTIF | libc::FAN_REPORT_FID | libc::FAN_CLOEXEC | libc::FAN_NONBLOCK;
         // SAFETY: plain system call.
@@ -103,7 +121,7 @@ impl DirWatch {
         let f = Arc::clone(&fan);
         let reader = std::thread::Builder::new()
             .name("outrider-dirs".into())
-            .spawn(move || read_events(&f, &s))
+            .spawn(move || read_events(&f, &s, sink))
             .ok()?;
         Some(DirWatch {
             fan,
@@ -186,9 +204,17 @@ fn mark(fd: &OwnedFd, path: &Path) -> Option<Marked> {
     Some(Marked { fsid, dir })
 }
 
-/// Read events until `stop` is written; each (pid, directory) once, at
-/// most [`MAX_DIRS`].
-fn read_events(fd: &OwnedFd, stop: &OwnedFd) -> Vec<DirOpen> {
+/// Where a watch's reader puts the directory opens it reads.
+enum Sink {
+    /// Kept, each (pid, directory) once, at most [`MAX_DIRS`]; returned
+    /// when the reader stops.
+    Collect,
+    /// Sent in batches as read (each (pid, directory) once per batch).
+    Stream(SyncSender<Vec<DirOpen>>),
+}
+
+/// Read events until `stop` is written, into `sink`; what it collected.
+fn read_events(fd: &OwnedFd, stop: &OwnedFd, sink: Sink) -> Vec<DirOpen> {
     let mut seen: HashSet<DirOpen> = HashSet::new();
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
@@ -210,6 +236,9 @@ fn read_events(fd: &OwnedFd, stop: &OwnedFd) -> Vec<DirOpen> {
             // SAFETY: one valid pollfd.
             stopping = unsafe { libc::poll(&mut s, 1, GATHER.as_millis() as i32) } > 0;
         }
+        if let Sink::Stream(_) = sink {
+            seen.clear();
+        }
         // What is queued now (the last read when stopping).
         loop {
             // SAFETY: reading into a buffer we own; the descriptor is
@@ -222,6 +251,11 @@ fn read_events(fd: &OwnedFd, stop: &OwnedFd) -> Vec<DirOpen> {
                 if out.len() < MAX_DIRS && seen.insert(d.clone()) {
                     out.push(d);
                 }
+            }
+        }
+        if let Sink::Stream(tx) = &sink {
+            if !out.is_empty() {
+                let _ = tx.try_send(std::mem::take(&mut out));
             }
         }
     }

@@ -70,6 +70,7 @@ impl Daemon {
             (pid, exec_ns),
             (Some((Arc::clone(&part), 1.0)), Vec::new()),
             user,
+            Arc::default(),
         );
         self.status.shared_replays += 1;
         if let Some(l) = self.launches.get_mut(&id) {
@@ -110,6 +111,7 @@ impl Daemon {
         let user = Credentials::of_pid(pid);
         let cached = self.sets.get(&self.store, &key);
         let gate = cached.as_ref().map(|c| c.gate).unwrap_or_default();
+        let dirs = (cached.as_ref()).map_or_else(Arc::default, |c| Arc::clone(&c.dirs));
         let share = match gate.level_now() {
             Level::Full => 1.0,
             Level::Reduced => 0.25,
@@ -129,7 +131,7 @@ impl Daemon {
         let replayed = own.as_ref().map(|(h, _)| Arc::clone(h));
         let next = self.successor_sets(&key);
         if let (Ok(user), true) = (user, own.is_some() || !next.is_empty()) {
-            self.spawn_replay(id, (pid, exec_ns), (own, next), user);
+            self.spawn_replay(id, (pid, exec_ns), (own, next), user, dirs);
         }
         self.push_status(LaunchStatus {
             id,
@@ -154,6 +156,7 @@ impl Daemon {
                 full: false,
                 prev,
                 parent,
+                dirs: Default::default(),
             },
         );
         Ok(())
@@ -247,13 +250,15 @@ impl Daemon {
     /// share of the budget, capped by the launch-set cap) for launch `id`
     /// of process `pid`, exec'd at `exec_ns`, until `pid` exits; then
     /// `next`, the predicted next launch's set, whether `pid` runs on or
-    /// not (its launch comes after).
+    /// not (its launch comes after). With `own`, the directories its
+    /// launch opened, `dirs`, are walked beside it.
     fn spawn_replay(
         &mut self,
         id: u64,
         (pid, exec_ns): (u32, u64),
         (own, next): (Option<Replay>, Vec<Replay>),
         user: Option<Credentials>,
+        dirs: Arc<Vec<std::path::PathBuf>>,
     ) {
         let cap = self.cfg.launch_cap_mib << 20;
         let options = |share: f64| {
@@ -265,6 +270,7 @@ impl Daemon {
             let mut o = options(share);
             o.launcher = Some(pid);
             o.exec_ns = exec_ns;
+            o.walk_dirs = dirs;
             (set, o)
         });
         let next: Vec<_> = (next.into_iter())
@@ -438,12 +444,17 @@ impl Daemon {
         if l.rec.pages > 0 {
             let set = l.rec.finish(&l.exe);
             let streaks = Streaks::after(l.prev.as_ref(), &set);
+            let dirs = self.dir_paths(&l.dirs);
+            if let Some(s) = status_of(&mut self.status, id) {
+                s.dirs_opened = dirs.len() as u64;
+            }
             self.pending.push(Pending {
                 key,
                 set,
                 launch: Some(id),
                 gate,
                 streaks,
+                dirs,
             });
         }
         self.dirty = true;

@@ -8,11 +8,14 @@ use super::{around, PAGE};
 use outrider_core::FileId;
 use outrider_live::files::{FileTable, FileTableOptions};
 use outrider_live::history;
+use outrider_live::metawalk::{self, MetaWalk, WalkStats};
 use outrider_store::{AccessRecord, AppHistory};
 use outrider_sys::launch::Credentials;
 use outrider_sys::Fetch;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What one replay did.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -48,6 +51,11 @@ pub struct ReplayStats {
     pub first_request_s: f64,
     /// See [`ReplayStats::started_s`].
     pub done_s: f64,
+    /// Directories the metadata walk beside the replay listed
+    /// ([`ReplayOptions::walk_dirs`]).
+    pub dirs_walked: u64,
+    /// Files the walk looked up (`fstatat`) in them.
+    pub files_walked: u64,
 }
 
 /// A file read sequentially over more than this many pages (8 MiB, the
@@ -101,6 +109,11 @@ pub struct ReplayOptions {
     /// cost); `false`: the pages recorded, as libprefetch and FAST
     /// replay.
     pub read_around: bool,
+    /// The directories the launch opened, in that order: listed, and the
+    /// set's files looked up in them, on threads of their own beside the
+    /// replay ([`outrider_live::metawalk`], as `outrider run` walks a
+    /// history's), until the launcher exits. Not ahead of a launch.
+    pub walk_dirs: Arc<Vec<PathBuf>>,
 }
 
 /// Pages asked for between two looks at whether the launcher exited.
@@ -173,11 +186,45 @@ pub fn replay(h: &AppHistory, o: &ReplayOptions) -> ReplayStats {
     };
     let since = || outrider_sys::monotonic_ns().saturating_sub(origin) as f64 / 1e9;
     let started_s = since();
+    let walk = start_walk(h, o);
     let mut st = replay_from(h, o, &since);
+    if let Some(w) = walk {
+        let walked = end_walk(w, o.launcher);
+        st.dirs_walked = walked.dirs;
+        st.files_walked = walked.stats;
+    }
     st.started_s = started_s;
     st.done_s = since();
     st
 }
+
+/// The metadata walk of a replay at its launch ([`ReplayOptions::walk_dirs`]),
+/// if the launch opened directories.
+fn start_walk(h: &AppHistory, o: &ReplayOptions) -> Option<MetaWalk> {
+    if o.ahead || o.walk_dirs.is_empty() {
+        return None;
+    }
+    let mut order: Vec<u32> = Vec::with_capacity(h.files.len());
+    let mut seen = FxHashSet::default();
+    order.extend((h.accesses.iter()).filter_map(|a| seen.insert(a.file).then_some(a.file)));
+    let path: FxHashMap<u32, &str> = (h.files.iter()).map(|f| (f.id, f.path.as_str())).collect();
+    let files = metawalk::walk_order(order.iter().filter_map(|f| path.get(f).map(Path::new)));
+    MetaWalk::start_as(o.walk_dirs.to_vec(), files, o.user.clone())
+}
+
+/// Let walk `w` go on until it is done or `launcher` exits (the walk
+/// could then only compete with the programs after it); what it did.
+fn end_walk(w: MetaWalk, launcher: Option<u32>) -> WalkStats {
+    let pidfd = launcher.and_then(outrider_live::session::pidfd);
+    while !w.is_finished() && !pidfd.as_ref().is_some_and(exited) {
+        std::thread::sleep(WALK_LOOK);
+    }
+    w.finish()
+}
+
+/// How often a replay done before its walk looks whether the walk or the
+/// launcher ended.
+const WALK_LOOK: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// [`replay`], its times but the start and end taken by `since`.
 fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> ReplayStats {

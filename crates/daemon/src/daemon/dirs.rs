@@ -1,0 +1,81 @@
+//! The directories each launch opens: recorded from one fanotify watch on
+//! the root file system ([`outrider_sys::dirwatch`]), saved with the
+//! launch set and walked at its next replay
+//! ([`ReplayOptions::walk_dirs`](crate::launchset::ReplayOptions::walk_dirs)).
+//!
+//! Only the root file system is marked: the watch holds a descriptor of
+//! each file system it marks, and one held on another (a removable disk,
+//! a separate `/home`) would keep it from being unmounted.
+
+use super::{log, Daemon, ANCESTORS_MAX};
+use outrider_sys::dirwatch::{DirOpen, DirWatch};
+use rustc_hash::FxHashSet;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+/// Batches of directory opens waiting for the daemon's loop at most
+/// (each one reader's read, ~10 ms of opens): more are dropped.
+const BATCHES_MAX: usize = 256;
+
+/// The directories one launch opened: each once, in first-open order.
+#[derive(Default)]
+pub(super) struct Opened {
+    list: Vec<DirOpen>,
+    seen: FxHashSet<DirOpen>,
+}
+
+/// The watch and where its batches arrive.
+pub(super) struct Watch {
+    watch: DirWatch,
+    rx: mpsc::Receiver<Vec<DirOpen>>,
+}
+
+impl Daemon {
+    /// Start watching directory opens, if configured.
+    pub(super) fn start_dir_watch(&mut self) {
+        if !self.cfg.metadata_walk {
+            return;
+        }
+        let (tx, rx) = mpsc::sync_channel(BATCHES_MAX);
+        match DirWatch::stream([Path::new("/")], tx) {
+            Some(watch) => self.dir_watch = Some(Watch { watch, rx }),
+            None => log("outrider daemon: no directory watch (fanotify); no metadata walks".into()),
+        }
+    }
+
+    /// Record the directories opened since the last look in the launches
+    /// of the processes that opened them (and the launches that exec'd
+    /// those, as [`Daemon::record_read`] does reads), each up to the
+    /// launch-set bound in files.
+    pub(super) fn take_dirs(&mut self) {
+        let Some(w) = &self.dir_watch else { return };
+        let batches: Vec<Vec<DirOpen>> = w.rx.try_iter().collect();
+        let max = self.cfg.launch_files_max;
+        for d in batches.into_iter().flatten() {
+            let mut at = self.tree.get(&d.pid).copied();
+            for _ in 0..=ANCESTORS_MAX {
+                let Some(l) = at.and_then(|a| self.launches.get_mut(&a)) else {
+                    break;
+                };
+                at = l.parent;
+                let o = &mut l.dirs;
+                if o.list.len() < max && o.seen.insert(d.clone()) {
+                    o.list.push(d.clone());
+                }
+            }
+        }
+    }
+
+    /// The paths of `opened` now, each once, in their order (those gone
+    /// since are left out).
+    pub(super) fn dir_paths(&self, opened: &Opened) -> Vec<PathBuf> {
+        let Some(w) = &self.dir_watch else {
+            return Vec::new();
+        };
+        let mut seen = FxHashSet::default();
+        (opened.list.iter())
+            .filter_map(|d| w.watch.path_of(d))
+            .filter(|p| seen.insert(p.clone()))
+            .collect()
+    }
+}
