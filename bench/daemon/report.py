@@ -148,6 +148,48 @@ def unhelped_section(work):
     print()
 
 
+CEILING = "bench/results/daemon-ceiling.md"
+
+
+def ceiling():
+    """bench/daemon/ceiling.sh's headrooms by program (daemon, concurrent,
+    ahead, as fractions) and the day it was written; ({}, None) without it."""
+    if not os.path.exists(CEILING):
+        return {}, None
+    heads, day = {}, None
+    for line in open(CEILING):
+        if line.startswith("Written by"):
+            day = line.split(" on ", 1)[1].split(" ", 1)[0]
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cols) == 10 and cols[7].endswith("%") and cols[9].endswith("%"):
+            heads[cols[0]] = tuple(float(c.rstrip("%")) / 100 for c in cols[7:10])
+    return heads, day
+
+
+def ceiling_section(missed):
+    """For each program that missed the headroom target: how much of it a
+    launch-set prefetcher could take at all, as bench/daemon/ceiling.sh
+    measured (another run: its date is given)."""
+    heads, day = ceiling()
+    known = [p for p in missed if p in heads]
+    if not known:
+        return
+    print("## The headroom misses against what a launch set can take")
+    print()
+    print(f"`{CEILING}` (written by `bench/daemon/ceiling.sh` on {day}, medians of its own alternated runs) times each "
+          "program with the same launch set read by a prefetcher that costs nothing and starts at the exec "
+          "(**concurrent**), and with the set read in before the program starts (**ahead**, what the day's predicted "
+          "launches get). Where even the concurrent one stays under the target, no replay started at the exec can "
+          "meet it: the program's first reads race the set's arrival, and its own metadata reads stay cold.")
+    print()
+    print("| program | daemon there | concurrent | ahead |")
+    print("|---|---:|---:|---:|")
+    for p in known:
+        d, c, a = heads[p]
+        print(f"| {p} | {d * 100:.0f}% | {c * 100:.0f}% | {a * 100:.0f}% |")
+    print()
+
+
 def main():
     work, reps, elapsed, version = sys.argv[1:5]
     runs, usage, programs = load(work)
@@ -170,6 +212,7 @@ def main():
     print("| program | category | stock (s) | daemon (s) | hot (s) | stock / hot | speed-up | headroom | misses |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     n_miss = 0
+    short_of_headroom = []
     for name, cat, _desc in programs:
         m, gain, x, head = row(runs, name)
         miss = []
@@ -177,6 +220,7 @@ def main():
             miss.append(f"{x:.2f}x")
         if gain and gain >= GAIN_GATE and (head or 0) < HEADROOM_MIN:
             miss.append(f"headroom {head * 100:.0f}%" if head is not None else "headroom -")
+            short_of_headroom.append(name)
         n_miss += bool(miss)
         f = lambda v: f"{v:.3f}" if v is not None else "-"
         print(f"| {name} | {cat} | {f(m['stock'])} | {f(m['daemon'])} | {f(m['hot'])} | "
@@ -194,6 +238,7 @@ def main():
               f"median, {max(rss) / 2**20:.1f} MiB most; CPU {med(cpu) * 100:.1f}% of a core median over its life "
               f"(start, one launch, its save), {max(cpu) * 100:.1f}% most.")
         print()
+    ceiling_section(short_of_headroom)
     day_section(work)
     unhelped_section(work)
     print("## Programs")

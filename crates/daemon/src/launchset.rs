@@ -29,7 +29,7 @@ mod replay;
 use replay::{batches, merged_ranges};
 pub use replay::{
     replay, sequential_files, Backoff, ReplayOptions, ReplayStats, EXIT_EVERY_PAGES,
-    PRESSURE_EVERY_PAGES, READAHEAD_PAGES,
+    PRESSURE_EVERY_PAGES, READAHEAD_PAGES, WALK_DIRS_MIN,
 };
 
 /// The application a launch belongs to, the key of its launch set: the
