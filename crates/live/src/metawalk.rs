@@ -57,10 +57,8 @@ struct Counters {
 /// the directories in turn, so all move through the order together.
 pub const WALK_THREADS: usize = 4;
 /// Directories each walk thread takes at least: a small walk runs on
-/// fewer threads. Four threads started for the 6 directories of `make
-/// --version`'s launch set (5 ms cold) cost more than they saved on a
-/// 2-core machine: 1.09x of stock against 1.13x unwalked (`outrider
-/// daemon`, `/tmp` A/B, medians of 7).
+/// fewer threads (each started while the program starts, on a machine
+/// that may have two cores), a tree's on [`WALK_THREADS`].
 pub const DIRS_PER_THREAD: usize = 16;
 
 /// A running walk; [`MetaWalk::finish`] stops and joins it.

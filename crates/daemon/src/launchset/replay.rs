@@ -223,12 +223,14 @@ fn end_walk(w: MetaWalk, launcher: Option<u32>) -> WalkStats {
 }
 
 /// Directories a launch opened for its next replay to walk them: fewer
-/// are the odd directory a short program lists, whose walk (threads
-/// started while the program runs) costs more than it saves — `make
-/// --version` (1 directory) and `sqlite3` ran at 1.09x and 1.40x of stock
-/// walked against 1.13x and 1.53x not (medians of 7, `/tmp` A/B); tree
-/// walkers open hundreds (`git status` 235, `find` 5 103).
-pub const WALK_DIRS_MIN: usize = 16;
+/// are the odd directory a short program lists (`make --version`,
+/// `seq`, `basename`: one each), whose listing it does itself as fast.
+/// `python3 -c pass` opens 14 (its module search path) and ran at 1.20x
+/// of stock walked against 1.12x not (medians of 9, `/tmp` A/B); tree
+/// walkers open hundreds (`git status` 235, `find` 5 103). The noise of
+/// such an A/B: `sqlite3`, which opens none, measured 1.32x and 1.20x
+/// in its two arms.
+pub const WALK_DIRS_MIN: usize = 4;
 
 /// How often a replay done before its walk looks whether the walk or the
 /// launcher ended.
