@@ -163,6 +163,18 @@ impl DirWatch {
     }
 }
 
+impl DirWatch {
+    /// The paths of `opened` now, each once, in their order (those gone
+    /// since are left out).
+    pub fn paths_of(&self, opened: &[DirOpen]) -> Vec<PathBuf> {
+        let mut seen = HashSet::new();
+        (opened.iter())
+            .filter_map(|d| self.path_of(d))
+            .filter(|p| seen.insert(p.clone()))
+            .collect()
+    }
+}
+
 impl Drop for DirWatch {
     fn drop(&mut self) {
         self.finish();

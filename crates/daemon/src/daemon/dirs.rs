@@ -66,16 +66,8 @@ impl Daemon {
         }
     }
 
-    /// The paths of `opened` now, each once, in their order (those gone
-    /// since are left out).
+    /// The paths of `opened` now, each once, in their order.
     pub(super) fn dir_paths(&self, opened: &Opened) -> Vec<PathBuf> {
-        let Some(w) = &self.dir_watch else {
-            return Vec::new();
-        };
-        let mut seen = FxHashSet::default();
-        (opened.list.iter())
-            .filter_map(|d| w.watch.path_of(d))
-            .filter(|p| seen.insert(p.clone()))
-            .collect()
+        (self.dir_watch.as_ref()).map_or_else(Vec::new, |w| w.watch.paths_of(&opened.list))
     }
 }

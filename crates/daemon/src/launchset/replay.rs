@@ -204,11 +204,8 @@ fn start_walk(h: &AppHistory, o: &ReplayOptions) -> Option<MetaWalk> {
     if o.ahead || o.walk_dirs.len() < WALK_DIRS_MIN {
         return None;
     }
-    let mut order: Vec<u32> = Vec::with_capacity(h.files.len());
-    let mut seen = FxHashSet::default();
-    order.extend((h.accesses.iter()).filter_map(|a| seen.insert(a.file).then_some(a.file)));
-    let path: FxHashMap<u32, &str> = (h.files.iter()).map(|f| (f.id, f.path.as_str())).collect();
-    let files = metawalk::walk_order(order.iter().filter_map(|f| path.get(f).map(Path::new)));
+    // Files in id order: the order the launch first touched them.
+    let files = metawalk::walk_order(h.files.iter().map(|f| Path::new(&f.path)));
     MetaWalk::start_as(o.walk_dirs.to_vec(), files, o.user.clone())
 }
 

@@ -7,11 +7,9 @@ use crate::history;
 use crate::metawalk;
 use outrider_store::Store;
 use outrider_sys::dirwatch::{DirOpen, DirWatch};
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::os::fd::AsFd;
 use std::path::Path;
-use std::path::PathBuf;
 
 /// One run's history, to save at its end.
 pub(super) struct SaveJob<'a> {
@@ -43,7 +41,7 @@ impl SaveJob<'_> {
         if let Some((watch, opened)) = self.dirs {
             blobs.push((
                 super::DIRS_BLOB,
-                metawalk::encode_dirs(&dir_paths(watch, opened)),
+                metawalk::encode_dirs(&watch.paths_of(opened)),
             ));
         }
         let same_files = self.loaded_files.as_ref().and_then(|(old, runs)| {
@@ -64,16 +62,6 @@ impl SaveJob<'_> {
             outrider_sys::warnln!("outrider: warning: {e}; shared history not saved");
         }
     }
-}
-
-/// The paths of the directories opened, each once, in first-open order
-/// (those deleted since are left out).
-fn dir_paths(watch: &DirWatch, opened: &[DirOpen]) -> Vec<PathBuf> {
-    let mut seen = HashSet::new();
-    (opened.iter())
-        .filter_map(|d| watch.path_of(d))
-        .filter(|p| seen.insert(p.clone()))
-        .collect()
 }
 
 /// Save the history from a child process that outlives us, so the
