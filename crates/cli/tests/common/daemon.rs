@@ -1,9 +1,9 @@
 //! Helpers shared by the `outrider daemon` test files (`daemon.rs`,
-//! `daemon_clients.rs`): a daemon started on a configuration and stopped
+//! `daemon_dirs.rs`, `daemon_clients.rs`): a daemon started on a configuration and stopped
 //! when dropped, its status file polled, every cache dropped under a
 //! lock.
 
-use super::{outrider, stderr};
+use super::{is_root, outrider, stderr};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -130,4 +130,20 @@ pub fn resident_pct(path: &Path) -> f64 {
     assert!(o.status.success(), "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     v["resident_pct"].as_f64().unwrap()
+}
+
+/// Root and the real python3: a temporary directory and a configuration
+/// in it that watches python3 (plus `extra`); `None` (the test skipped)
+/// otherwise.
+pub fn watching_python(extra: &str) -> Option<(PathBuf, tempfile::TempDir, PathBuf, PathBuf)> {
+    let Some(py) = python().filter(|_| is_root()) else {
+        eprintln!("skipped: needs root and /usr/bin/python3");
+        return None;
+    };
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let (cfg, state) = write_config(
+        dir.path(),
+        &format!("watch = [\"{}\"]\n{extra}", py.display()),
+    );
+    Some((py, dir, cfg, state))
 }

@@ -199,7 +199,7 @@ pub fn replay(h: &AppHistory, o: &ReplayOptions) -> ReplayStats {
 }
 
 /// The metadata walk of a replay at its launch ([`ReplayOptions::walk_dirs`]),
-/// if the launch opened directories.
+/// if the launch opened at least [`WALK_DIRS_MIN`] directories.
 fn start_walk(h: &AppHistory, o: &ReplayOptions) -> Option<MetaWalk> {
     if o.ahead || o.walk_dirs.len() < WALK_DIRS_MIN {
         return None;

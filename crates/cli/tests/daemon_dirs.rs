@@ -1,0 +1,90 @@
+//! `outrider daemon`'s metadata walk against the real kernel: the
+//! directories a launch opens are saved with its launch set and listed
+//! at its next launch (`metadata_walk`). Needs root; skipped otherwise.
+
+mod common;
+
+use common::daemon::{cold_lock, drop_caches, saved_launch, watching_python, Daemon};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `tree` with 30 directories (`d0/s0` .. `d9/s2`), a small file in each.
+fn tree_of_dirs(tree: &Path) {
+    for i in 0..10 {
+        for j in 0..3 {
+            let d = tree.join(format!("d{i}/s{j}"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("f"), b"x").unwrap();
+        }
+    }
+}
+
+/// A launch that walks a tree has the directories it opened recorded
+/// with its set (those another process opened meanwhile are not), and
+/// the next launch's replay lists them beside the set; with
+/// `metadata_walk = false`, neither.
+#[test]
+fn the_directories_a_launch_opened_are_walked_at_its_next_launch() {
+    for walk in [true, false] {
+        let Some((py, dir, cfg, state)) = watching_python(&format!("metadata_walk = {walk}\n"))
+        else {
+            return;
+        };
+        let _cold = cold_lock();
+        let (tree, other) = (dir.path().join("tree"), dir.path().join("other"));
+        tree_of_dirs(&tree);
+        tree_of_dirs(&other);
+        let d = Daemon::start(&cfg, &state);
+        let launch = || {
+            drop_caches();
+            let script = "import os, sys, time\ntime.sleep(0.3)\n\
+                          for _ in os.walk(sys.argv[1]): pass\n";
+            let mut c = Command::new(&py)
+                .args(["-c", script])
+                .arg(&tree)
+                .spawn()
+                .unwrap();
+            // Another process walks another tree meanwhile.
+            for e in walkdir(&other) {
+                assert!(e.is_dir());
+            }
+            let pid = c.id();
+            assert!(c.wait().unwrap().success());
+            saved_launch(&state, pid)
+        };
+        let first = launch();
+        let second = launch();
+        drop(d);
+        let opened = first["dirs_opened"].as_u64().unwrap();
+        let walked = second["replay"]["dirs_walked"].as_u64().unwrap();
+        if !walk {
+            assert_eq!((opened, walked), (0, 0), "{first}\n{second}");
+            continue;
+        }
+        // The tree's 31 and the interpreter's own (its module search
+        // path), not the other tree's 41.
+        assert!((31..31 + 41).contains(&opened), "{first}");
+        // Each directory opened listed, and those of the set's files.
+        assert!(walked >= opened, "{second}");
+        assert!(
+            second["replay"]["files_walked"].as_u64() > Some(0),
+            "{second}"
+        );
+    }
+}
+
+/// Every directory under `root`, itself included, each opened and listed.
+fn walkdir(root: &Path) -> Vec<PathBuf> {
+    let mut out = vec![root.to_path_buf()];
+    let mut i = 0;
+    while i < out.len() {
+        let subdirs: Vec<PathBuf> = std::fs::read_dir(&out[i])
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect();
+        out.extend(subdirs);
+        i += 1;
+    }
+    out
+}
