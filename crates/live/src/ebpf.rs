@@ -15,17 +15,20 @@
 //! compiler is involved). Each program:
 //!
 //! 1. looks the current thread up in the `tracked` hash (thread ids, as
-//!    tracefs's `set_event_pid` with `event-fork`) and returns unless it
-//!    is there (no lookup when the source follows every task);
-//! 2. for `sched_process_fork`, adds the child to `tracked`; for
-//!    `sched_process_exit`, removes the thread and emits nothing;
-//!    following every exec ([`Scope::Execs`], the daemon's scope),
-//!    `sched_process_exec` is emitted for every task, adds it to
-//!    `tracked` and wakes the reader at once, while the other records
-//!    wait for the reader's next poll (`BPF_RB_NO_WAKEUP`), unless the
-//!    file name the exec was given is quiet ([`EbpfSource::quiet`]); a
-//!    switch ([`EbpfSource::record_everyone`]) lets every task's records
-//!    through;
+//!    tracefs's `set_event_pid` with `event-fork`, each with a stamp) and
+//!    returns unless it is there (no lookup when the source follows every
+//!    task);
+//! 2. for `sched_process_fork`, adds the child to `tracked` with its
+//!    parent's stamp; for `sched_process_exit`, removes the thread and
+//!    emits nothing; following every exec ([`Scope::Execs`], the
+//!    daemon's scope), `sched_process_exec` is emitted for every task,
+//!    adds it to `tracked` with a new stamp (the exec's time) and wakes
+//!    the reader at once, while the other records wait for the reader's
+//!    next poll (`BPF_RB_NO_WAKEUP`), unless the file name the exec was
+//!    given is quiet ([`EbpfSource::quiet`]); a switch
+//!    ([`EbpfSource::record_everyone`]) lets every task's records
+//!    through; under [`Scope::Execs`] a record of pages that stamp sent
+//!    already is dropped ([`repeats`]);
 //! 3. reserves a ring-buffer record, writes the CLOCK_MONOTONIC time
 //!    (`bpf_ktime_get_ns`), the common header (event id, thread id:
 //!    the context's first 8 bytes cannot be read by a tracepoint
@@ -49,6 +52,8 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
+
+mod repeats;
 
 /// Ring-buffer size: 1 MiB, ~16 000 records of 64 bytes. The busiest
 /// program of the live suite (tar of the source tree) makes 70 000 events
@@ -140,10 +145,15 @@ const UNTIL: u8 = 9;
 /// Stack slots (offsets from the frame pointer).
 const SLOT_TID: i16 = -4;
 const SLOT_CHILD: i16 = -8;
-const SLOT_ONE: i16 = -12;
 const SLOT_ZERO: i16 = -16;
 const SLOT_NAME: i16 = -24;
 const SLOT_NAME_BUF: i16 = SLOT_NAME - NAME_BYTES;
+/// The followed thread's stamp ([`Scope::Execs`]: its launch's exec).
+const SLOT_STAMP: i16 = SLOT_NAME_BUF - 8;
+/// Index into the table of pages sent ([`repeats`]).
+const SLOT_SEEN: i16 = SLOT_STAMP - 4;
+/// Words of [`repeats`]'s own.
+const SLOT_SCRATCH: i16 = SLOT_STAMP - 8 - 8 * repeats::SCRATCH_WORDS;
 
 impl EbpfSource {
     /// Load and attach programs for `events` (`(system, event)` pairs,
@@ -196,7 +206,7 @@ impl EbpfSource {
         if let Some(tid) = follow {
             parts
                 .tracked
-                .update(&tid.to_ne_bytes(), &1u32.to_ne_bytes())?;
+                .update(&tid.to_ne_bytes(), &1u64.to_ne_bytes())?;
         }
         let emitted: Vec<EventFormat> = (formats.into_iter())
             .filter(|f| role_of(f).is_ok_and(|r| r != Role::Exit))
@@ -394,7 +404,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         MapType::Hash,
         "outrider_tids",
         4,
-        4,
+        8,
         MAX_TRACKED,
         NO_PREALLOC,
     )?;
@@ -402,12 +412,15 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
     let quiet = (scope == Scope::Execs)
         .then(|| Map::create(MapType::LruHash, "outrider_quiet", 8, 8, QUIET_MAX, 0))
         .transpose()?;
+    // Held by the programs that use it once they are loaded.
+    let seen = (scope == Scope::Execs).then(repeats::create).transpose()?;
     let (mut links, mut programs) = (Vec::new(), Vec::new());
     let maps = Maps {
         ring: ring.map(),
         tracked: &tracked,
         counters: &counters,
         quiet: quiet.as_ref(),
+        seen: seen.as_ref(),
     };
     for format in formats {
         let role = role_of(format)?;
@@ -434,7 +447,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
 /// sizes (a ring claimed at another size would be read wrongly).
 fn park_name(events: &[(String, String)]) -> Vec<u8> {
     let mut text = format!(
-        "outrider-bpf-{},ring:{RING_BYTES},tracked:{MAX_TRACKED}",
+        "outrider-bpf-{},ring:{RING_BYTES},tracked:{MAX_TRACKED}x8",
         env!("CARGO_PKG_VERSION")
     );
     for (sys, ev) in events {
@@ -460,7 +473,7 @@ fn claim_parked(name: &[u8], programs: usize) -> Option<Parts> {
     }
     let mut it = fds.into_iter();
     let ring = RingBuf::from_fd(it.next()?, RING_BYTES).ok()?;
-    let tracked = Map::from_fd(it.next()?, 4);
+    let tracked = Map::from_fd(it.next()?, 8);
     tracked.clear(4).ok()?;
     let counters = Map::from_fd(it.next()?, 8);
     Some(Parts {
@@ -487,6 +500,7 @@ struct Maps<'a> {
     tracked: &'a Map,
     counters: &'a Map,
     quiet: Option<&'a Map>,
+    seen: Option<&'a Map>,
 }
 
 fn read_format(root: &Path, sys: &str, ev: &str) -> io::Result<EventFormat> {
@@ -556,7 +570,7 @@ fn program(
             name = Some(SLOT_NAME);
         }
         (Scope::Everyone, _, _) | (Scope::Execs, Role::Exec, None) => {}
-        (Scope::Execs, Role::Emit, _) => pass_switched_on_or_tracked(&mut a, m, out),
+        (Scope::Execs, Role::Emit, _) => pass_tracked_or_switched_on(&mut a, m, out),
         _ => pass_tracked(&mut a, m, out),
     }
     let wake = match (scope, role) {
@@ -577,7 +591,17 @@ fn program(
             a.store(Size::W, FP, SLOT_CHILD, 1);
             track(&mut a, m, SLOT_CHILD, lost);
         }
-        Role::Exec if scope == Scope::Execs => track(&mut a, m, SLOT_TID, lost),
+        Role::Exec if scope == Scope::Execs => {
+            // A launch's stamp: the time of its exec.
+            a.call(helper::KTIME_GET_NS);
+            a.store(Size::DW, FP, SLOT_STAMP, 0);
+            track(&mut a, m, SLOT_TID, lost);
+        }
+        Role::Emit => {
+            if let Some(seen) = m.seen {
+                repeats::skip(&mut a, f, seen, out);
+            }
+        }
         _ => {}
     }
     if role != Role::Exit {
@@ -652,41 +676,45 @@ fn count(a: &mut Asm, counters: &Map, key: u32, out: outrider_sys::bpf::Label) {
     a.atomic_add(0, 0, 1);
 }
 
-/// Go on only when the current thread (at `SLOT_TID`) is followed; to
-/// `out` otherwise.
+/// Go on only when the current thread (at `SLOT_TID`) is followed, its
+/// stamp copied to `SLOT_STAMP`; to `out` otherwise.
 fn pass_tracked(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf::Label) {
     a.ld_map(1, m.tracked);
     a.mov_reg(2, FP);
     a.add_imm(2, SLOT_TID.into());
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jeq_imm(0, 0, out);
+    a.load(Size::DW, 1, 0, 0);
+    a.store(Size::DW, FP, SLOT_STAMP, 1);
 }
 
-/// Go on when the record-everyone switch is on, else as [`pass_tracked`].
-fn pass_switched_on_or_tracked(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf::Label) {
-    let (check, pass) = (a.label(), a.label());
+/// Go on as [`pass_tracked`], or, for a thread not followed, when the
+/// record-everyone switch is on, with stamp 0.
+fn pass_tracked_or_switched_on(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf::Label) {
+    let (untracked, pass) = (a.label(), a.label());
+    pass_tracked(a, m, untracked);
+    a.ja(pass);
+    a.bind(untracked);
     a.store_imm(Size::W, FP, SLOT_ZERO, EVERYONE_KEY as i32);
     a.ld_map(1, m.counters);
     a.mov_reg(2, FP);
     a.add_imm(2, SLOT_ZERO.into());
     a.call(helper::MAP_LOOKUP_ELEM);
-    a.jeq_imm(0, 0, check);
+    a.jeq_imm(0, 0, out);
     a.load(Size::DW, 1, 0, 0);
-    a.jne_imm(1, 0, pass);
-    a.bind(check);
-    pass_tracked(a, m, out);
+    a.jeq_imm(1, 0, out);
+    a.store_imm(Size::DW, FP, SLOT_STAMP, 0);
     a.bind(pass);
 }
 
-/// Add the thread id at stack slot `slot` to `tracked`; to `lost` when
-/// the table is full.
+/// Add the thread id at stack slot `slot` to `tracked`, with the stamp at
+/// `SLOT_STAMP`; to `lost` when the table is full.
 fn track(a: &mut Asm, m: &Maps<'_>, slot: i16, lost: outrider_sys::bpf::Label) {
-    a.store_imm(Size::W, FP, SLOT_ONE, 1);
     a.ld_map(1, m.tracked);
     a.mov_reg(2, FP);
     a.add_imm(2, slot.into());
     a.mov_reg(3, FP);
-    a.add_imm(3, SLOT_ONE.into());
+    a.add_imm(3, SLOT_STAMP.into());
     a.mov_imm(4, 0);
     a.call(helper::MAP_UPDATE_ELEM);
     a.jne_imm(0, 0, lost);

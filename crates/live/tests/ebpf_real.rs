@@ -215,3 +215,110 @@ fn a_quiet_exec_name_is_dropped_in_the_kernel_until_its_time() {
     );
     assert_eq!(src.quieted(), 1);
 }
+
+/// The reads of (`ino`) among `events`: (pid, first page, pages).
+fn reads_of(events: &[LiveEvent], ino: u64) -> Vec<(u32, u64, u64)> {
+    (events.iter())
+        .filter_map(|e| match e.kind {
+            EventKind::GetPages {
+                ino: i,
+                index,
+                last_index,
+                ..
+            } if i == ino => Some((e.pid, index, last_index + 1 - index)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_launch_sends_a_page_it_read_again_once_per_cpu_and_the_next_launch_sends_it_again() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let (_dir, path, md) = file_of_pages(4);
+    let mut evs = events();
+    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
+    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    // dash's `read` reads one byte per system call: 300 reads of page 0
+    // per line, by one process.
+    let script = format!(
+        "for i in $(seq 300); do read x < {0}; done; dd if={0} bs=4096 skip=2 count=1 status=none",
+        path.display()
+    );
+    let first = run_sh(&script);
+    std::thread::sleep(Duration::from_millis(50));
+    let got = reads_of(&drain(&mut src), md.ino());
+    let page0 = got.iter().filter(|r| r.0 == first && r.1 == 0).count();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert!(
+        (1..=cpus).contains(&page0),
+        "page 0 sent once per CPU at most, not 300 times: {page0} ({got:?})"
+    );
+    assert!(
+        got.iter().any(|&(_, first_page, _)| first_page == 2),
+        "a page not read before is sent (dd, a child of the launch): {got:?}"
+    );
+    let second = run_sh(&script);
+    std::thread::sleep(Duration::from_millis(50));
+    let got = reads_of(&drain(&mut src), md.ino());
+    assert!(
+        got.iter().any(|r| r.0 == second && r.1 == 0),
+        "another launch sends page 0 again: {got:?}"
+    );
+}
+
+/// Run `sh -c script` to its end; its pid.
+fn run_sh(script: &str) -> u32 {
+    let mut c = (std::process::Command::new("/bin/sh").arg("-c").arg(script))
+        .spawn()
+        .unwrap();
+    let pid = c.id();
+    assert!(c.wait().unwrap().success());
+    pid
+}
+
+#[test]
+fn a_loop_of_quiet_execs_sends_the_pages_they_share_about_once() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let exe = dir.path().join("quiet-loop");
+    std::fs::copy("/bin/true", &exe).unwrap();
+    let mut evs = events();
+    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
+    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    let name = exec_of(&mut src, run(&exe)).expect("an exec is seen");
+    src.quiet(name, monotonic_ns() + 60_000_000_000);
+    let sh = run_sh(&format!("for i in $(seq 100); do {}; done", exe.display()));
+    std::thread::sleep(Duration::from_millis(50));
+    let got = drain(&mut src);
+    let children: std::collections::HashSet<u32> = (got.iter())
+        .filter_map(|e| match e.kind {
+            EventKind::Fork { parent, child } if parent == sh => Some(child),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        children.len() > 100,
+        "the loop's children (and seq) are followed"
+    );
+    let reads = (got.iter())
+        .filter(|e| children.contains(&e.pid))
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::GetPages { .. } | EventKind::MapPages { .. } | EventKind::Fault { .. }
+            )
+        })
+        .count();
+    // Each child maps the same pages of the program, ld.so and libc
+    // (~20 records each when every one is sent).
+    assert!(
+        (1..300).contains(&reads),
+        "100 quiet runs of one program send its pages about once per CPU: {reads} records"
+    );
+}

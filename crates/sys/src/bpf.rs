@@ -82,6 +82,9 @@ const IMM: u8 = 0x00;
 const K: u8 = 0x00;
 const X: u8 = 0x08;
 const OP_ADD: u8 = 0x00;
+const OP_SUB: u8 = 0x10;
+const OP_OR: u8 = 0x40;
+const OP_LSH: u8 = 0x60;
 const OP_MUL: u8 = 0x20;
 const OP_AND: u8 = 0x50;
 const OP_RSH: u8 = 0x70;
@@ -91,6 +94,7 @@ const JA: u8 = 0x00;
 const JEQ: u8 = 0x10;
 const JNE: u8 = 0x50;
 const JLT: u8 = 0xa0;
+const JGT: u8 = 0x20;
 const CALL: u8 = 0x80;
 const EXIT: u8 = 0x90;
 const PSEUDO_MAP_FD: u8 = 1;
@@ -163,6 +167,30 @@ impl Asm {
     pub fn and_imm(&mut self, dst: Reg, imm: i32) {
         self.insns.push(insn(ALU64 | OP_AND | K, dst, 0, 0, imm));
     }
+    /// `dst -= src` (64 bits, wrapping).
+    pub fn sub_reg(&mut self, dst: Reg, src: Reg) {
+        self.insns.push(insn(ALU64 | OP_SUB | X, dst, src, 0, 0));
+    }
+    /// `dst &= src` (64 bits).
+    pub fn and_reg(&mut self, dst: Reg, src: Reg) {
+        self.insns.push(insn(ALU64 | OP_AND | X, dst, src, 0, 0));
+    }
+    /// `dst |= src` (64 bits).
+    pub fn or_reg(&mut self, dst: Reg, src: Reg) {
+        self.insns.push(insn(ALU64 | OP_OR | X, dst, src, 0, 0));
+    }
+    /// `dst <<= imm` (64 bits).
+    pub fn lsh_imm(&mut self, dst: Reg, imm: i32) {
+        self.insns.push(insn(ALU64 | OP_LSH | K, dst, 0, 0, imm));
+    }
+    /// `dst <<= src` (64 bits; `src` below 64).
+    pub fn lsh_reg(&mut self, dst: Reg, src: Reg) {
+        self.insns.push(insn(ALU64 | OP_LSH | X, dst, src, 0, 0));
+    }
+    /// `dst >>= src` (logical, 64 bits; `src` below 64).
+    pub fn rsh_reg(&mut self, dst: Reg, src: Reg) {
+        self.insns.push(insn(ALU64 | OP_RSH | X, dst, src, 0, 0));
+    }
     /// `dst >>= imm` (logical, 64 bits).
     pub fn rsh_imm(&mut self, dst: Reg, imm: i32) {
         self.insns.push(insn(ALU64 | OP_RSH | K, dst, 0, 0, imm));
@@ -222,10 +250,24 @@ impl Asm {
     pub fn jne_imm(&mut self, dst: Reg, imm: i32, to: Label) {
         self.jump(JMP | JNE | K, dst, imm, to);
     }
+    /// `if dst > imm goto to` (unsigned, 64 bits).
+    pub fn jgt_imm(&mut self, dst: Reg, imm: i32, to: Label) {
+        self.jump(JMP | JGT | K, dst, imm, to);
+    }
+    /// `if dst == src goto to` (64 bits).
+    pub fn jeq_reg(&mut self, dst: Reg, src: Reg, to: Label) {
+        self.fixups.push((self.insns.len(), to));
+        self.insns.push(insn(JMP | JEQ | X, dst, src, 0, 0));
+    }
     /// `if dst < src goto to` (unsigned, 64 bits).
     pub fn jlt_reg(&mut self, dst: Reg, src: Reg, to: Label) {
         self.fixups.push((self.insns.len(), to));
         self.insns.push(insn(JMP | JLT | X, dst, src, 0, 0));
+    }
+    /// `if dst != src goto to` (64 bits).
+    pub fn jne_reg(&mut self, dst: Reg, src: Reg, to: Label) {
+        self.fixups.push((self.insns.len(), to));
+        self.insns.push(insn(JMP | JNE | X, dst, src, 0, 0));
     }
     /// `goto to`.
     pub fn ja(&mut self, to: Label) {
@@ -258,6 +300,9 @@ pub enum MapType {
     Hash = 1,
     /// Array (keys 0..max_entries, u32).
     Array = 2,
+    /// Array with a copy of each value per CPU: a program reads and
+    /// writes its own CPU's (never read from user space here).
+    PerCpuArray = 6,
     /// Hash table that, full, drops its least recently used entries.
     LruHash = 9,
     /// Multi-producer, single-consumer ring buffer.
