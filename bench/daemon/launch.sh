@@ -205,6 +205,31 @@ if [ -n "$UNHELPED" ]; then
     echo "launch.sh: cannot help rep $rep: $(awk -v r="$rep" '$2 == r { printf "%s %s %.3f  ", $3, $1, $4 }' "$work/unhelped")" >&2
   done
 fi
+# Then the time the daemon's eBPF programs ran inside each of them (the
+# kernel's own count, kernel.bpf_stats_enabled on for this pass only:
+# it adds a clock read or two to every run of every program), one run
+# each with the daemon running: "program bpf_ns runs wall" to
+# $work/unhelped-bpf.
+bpf_time() { # the daemon's programs: total run time (ns) and runs
+  grep -h -E '^run_(time_ns|cnt):' /proc/"$daemon_pid"/fdinfo/* 2> /dev/null |
+    awk '$1 == "run_time_ns:" { t += $2 } $1 == "run_cnt:" { n += $2 } END { printf "%d %d", t, n }'
+}
+: > "$work/unhelped-bpf"
+if [ -n "$UNHELPED" ] && [ -w /proc/sys/kernel/bpf_stats_enabled ]; then
+  stats_before=$(cat /proc/sys/kernel/bpf_stats_enabled)
+  start_daemon
+  for q in $UNHELPED; do
+    unhelped_cmd "$q"
+    timed "${CMD[@]}" # hot
+    sleep 1; echo 1 > /proc/sys/kernel/bpf_stats_enabled
+    read -r t0 n0 <<< "$(bpf_time)"
+    timed "${CMD[@]}"
+    read -r t1 n1 <<< "$(bpf_time)"
+    echo "$stats_before" > /proc/sys/kernel/bpf_stats_enabled
+    echo "$q $((t1 - t0)) $((n1 - n0)) $WALL" >> "$work/unhelped-bpf"
+  done
+  stop_daemon
+fi
 cut -d' ' -f1-3 /proc/loadavg >> "$work/load"
 elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 python3 bench/daemon/report.py "$work" "$REPS" "$elapsed" "$("$bin" --version)" > "$OUT.tmp" || {

@@ -146,6 +146,29 @@ def unhelped_section(work):
         print(f"| {prog} | {med([r['stopped'] for r in ok]):.3f} | {med([r['running'] for r in ok]):.3f} | "
               f"{x:.2f}x | {len(ok)} | {miss} |")
     print()
+    bpf_section(work)
+
+
+def bpf_section(work):
+    """The time the daemon's eBPF programs ran inside each program."""
+    path = os.path.join(work, "unhelped-bpf")
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return
+    print("The daemon's eBPF programs run inside every program, on each of its page-cache reads, faults, "
+          "fault-around maps, forks, execs and exits, whether the daemon records it or not. Their own run time in "
+          "one more run of each, the daemon running (the kernel's count, `kernel.bpf_stats_enabled` on for that "
+          "run only, which adds a clock read or two to every program run; the tracepoint's own work to hand the "
+          "program its record is not counted):")
+    print()
+    print("| program | program runs | in the daemon's programs (ms) | per run (ns) | of the run's wall time |")
+    print("|---|---:|---:|---:|---:|")
+    for line in open(path):
+        prog, ns, runs, wall = line.split()
+        ns, runs, wall = int(ns), int(runs), float(wall)
+        per = ns / runs if runs else 0.0
+        share = ns / 1e9 / wall * 100 if wall > 0 else 0.0
+        print(f"| {prog} | {runs} | {ns / 1e6:.2f} | {per:.0f} | {share:.1f}% |")
+    print()
 
 
 CEILING = "bench/results/daemon-ceiling.md"

@@ -26,6 +26,13 @@
 //! again, which the recorder keeps once. Records over more than two
 //! blocks are sent as they are. A per-CPU table needs no lock: a
 //! tracepoint program does not interrupt another on its CPU.
+//!
+//! What is not seen: a second pass of one launch over pages its table
+//! still holds (1 024 blocks of 256 KiB per CPU, 256 MiB, fewer when
+//! the pages are sparse), which a driver following the launch would
+//! take for reads of cached pages anyway; and, while every task is
+//! recorded (the boot set), a page's later readers of stamp 0 (the
+//! threads no launch follows) once one of them read it.
 
 use super::{CTX, SLOT_SCRATCH, SLOT_SEEN, SLOT_STAMP};
 use crate::tracefs::format::EventFormat;
