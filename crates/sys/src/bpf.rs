@@ -256,18 +256,15 @@ impl Asm {
     }
     /// `if dst == src goto to` (64 bits).
     pub fn jeq_reg(&mut self, dst: Reg, src: Reg, to: Label) {
-        self.fixups.push((self.insns.len(), to));
-        self.insns.push(insn(JMP | JEQ | X, dst, src, 0, 0));
+        self.jump_reg(JMP | JEQ | X, dst, src, to);
     }
     /// `if dst < src goto to` (unsigned, 64 bits).
     pub fn jlt_reg(&mut self, dst: Reg, src: Reg, to: Label) {
-        self.fixups.push((self.insns.len(), to));
-        self.insns.push(insn(JMP | JLT | X, dst, src, 0, 0));
+        self.jump_reg(JMP | JLT | X, dst, src, to);
     }
     /// `if dst != src goto to` (64 bits).
     pub fn jne_reg(&mut self, dst: Reg, src: Reg, to: Label) {
-        self.fixups.push((self.insns.len(), to));
-        self.insns.push(insn(JMP | JNE | X, dst, src, 0, 0));
+        self.jump_reg(JMP | JNE | X, dst, src, to);
     }
     /// `goto to`.
     pub fn ja(&mut self, to: Label) {
@@ -280,6 +277,10 @@ impl Asm {
     fn jump(&mut self, code: u8, dst: Reg, imm: i32, to: Label) {
         self.fixups.push((self.insns.len(), to));
         self.insns.push(insn(code, dst, 0, 0, imm));
+    }
+    fn jump_reg(&mut self, code: u8, dst: Reg, src: Reg, to: Label) {
+        self.fixups.push((self.insns.len(), to));
+        self.insns.push(insn(code, dst, src, 0, 0));
     }
     /// The instructions, jumps resolved. Panics on a label never bound or
     /// a jump too far for 16 bits: both are bugs of the program's builder.

@@ -168,7 +168,7 @@ pub fn skip(a: &mut Asm, f: &EventFormat, seen: &Map, out: Label) {
 /// one entry evicted each other at every record: `ld.so`'s and libc's
 /// first pages were sent by every `true` of the storm).
 fn mark(a: &mut Asm, id: u16, seen: &Map) {
-    let (new, absent, end) = (a.label(), a.label(), a.label());
+    let (new, end) = (a.label(), a.label());
     // mask = (!0 << (r1 & 63)) & (!0 >> (63 - (r2 & 63)))
     a.and_imm(1, 63);
     a.and_imm(2, 63);
@@ -194,11 +194,11 @@ fn mark(a: &mut Asm, id: u16, seen: &Map) {
     a.rsh_imm(0, 64 - SET_BITS);
     a.lsh_imm(0, 1);
     a.store(Size::W, FP, SLOT_SEEN, 0);
-    lookup(a, seen, FIRST, absent);
+    lookup(a, seen, FIRST, new);
     a.load(Size::W, 1, FP, SLOT_SEEN);
     a.add_imm(1, 1);
     a.store(Size::W, FP, SLOT_SEEN, 1);
-    lookup(a, seen, SECOND, absent);
+    lookup(a, seen, SECOND, new);
     for way in [FIRST, SECOND] {
         let other = a.label();
         differs(a, id, way, other);
@@ -220,7 +220,6 @@ fn mark(a: &mut Asm, id: u16, seen: &Map) {
     }
     a.load(Size::DW, 1, FP, word(W_MASK));
     a.store(Size::DW, FIRST, 8 * KEY_WORDS, 1);
-    a.bind(absent);
     a.bind(new);
     a.load(Size::DW, 1, FP, word(W_NEW));
     a.add_imm(1, 1);
@@ -233,7 +232,8 @@ fn mark(a: &mut Asm, id: u16, seen: &Map) {
 const FIRST: u8 = 8;
 const SECOND: u8 = 9;
 
-/// `way` = the entry at `SLOT_SEEN`; to `absent` when there is none.
+/// `way` = the entry at `SLOT_SEEN`; to `absent` when there is none
+/// (its pages then count as new).
 fn lookup(a: &mut Asm, seen: &Map, way: u8, absent: Label) {
     a.ld_map(1, seen);
     a.mov_reg(2, FP);
