@@ -9,8 +9,8 @@
 mod common;
 
 use common::daemon::{
-    cold_lock, drop_caches, python, resident_pct, saved_launch, status, wait_for, watching_python,
-    write_config, Daemon,
+    cold_lock, drop_caches, evict, python, resident_pct, saved_launch, status, wait_for,
+    watching_python, write_config, Daemon,
 };
 use common::{is_root, outrider, stderr};
 use serde_json::Value;
@@ -18,11 +18,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// Four 8 MiB data files in `dir`, and a script that waits 0.5 s and then
-/// reads them all.
+/// Four 8 MiB data files in `dir`, not in the cache, and a script that
+/// waits 0.5 s and then reads them all.
 fn program(dir: &Path) -> PathBuf {
     for i in 0..4 {
-        std::fs::write(dir.join(format!("data{i}")), vec![i as u8 + 1; 8 << 20]).unwrap();
+        let data = dir.join(format!("data{i}"));
+        std::fs::write(&data, vec![i as u8 + 1; 8 << 20]).unwrap();
+        evict(&data);
     }
     let script = dir.join("prog.py");
     std::fs::write(
@@ -37,8 +39,8 @@ fn program(dir: &Path) -> PathBuf {
     script
 }
 
-/// [`watching_python`], a file of `mib` MiB in its directory, the cold
-/// lock held and the daemon started. The lock comes before the daemon:
+/// [`watching_python`], a file of `mib` MiB in its directory (not in
+/// the cache), the cold lock held and the daemon started. The lock comes before the daemon:
 /// the variables of a pattern are dropped last to first, so the daemon
 /// has stopped (and put `task_delayacct` back) before the next test
 /// takes the lock and starts its own.
@@ -58,6 +60,7 @@ fn python_and_data(
     let cold = cold_lock();
     let data = dir.path().join("data");
     std::fs::write(&data, vec![7u8; mib << 20]).unwrap();
+    evict(&data);
     let d = Daemon::start(&cfg, &state);
     Some((py, dir, state, data, cold, d))
 }
@@ -528,6 +531,64 @@ fn programs_it_does_not_follow_cost_it_no_events() {
     );
 }
 
+/// The launch of process `pid` in the status, once its window ended.
+fn finished_launch(state: &Path, pid: u32) -> Value {
+    let s = wait_for(state, "the launch's window ended", |s| {
+        s["launches"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|l| l["pid"] == pid && l["finished"] == true))
+    });
+    let l = s["launches"].as_array().unwrap().iter();
+    l.clone().find(|l| l["pid"] == pid).unwrap().clone()
+}
+
+/// A launch that reads from memory is not recorded: with no set of its
+/// own, once its first 8 MiB came from the cache; with a set, once its
+/// replay found the set in memory. The same program reading from the
+/// disk is recorded.
+#[test]
+fn a_launch_that_reads_from_memory_is_not_recorded() {
+    let Some((py, dir, cfg, state)) = watching_python("") else {
+        return;
+    };
+    let _cold = cold_lock();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![7u8; 32 << 20]).unwrap();
+    let read = format!("open({:?}, 'rb').read()", data.display().to_string());
+    let run = || {
+        let mut c = Command::new(&py).args(["-c", &read]).spawn().unwrap();
+        assert!(c.wait().unwrap().success());
+        c.id()
+    };
+    run(); // python3 and the data in memory, before the daemon
+    let d = Daemon::start(&cfg, &state);
+    let l = finished_launch(&state, run());
+    assert_eq!(
+        (l["hot"].clone(), l["known"].clone()),
+        (true.into(), false.into()),
+        "{l}"
+    );
+    assert!(l["recorded_pages"].as_u64().unwrap() <= 2048, "{l}");
+    evict(&data);
+    let l = saved_launch(&state, run());
+    assert_eq!(l["hot"], false, "{l}");
+    assert!(l["recorded_pages"].as_u64().unwrap() >= 8192, "{l}");
+    let l = finished_launch(&state, run());
+    let s = status(&state).unwrap();
+    drop(d);
+    assert_eq!(
+        (l["hot"].clone(), l["known"].clone()),
+        (true.into(), true.into()),
+        "{l}"
+    );
+    assert_eq!(l["replay"]["rest_resident"], true, "{l}");
+    assert_eq!(
+        (l["saved"].clone(), s["launches_hot"].clone()),
+        (false.into(), 2.into()),
+        "{s}"
+    );
+}
+
 #[test]
 fn a_launch_whose_set_is_full_is_no_longer_followed() {
     let Some((py, _dir, state, data, _cold, d)) = python_and_data("launch_cap_mib = 1\n", 32)
@@ -718,6 +779,7 @@ fn the_next_launches_of_a_routine_are_read_before_their_execs() {
         let data = ["only-b-reads", "only-c-reads"].map(|f| dir.path().join(f));
         for f in &data {
             std::fs::write(f, vec![5u8; 8 << 20]).unwrap();
+            evict(f);
         }
         let d = Daemon::start(&cfg, &state);
         let a = || {

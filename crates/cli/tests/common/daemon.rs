@@ -32,6 +32,18 @@ pub fn drop_caches() {
     std::fs::write("/proc/sys/vm/drop_caches", "3").expect("root drops caches");
 }
 
+/// Write `path` back and drop it from the cache: a launch that reads it
+/// then reads from the disk, as a launch the daemon learns from does (one
+/// that reads from memory is not recorded).
+pub fn evict(path: &Path) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: a valid descriptor; advice only.
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(r, 0, "DONTNEED of {}", path.display());
+}
+
 /// A daemon on `config`, stopped (SIGTERM) when dropped.
 pub struct Daemon(Child);
 

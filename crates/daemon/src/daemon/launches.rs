@@ -154,6 +154,7 @@ impl Daemon {
                 matcher: (!known).then(Matcher::default),
                 replayed,
                 full: false,
+                hot: false,
                 prev,
                 parent,
                 dirs: Default::default(),
@@ -378,7 +379,8 @@ impl Daemon {
         let read = status_of(&mut self.status, id).map_or(0, |s| s.read_pages);
         let busy = self.followers.len() >= self.cfg.max_followed
             || self.followers.iter().any(|(p, _)| *p == l.pid);
-        if busy || (!l.full && read * PAGE_BYTES < self.cfg.follow_min_read_mib << 20) {
+        let small = !l.full && read * PAGE_BYTES < self.cfg.follow_min_read_mib << 20;
+        if busy || small || l.hot {
             return;
         }
         if !std::path::Path::new(&format!("/proc/{}", l.pid)).exists() {
@@ -440,6 +442,10 @@ impl Daemon {
             self.maybe_follow(id, &l);
         }
         let key = store::launch_key(&l.exe);
+        if l.hot {
+            self.dirty = true;
+            return;
+        }
         let gate = self.judge(id, &l);
         if l.rec.pages > 0 {
             let set = l.rec.finish(&l.exe);

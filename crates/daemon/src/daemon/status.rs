@@ -68,6 +68,8 @@ pub struct LaunchStatus {
     pub io_wait_glitch: bool,
     /// Its launch set was saved.
     pub saved: bool,
+    /// It read from memory: no longer recorded, its set (if any) kept.
+    pub hot: bool,
 }
 
 /// The boot set in the status file.
@@ -116,6 +118,9 @@ pub struct Status {
     /// [`Config::repeat_window_s`](crate::config::Config::repeat_window_s)
     /// before.
     pub launches_repeated: u64,
+    /// Launches no longer recorded once they were found to read from
+    /// memory (the daemon's `HOT_PAGES`).
+    pub launches_hot: u64,
     /// Execs dropped in the kernel, their file name quieted after an exec
     /// that was not a launch (repeated, or not watched; the eBPF source
     /// only): never seen by the daemon, so in no other count here.
