@@ -30,8 +30,8 @@
 # DAY_PROGRAMS="" skips it.
 #
 # Then programs the daemon cannot help (their data cached, or no I/O at
-# all), the daemon running (it saw each once, so each exec replays its
-# set) against stopped, alternated, UNHELPED_REPS (default 11) each, hot:
+# all), the daemon running (it saw each once: rg-tree cold, so its set
+# is recorded and each exec replays it, the others hot) against stopped, alternated, UNHELPED_REPS (default 11) each, hot:
 # any difference is the daemon's cost. Each arm waits a second, then
 # keeps a core busy 0.3 s just before its run. exec-storm is the worst case for
 # a daemon that acts at every exec: 300 execs of /bin/true in a loop.
@@ -46,7 +46,7 @@ SHORT_REPS=$REPS
 PROGRAMS=${PROGRAMS:-"gcc gxx rustc java node python python-bare perl file git-status wc"}
 DAY_PROGRAMS=${DAY_PROGRAMS-"file perl python-bare git-status gcc gxx node python java rustc find rg"}
 DAY_REPS=${DAY_REPS:-5}
-UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached"}
+UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached rg-tree"}
 UNHELPED_REPS=${UNHELPED_REPS:-11}
 OUT=${OUT:-bench/results/daemon.md}
 [ "$(id -u)" = 0 ] || { echo "launch.sh: needs root (the daemon traces the kernel)" >&2; exit 2; }
@@ -174,6 +174,7 @@ unhelped_cmd() {
     exec-storm) CMD=(sh -c 'for i in $(seq 300); do /bin/true; done') ;;
     cpu-python) CMD=(/usr/bin/python3 -c 'sum(i * i for i in range(3 * 10**6))') ;;
     sha-cached) CMD=(sha256sum "$DATA_DIR/unhelped-64m") ;;
+    rg-tree) suite_install rg:ripgrep; CMD=(rg -uu -F -e outrider-suite-no-such-string "$src") ;;
   esac
 }
 : > "$work/unhelped"
@@ -182,7 +183,11 @@ if [ -n "$UNHELPED" ]; then
   rm -rf "$work/state"
   conf=$work/day.toml
   start_daemon
-  for q in $UNHELPED; do unhelped_cmd "$q"; timed "${CMD[@]}"; done # seen once
+  for q in $UNHELPED; do # seen once; rg-tree cold, so it is recorded
+    unhelped_cmd "$q"
+    [ "$q" = rg-tree ] && cold
+    timed "${CMD[@]}"
+  done
   wait_saved
   stop_daemon
   for rep in $(seq 1 "$UNHELPED_REPS"); do

@@ -126,11 +126,15 @@ def unhelped_section(work):
     print()
     print("Hot cache (each program run once just before), so there is nothing to prefetch: the difference is "
           "the daemon's cost. The daemon (its default settings, successor prediction on) saw each program once "
-          "before, so each one's launch replays its launch set. "
+          "before: `rg-tree` with the caches dropped, so its launch set is recorded and each of its launches here "
+          "replays it (and finds it in memory); the others hot, so a launch that read its first 8 MiB from memory "
+          "(`sha-cached`) was not recorded and each one here stops being recorded at 8 MiB, and the rest are "
+          "recorded and replayed. "
           "**exec-storm**: `sh -c 'for i in $(seq 300); do /bin/true; done'` (300 execs: the first `sh`, `seq` and "
           "`true` are launches, recorded and replayed, the repeats are quieted in the kernel; the worst case for a "
           "daemon that acts at execs); **cpu-python**: `python3 -c 'sum(i * i for i in range(3 * 10**6))'`; "
-          "**sha-cached**: `sha256sum` of a cached 64 MiB file. The two arms alternate which goes first; each waits a "
+          "**sha-cached**: `sha256sum` of a cached 64 MiB file; **rg-tree**: `rg -uu` (2 threads) of a string found "
+          "nowhere over the suite's source tree (31 k files) in memory. The two arms alternate which goes first; each waits a "
           "second (the daemon starting, or not), then keeps a core busy 0.3 s right before the run (a run after an "
           "idle second was ~5% slower than one right after another run, daemon or not); ratio = "
           "median of each repetition's stopped / running.")
