@@ -542,10 +542,9 @@ fn finished_launch(state: &Path, pid: u32) -> Value {
     l.clone().find(|l| l["pid"] == pid).unwrap().clone()
 }
 
-/// A launch that reads from memory is not recorded: with no set of its
-/// own, once its first 8 MiB came from the cache; with a set, once its
-/// replay found the set in memory. The same program reading from the
-/// disk is recorded.
+/// A launch with no set of its own that reads from memory is not
+/// recorded once its first 64 MiB came from the cache; the same program
+/// reading from the disk is recorded.
 #[test]
 fn a_launch_that_reads_from_memory_is_not_recorded() {
     let Some((py, dir, cfg, state)) = watching_python("") else {
@@ -553,7 +552,7 @@ fn a_launch_that_reads_from_memory_is_not_recorded() {
     };
     let _cold = cold_lock();
     let data = dir.path().join("data");
-    std::fs::write(&data, vec![7u8; 32 << 20]).unwrap();
+    std::fs::write(&data, vec![7u8; 96 << 20]).unwrap();
     let read = format!("open({:?}, 'rb').read()", data.display().to_string());
     let run = || {
         let mut c = Command::new(&py).args(["-c", &read]).spawn().unwrap();
@@ -568,25 +567,14 @@ fn a_launch_that_reads_from_memory_is_not_recorded() {
         (true.into(), false.into()),
         "{l}"
     );
-    assert!(l["recorded_pages"].as_u64().unwrap() <= 2048, "{l}");
+    assert!(l["recorded_pages"].as_u64().unwrap() <= 16384, "{l}");
     evict(&data);
     let l = saved_launch(&state, run());
-    assert_eq!(l["hot"], false, "{l}");
-    assert!(l["recorded_pages"].as_u64().unwrap() >= 8192, "{l}");
-    let l = finished_launch(&state, run());
     let s = status(&state).unwrap();
     drop(d);
-    assert_eq!(
-        (l["hot"].clone(), l["known"].clone()),
-        (true.into(), true.into()),
-        "{l}"
-    );
-    assert_eq!(l["replay"]["rest_resident"], true, "{l}");
-    assert_eq!(
-        (l["saved"].clone(), s["launches_hot"].clone()),
-        (false.into(), 2.into()),
-        "{s}"
-    );
+    assert_eq!(l["hot"], false, "{l}");
+    assert!(l["recorded_pages"].as_u64().unwrap() >= 8192, "{l}");
+    assert_eq!(s["launches_hot"], 1, "{s}");
 }
 
 #[test]

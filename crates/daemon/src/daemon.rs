@@ -17,7 +17,7 @@ pub use status::{BootStatus, LaunchStatus, Status};
 
 use crate::clients::Listener;
 use crate::config::Config;
-use crate::launchset::{replay, PagesRead, Recorder, ReplayOptions, ReplayStats, MISS_SHARE};
+use crate::launchset::{replay, PagesRead, Recorder, ReplayOptions, ReplayStats};
 use crate::sets::Sets;
 use crate::shared::{Index, Matcher};
 use crate::store::{self, BOOT_KEY};
@@ -49,22 +49,29 @@ const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// 256 MiB cap, would otherwise hold 16 GiB worth.
 const RECORDING_PAGES_MAX: u64 = 2 << 20;
 
+/// What reads "from memory": at most one page in this many not cached.
+/// Some always are not: this machine's page cache loses pages in the
+/// background (DAMON reclaim; a 32 MiB file read a second before had 2
+/// to 136 of its 8 192 pages evicted, in three runs of five).
+const MISS_SHARE: u64 = 32;
+
 /// Pages a launch with no set to replay reads before the daemon judges
 /// whether it read them from memory (at most one in [`MISS_SHARE`]
-/// missed: a few directory
-/// blocks or files evicted since leave it so); a launch that
-/// did is no longer recorded, nor is one whose replay found its set in
-/// memory ([`crate::launchset::ReplayStats::rest_resident`]). Recording
-/// is not free for the program: each new file is opened, stamped and
-/// closed by the daemon while the program runs, on the cores it needs.
-/// `rg` over a source tree in memory, recorded as a first launch, took
-/// 0.71x of its time with no daemon (medians of 5, alternated, the same
-/// wait before each run); stopped at its first 8 MiB, 0.96x and 1.00x
-/// in two sittings of 7, the daemon's decoding of the events the kernel
-/// sent before it stopped following being the rest.
-/// What a launch from memory reads is no set to replay: its next cold
-/// launch is recorded.
-const HOT_PAGES: u64 = 2048;
+/// missed: a few directory blocks or files evicted since leave it so);
+/// a launch that did is no longer recorded. Recording is not free for
+/// the program: each new file is opened, stamped and closed by the
+/// daemon while the program runs, on the cores it needs. `rg` over a
+/// source tree in memory, recorded as a first launch, took 0.71x of its
+/// time with no daemon (medians of 5, alternated, the same wait before
+/// each run); stopped at its first 8 MiB, 0.96x and 1.00x in two
+/// sittings of 7. But 8 MiB judged too soon: `rustc -O` right after
+/// `rustc --version` reads its first 8 MiB from memory and most of its
+/// 104 MiB from the disk; judged at 8 MiB it was not recorded, and on
+/// the second day in miniature it ran slower than on the first (0.51 s
+/// against 0.43 s, 0.52 against 0.40; one day pair each); judged at
+/// 64 MiB, 0.36 against 0.37 and 0.19 against 0.40. What a launch from memory reads is no set to
+/// replay: its next cold launch is recorded.
+const HOT_PAGES: u64 = 16384;
 
 /// Launches up a launch's reads are recorded in besides its own
 /// ([`Daemon::record_read`]): `make` → `gcc` → `cc1` is two.
@@ -692,9 +699,6 @@ impl Daemon {
                 Done::Launch(id, st) => {
                     if let Some(s) = status_of(&mut self.status, id) {
                         s.replay = Some(st);
-                    }
-                    if st.rest_resident {
-                        self.stop_hot(id);
                     }
                 }
             }

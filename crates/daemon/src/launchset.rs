@@ -28,8 +28,8 @@ mod replay;
 #[cfg(test)]
 use replay::{batches, merged_ranges};
 pub use replay::{
-    replay, sequential_files, Backoff, ReplayOptions, ReplayStats, EXIT_EVERY_PAGES, MISS_SHARE,
-    PRESSURE_EVERY_PAGES, READAHEAD_PAGES, RESIDENT_PROBES, WALK_DIRS_MIN,
+    replay, sequential_files, Backoff, ReplayOptions, ReplayStats, EXIT_EVERY_PAGES,
+    PRESSURE_EVERY_PAGES, READAHEAD_PAGES, WALK_DIRS_MIN,
 };
 
 /// The application a launch belongs to, the key of its launch set: the
@@ -282,29 +282,6 @@ mod tests {
         }
     }
 
-    /// Probes fall on pages spread over the set: a large access among
-    /// many small ones is looked at, the last access first.
-    #[test]
-    fn probes_are_spread_over_pages_not_accesses() {
-        let a = |file, pages| AccessRecord {
-            file,
-            page: 0,
-            pages,
-        };
-        let mut list: Vec<AccessRecord> = (0..100).map(|f| a(f, 1)).collect();
-        list.insert(50, a(1000, 2048));
-        list.push(a(2000, 1));
-        let files: Vec<u32> = replay::probes(&list).iter().map(|p| p.file).collect();
-        assert!(files.contains(&1000), "{files:?}");
-        assert!(files.len() <= RESIDENT_PROBES, "{files:?}");
-        let one: Vec<u32> = replay::probes(&[a(7, 3)]).iter().map(|p| p.file).collect();
-        assert_eq!(one, vec![7]);
-        assert!(replay::probes(&[]).is_empty());
-        let even: Vec<AccessRecord> = (0..64).map(|f| a(f, 1)).collect();
-        let even: Vec<u32> = replay::probes(&even).iter().map(|p| p.file).collect();
-        assert_eq!(even.first(), Some(&62), "the last probe first: {even:?}");
-    }
-
     #[test]
     fn reorder_buffers_start_at_1_mib_and_double_to_16() {
         let a = |pages| AccessRecord {
@@ -525,42 +502,6 @@ mod tests {
         std::fs::write(&p, vec![1u8; 20 << 10]).unwrap();
         r.read(me, read_of(&md, 0, 16));
         assert_eq!(r.pages, 5);
-    }
-
-    /// A set whose first reorder buffer read nothing from storage and
-    /// whose probed pages are all cached is not asked for past that
-    /// buffer; the same set dropped from the cache is asked for whole.
-    #[test]
-    fn a_set_found_in_memory_is_not_asked_for_past_its_first_buffer() {
-        if unsafe { libc::geteuid() } != 0 {
-            return; // files are found by inode, which needs root
-        }
-        use std::os::fd::AsRawFd;
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let p = dir.path().join("f");
-        std::fs::write(&p, vec![1u8; 1024 * 4096]).unwrap();
-        let md = std::fs::metadata(&p).unwrap();
-        // Every other page, then the rest: 1024 one-page accesses, of
-        // which the first buffer holds 256.
-        let mut r = Recorder::new(64 << 20, 8192);
-        for page in (0..1024).step_by(2).chain((1..1024).step_by(2)) {
-            r.read(std::process::id(), read_of(&md, page, 1));
-        }
-        let h = r.finish("/bin/x");
-        let big = ReplayOptions {
-            budget_bytes: 64 << 20,
-            ..opts(None)
-        };
-        let st = replay(&h, &big);
-        assert!(st.rest_resident, "{st:?}");
-        assert_eq!((st.pages_requested, st.pages_skipped), (256, 768));
-        let f = std::fs::File::open(&p).unwrap();
-        f.sync_all().unwrap();
-        // SAFETY: a valid descriptor; advice only.
-        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        let st = replay(&h, &big);
-        assert!(!st.rest_resident, "{st:?}");
-        assert_eq!(st.pages_requested, 1024, "{st:?}");
     }
 
     /// Pages are recorded once, in first-touch order, up to the cap; the

@@ -114,21 +114,21 @@
 //! # When a launch is not recorded
 //!
 //! * **It reads from memory.** A launch with no set of its own whose
-//!   first 8 MiB read came from the cache (at most one page in 32
-//!   missed), or whose replay found its set in memory
-//!   ([`launchset::ReplayStats::rest_resident`]), is no longer followed
-//!   and its recording is dropped: recording costs the program the
+//!   first 64 MiB read came from the cache (at most one page in 32
+//!   missed) is no longer followed and its recording is dropped: recording costs the program the
 //!   daemon's work on the cores it runs on (`rg` over a source tree in
 //!   memory took 0.71x of its time recorded), and what a launch from
 //!   memory reads is no set to replay. Its next cold launch is recorded.
 //!
 //! # When a replay is not made
 //!
-//! * **The set is in memory.** A replay whose first reorder buffer read
-//!   nothing from storage looks at pages spread over the rest
-//!   (`cachestat`) and asks for nothing more when they are cached; its
-//!   metadata walk stops after 32 directories that read nothing
-//!   ([`outrider_live::metawalk::RESIDENT_DIRS`]).
+//! * **Not because its set is in memory.** A set found in memory is
+//!   still asked for (the bench's `rg-tree` measures what that costs):
+//!   probing it (16 pages spread over it) mistook sets another replay
+//!   had only begun to read for sets in memory (`rustc` in the day in
+//!   miniature, 0.80x of stock), and stopping a metadata walk after 32
+//!   directories that read nothing from storage stopped `find`'s walk
+//!   when `find` itself had listed them first.
 //! * **Memory pressure** (PSI, [`launchset::Backoff`]): no replay starts
 //!   while tasks waited on memory more than
 //!   [`config::Config::pressure_max_pct`] of the last 10 s, and a running

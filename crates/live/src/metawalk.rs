@@ -42,9 +42,6 @@ pub struct WalkStats {
     pub stats: u64,
     /// Directories or files that could not be read (moved, deleted).
     pub errors: u64,
-    /// The walk stopped early: its first [`RESIDENT_DIRS`] directories
-    /// and their files read nothing from storage.
-    pub resident: bool,
 }
 
 #[derive(Default)]
@@ -53,11 +50,6 @@ struct Counters {
     entries: AtomicU64,
     stats: AtomicU64,
     errors: AtomicU64,
-    /// Directories walked by all threads ([`probe`]).
-    walked: AtomicU64,
-    /// One of them read from storage.
-    read: AtomicBool,
-    resident: AtomicBool,
 }
 
 /// Threads of a walk: each reads synchronously (one directory block or
@@ -68,14 +60,6 @@ pub const WALK_THREADS: usize = 4;
 /// fewer threads (each started while the program starts, on a machine
 /// that may have two cores), a tree's on [`WALK_THREADS`].
 pub const DIRS_PER_THREAD: usize = 16;
-/// Directories walked with nothing read from storage (no thread of the
-/// walk submitted a block read, [`outrider_sys::thread_bytes_read`])
-/// after which a walk stops: the tree's metadata is in memory, and
-/// listing and looking up the rest would only take CPU from the program
-/// it is for: the daemon's replay of `rg`'s set over a source tree in
-/// memory listed its 1 812 directories and looked up 8 192 files on four
-/// threads while that `rg` ran (0.1 s); now 32 and 270.
-pub const RESIDENT_DIRS: u64 = 32;
 
 /// A running walk; [`MetaWalk::finish`] stops and joins it.
 pub struct MetaWalk {
@@ -131,12 +115,7 @@ impl MetaWalk {
                             return;
                         }
                         for (dir, files) in g.iter().skip(i).step_by(n) {
-                            if s.load(Ordering::Relaxed) {
-                                return;
-                            }
-                            let before = outrider_sys::thread_bytes_read();
                             walk_dir(dir, files, &s, &c);
-                            probe(&c, &s, outrider_sys::thread_bytes_read() > before);
                         }
                     })
                     .ok()
@@ -169,22 +148,7 @@ impl MetaWalk {
             entries: c.entries.load(Ordering::Relaxed),
             stats: c.stats.load(Ordering::Relaxed),
             errors: c.errors.load(Ordering::Relaxed),
-            resident: c.resident.load(Ordering::Relaxed),
         }
-    }
-}
-
-/// After each directory a thread walked: note whether it read from
-/// storage, and stop the walk once [`RESIDENT_DIRS`] were walked and
-/// none did.
-fn probe(c: &Counters, stop: &AtomicBool, read: bool) {
-    if read {
-        c.read.store(true, Ordering::Relaxed);
-    }
-    let walked = c.walked.fetch_add(1, Ordering::Relaxed) + 1;
-    if walked >= RESIDENT_DIRS && !c.read.load(Ordering::Relaxed) {
-        c.resident.store(true, Ordering::Relaxed);
-        stop.store(true, Ordering::Relaxed);
     }
 }
 
@@ -349,60 +313,6 @@ mod tests {
         assert_eq!(s.entries, 6, "a's five entries and b's one");
         assert_eq!(s.stats, 3, "f0, g, f1");
         assert_eq!(s.errors, 1, "the missing file");
-    }
-
-    /// `n` directories of 4 files each under a new directory in /var/tmp
-    /// (a disk, not tmpfs), in walk order.
-    fn tree(n: usize) -> (tempfile::TempDir, Vec<PathBuf>) {
-        let root = tempfile::tempdir_in("/var/tmp").unwrap();
-        let mut files = Vec::new();
-        for d in 0..n {
-            let dir = root.path().join(format!("d{d}"));
-            std::fs::create_dir(&dir).unwrap();
-            for f in 0..4 {
-                std::fs::write(dir.join(format!("f{f}")), b"x").unwrap();
-                files.push(dir.join(format!("f{f}")));
-            }
-        }
-        (root, files)
-    }
-
-    fn walk_all(files: Vec<PathBuf>) -> WalkStats {
-        let w = MetaWalk::start_as(Vec::new(), files, None).unwrap();
-        while !w.is_finished() {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        w.finish()
-    }
-
-    /// A tree in memory (just written) is walked only until
-    /// [`RESIDENT_DIRS`] directories read nothing from storage.
-    #[test]
-    fn a_walk_of_a_tree_in_memory_stops_after_its_first_directories() {
-        let (_root, files) = tree(200);
-        let s = walk_all(files);
-        assert!(s.resident, "{s:?}");
-        let most = RESIDENT_DIRS + WALK_THREADS as u64;
-        assert!(
-            s.dirs <= most,
-            "{} directories listed, at most {most}",
-            s.dirs
-        );
-    }
-
-    /// The same tree dropped from memory is walked to its end.
-    #[test]
-    fn a_walk_of_a_tree_on_disk_goes_to_its_end() {
-        if unsafe { libc::geteuid() } != 0 {
-            return; // dropping the caches needs root
-        }
-        let (_root, files) = tree(200);
-        // SAFETY: sync(2) takes no arguments.
-        unsafe { libc::sync() };
-        std::fs::write("/proc/sys/vm/drop_caches", "3").unwrap();
-        let s = walk_all(files);
-        assert!(!s.resident, "{s:?}");
-        assert_eq!((s.dirs, s.stats), (200, 800), "{s:?}");
     }
 
     #[test]

@@ -56,12 +56,6 @@ pub struct ReplayStats {
     pub dirs_walked: u64,
     /// Files the walk looked up (`fstatat`) in them.
     pub files_walked: u64,
-    /// The set past its first reorder buffer was found in memory
-    /// ([`RESIDENT_PROBES`]): not asked for, counted as skipped.
-    pub rest_resident: bool,
-    /// The walk found the tree's metadata in memory and stopped
-    /// ([`metawalk::RESIDENT_DIRS`]).
-    pub walk_resident: bool,
 }
 
 /// A file read sequentially over more than this many pages (8 MiB, the
@@ -121,46 +115,6 @@ pub struct ReplayOptions {
     /// history's), until the launcher exits. Not ahead of a launch.
     pub walk_dirs: Arc<Vec<PathBuf>>,
 }
-
-/// Accesses of a set looked at, at most, to find it in memory once its
-/// first reorder buffer read nothing from storage (then the rest is not
-/// asked for). A set already in memory costs its program the replay's
-/// opens and requests on the cores it needs: the daemon's replay of
-/// `rg`'s set (8 192 files) over a source tree in memory, with the
-/// successors read ahead beside it, took 0.53 s of its CPU during that
-/// 0.15 s `rg`; with the probes, 0.08 s (perf, one run each). A set
-/// partly in memory may be taken for one in memory: its program then
-/// reads the rest itself, as with no daemon.
-pub const RESIDENT_PROBES: usize = 16;
-
-/// The accesses of `accesses` at [`RESIDENT_PROBES`] pages spread
-/// evenly over its pages, the last first, each once: an access is looked
-/// at as often as its share of the pages (a launch's one read of a data
-/// file among a hundred of its libraries' pages is).
-pub(super) fn probes(accesses: &[AccessRecord]) -> Vec<AccessRecord> {
-    let ends: Vec<u64> = (accesses.iter())
-        .scan(0u64, |t, a| {
-            *t += u64::from(a.pages);
-            Some(*t)
-        })
-        .collect();
-    let total = ends.last().copied().unwrap_or(0);
-    let n = RESIDENT_PROBES as u64;
-    let mut at: Vec<usize> = (0..n)
-        .rev()
-        .map(|k| ends.partition_point(|&e| e <= total * (2 * k + 1) / (2 * n)))
-        .collect();
-    at.dedup();
-    at.into_iter()
-        .filter_map(|i| accesses.get(i).copied())
-        .collect()
-}
-
-/// What reads "from memory": at most one page in this many not cached.
-/// Some always are not: this machine's page cache loses pages in the
-/// background (DAMON reclaim; a 32 MiB file read a second before had 2
-/// to 136 of its 8 192 pages evicted, in three runs of five).
-pub const MISS_SHARE: u64 = 32;
 
 /// Pages asked for between two looks at whether the launcher exited.
 pub const EXIT_EVERY_PAGES: u64 = 256;
@@ -238,7 +192,6 @@ pub fn replay(h: &AppHistory, o: &ReplayOptions) -> ReplayStats {
         let walked = end_walk(w, o.launcher);
         st.dirs_walked = walked.dirs;
         st.files_walked = walked.stats;
-        st.walk_resident = walked.resident;
     }
     st.started_s = started_s;
     st.done_s = since();
@@ -330,17 +283,7 @@ fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> Re
         std::borrow::Cow::Borrowed(h.accesses.as_slice())
     };
     let accesses = &accesses[..within(&accesses, r.budget)];
-    let read_before = outrider_sys::thread_bytes_read();
-    let batches = batches(accesses);
-    for (i, b) in batches.iter().copied().enumerate() {
-        if i == 1 && outrider_sys::thread_bytes_read() == read_before {
-            let rest = &accesses[batches[0].len()..];
-            if r.resident(h, rest) {
-                r.st.rest_resident = true;
-                r.st.pages_skipped += rest.iter().map(|a| u64::from(a.pages)).sum::<u64>();
-                break;
-            }
-        }
+    for (i, b) in batches(accesses).into_iter().enumerate() {
         if i < 2 {
             r.restore(h, if i == 0 { b } else { accesses });
         }
@@ -458,34 +401,6 @@ impl Replayer {
                 self.fetch_range(file, at, piece.min(page + pages - at), since);
             }
         }
-    }
-
-    /// Is `rest` (the set past its first reorder buffer, which read
-    /// nothing from storage) in memory too? Its [`probes`] are looked at
-    /// whole (`cachestat`): at most one page in [`MISS_SHARE`] of them
-    /// may be missing, and none may be half missing (the first such ends
-    /// the look).
-    fn resident(&mut self, h: &AppHistory, rest: &[AccessRecord]) -> bool {
-        let probes = probes(rest);
-        self.restore(h, &probes);
-        let (mut pages_in, mut missing) = (0, 0);
-        let each = probes.iter().all(|a| {
-            let t = &mut self.tables[self.table_of[&a.file]];
-            let id = FileId(u64::from(a.file));
-            let end = t.info(id).map_or(0, |i| i.size.div_ceil(PAGE));
-            let pages = u64::from(a.pages).min(end.saturating_sub(a.page));
-            // A file dropped (changed or gone) has nothing to ask for.
-            let Some(f) = t.open_known(id) else {
-                return true;
-            };
-            let Ok(c) = outrider_sys::cachestat(f.fd.as_fd(), a.page * PAGE, pages * PAGE) else {
-                return false;
-            };
-            let gone = pages.saturating_sub(c.cache);
-            (pages_in, missing) = (pages_in + pages, missing + gone);
-            gone * 2 <= pages
-        });
-        each && missing * MISS_SHARE <= pages_in
     }
 
     fn table(&self, file: u32) -> &FileTable {
