@@ -69,8 +69,8 @@ const MISS_SHARE: u64 = 32;
 /// 104 MiB from the disk; judged at 8 MiB it was not recorded, and on
 /// the second day in miniature it ran slower than on the first (0.51 s
 /// against 0.43 s, 0.52 against 0.40; one day pair each); judged at
-/// 64 MiB, 0.36 against 0.37 and 0.19 against 0.40. What a launch from memory reads is no set to
-/// replay: its next cold launch is recorded.
+/// 64 MiB, 0.36 against 0.37 and 0.19 against 0.40. What a launch from
+/// memory reads is no set to replay: its next cold launch is recorded.
 const HOT_PAGES: u64 = 16384;
 
 /// Launches up a launch's reads are recorded in besides its own
@@ -545,32 +545,23 @@ impl Daemon {
 
     /// Stop recording launch `id`, which had no set of its own, once the
     /// first [`HOT_PAGES`] pages its tree read came from memory (at most 1
-    /// in [`MISS_SHARE`] missed), before the read of `read` pages
-    /// that reached them is recorded.
+    /// in [`MISS_SHARE`] missed), before the read of `read` pages that
+    /// reached them is recorded: its tasks are no longer followed and
+    /// nothing it read is saved.
     fn stop_if_hot(&mut self, id: u64, read: u64) {
         let Some(s) = status_of(&mut self.status, id) else {
             return;
         };
         let crossed = s.read_pages >= HOT_PAGES && s.read_pages - read < HOT_PAGES;
         let in_memory = s.missed_pages * MISS_SHARE <= s.read_pages;
-        if crossed && in_memory && !s.known {
-            self.stop_hot(id);
-        }
-    }
-
-    /// Launch `id` reads what memory holds: its tasks are no longer
-    /// followed and nothing it read is saved (its set, if it had one,
-    /// stays as it was).
-    fn stop_hot(&mut self, id: u64) {
-        let Some(l) = self.launches.get_mut(&id).filter(|l| !l.hot) else {
+        let Some(l) = self.launches.get_mut(&id) else {
             return;
         };
-        l.hot = true;
-        l.full = true;
-        self.status.launches_hot += 1;
-        if let Some(s) = status_of(&mut self.status, id) {
-            s.hot = true;
+        if !(crossed && in_memory && !s.known) {
+            return;
         }
+        (l.hot, l.full, s.hot) = (true, true, true);
+        self.status.launches_hot += 1;
         self.untrack_launch(id);
     }
 

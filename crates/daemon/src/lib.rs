@@ -115,8 +115,9 @@
 //!
 //! * **It reads from memory.** A launch with no set of its own whose
 //!   first 64 MiB read came from the cache (at most one page in 32
-//!   missed) is no longer followed and its recording is dropped: recording costs the program the
-//!   daemon's work on the cores it runs on (`rg` over a source tree in
+//!   missed) is no longer followed and its recording is dropped:
+//!   recording costs the program the daemon's work on the cores it runs
+//!   on (`rg` over a source tree in
 //!   memory took 0.71x of its time recorded), and what a launch from
 //!   memory reads is no set to replay. Its next cold launch is recorded.
 //!
