@@ -174,7 +174,7 @@ unhelped_cmd() {
     exec-storm) CMD=(sh -c 'for i in $(seq 300); do /bin/true; done') ;;
     cpu-python) CMD=(/usr/bin/python3 -c 'sum(i * i for i in range(3 * 10**6))') ;;
     sha-cached) CMD=(sha256sum "$DATA_DIR/unhelped-64m") ;;
-    rg-tree) suite_install rg:ripgrep; CMD=(rg -uu -F -e outrider-suite-no-such-string "$src") ;;
+    rg-tree) suite_install rg:ripgrep; suite_tree; CMD=(rg -uu -F -e outrider-suite-no-such-string "$src") ;;
   esac
 }
 : > "$work/unhelped"
