@@ -9,8 +9,8 @@
 mod common;
 
 use common::daemon::{
-    cold_lock, drop_caches, evict, python, resident_pct, saved_launch, status, wait_for,
-    watching_python, write_config, Daemon,
+    cold_lock, drop_caches, evict, finished_launch, python, resident_pct, saved_launch, status,
+    wait_for, watching_python, write_config, Daemon,
 };
 use common::{is_root, outrider, stderr};
 use serde_json::Value;
@@ -529,17 +529,6 @@ fn programs_it_does_not_follow_cost_it_no_events() {
         late < 4000,
         "8192 reads after its window were not followed: {late} events; {l}"
     );
-}
-
-/// The launch of process `pid` in the status, once its window ended.
-fn finished_launch(state: &Path, pid: u32) -> Value {
-    let s = wait_for(state, "the launch's window ended", |s| {
-        s["launches"]
-            .as_array()
-            .is_some_and(|l| l.iter().any(|l| l["pid"] == pid && l["finished"] == true))
-    });
-    let l = s["launches"].as_array().unwrap().iter();
-    l.clone().find(|l| l["pid"] == pid).unwrap().clone()
 }
 
 /// A launch with no set of its own that reads from memory is not

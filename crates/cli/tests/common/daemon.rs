@@ -101,13 +101,27 @@ pub fn wait_for(state: &Path, what: &str, ok: impl Fn(&Value) -> bool) -> Value 
 
 /// The launch of process `pid` in the status, once saved.
 pub fn saved_launch(state: &Path, pid: u32) -> Value {
-    let s = wait_for(state, "the launch set saved", |s| {
-        s["launches"]
-            .as_array()
-            .is_some_and(|l| l.iter().any(|l| l["pid"] == pid && l["saved"] == true))
-    });
-    let l = s["launches"].as_array().unwrap();
-    l.iter().find(|l| l["pid"] == pid).unwrap().clone()
+    launch_once(state, pid, "saved")
+}
+
+/// The launch of process `pid` in the status, once its window ended.
+pub fn finished_launch(state: &Path, pid: u32) -> Value {
+    launch_once(state, pid, "finished")
+}
+
+/// The launch of process `pid` in the status, once its field `flag` is
+/// true.
+fn launch_once(state: &Path, pid: u32, flag: &str) -> Value {
+    let launch = |s: &Value| {
+        let l = s["launches"].as_array()?.iter();
+        l.clone()
+            .find(|l| l["pid"] == pid && l[flag] == true)
+            .cloned()
+    };
+    launch(&wait_for(state, &format!("launch {pid} {flag}"), |s| {
+        launch(s).is_some()
+    }))
+    .expect("found")
 }
 
 /// The real python3 (not a wrapper script), if there is one.
