@@ -531,9 +531,10 @@ fn programs_it_does_not_follow_cost_it_no_events() {
     );
 }
 
-/// A launch with no set of its own that reads from memory is not
-/// recorded once its first 64 MiB came from the cache; the same program
-/// reading from the disk is recorded.
+/// A launch that reads from memory is not recorded: with no set of its
+/// own, once its first 64 MiB came from the cache; with a set, once its
+/// replay found the set in memory. The same program reading from the
+/// disk is recorded.
 #[test]
 fn a_launch_that_reads_from_memory_is_not_recorded() {
     let Some((py, dir, cfg, state)) = watching_python("") else {
@@ -559,11 +560,31 @@ fn a_launch_that_reads_from_memory_is_not_recorded() {
     assert!(l["recorded_pages"].as_u64().unwrap() <= 16384, "{l}");
     evict(&data);
     let l = saved_launch(&state, run());
-    let s = status(&state).unwrap();
-    drop(d);
     assert_eq!(l["hot"], false, "{l}");
     assert!(l["recorded_pages"].as_u64().unwrap() >= 8192, "{l}");
-    assert_eq!(s["launches_hot"], 1, "{s}");
+    // Its set is known now, and in memory (read once more): the replay
+    // finds it there, and the launch is not recorded. The page cache here
+    // loses pages in the background (DAMON), python's own among them,
+    // which a launch then reads from the disk: up to three tries.
+    let hot = (0..3).find_map(|_| {
+        assert_eq!(std::fs::read(&data).unwrap().len(), 96 << 20);
+        let l = finished_launch(&state, run());
+        (l["hot"] == true).then_some(l)
+    });
+    let l = hot.expect("one of three launches found its set in memory");
+    let s = status(&state).unwrap();
+    drop(d);
+    assert_eq!(
+        (l["hot"].clone(), l["known"].clone()),
+        (true.into(), true.into()),
+        "{l}"
+    );
+    assert_eq!(l["replay"]["rest_resident"], true, "{l}");
+    assert_eq!(
+        (l["saved"].clone(), s["launches_hot"].clone()),
+        (false.into(), 2.into()),
+        "{s}"
+    );
 }
 
 #[test]

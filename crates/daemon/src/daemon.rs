@@ -17,7 +17,9 @@ pub use status::{BootStatus, LaunchStatus, Status};
 
 use crate::clients::Listener;
 use crate::config::Config;
-use crate::launchset::{replay, PagesRead, Recorder, ReplayOptions, ReplayStats};
+use crate::launchset::{
+    replay, LaunchReads, PagesRead, Recorder, ReplayOptions, ReplayStats, MISS_SHARE,
+};
 use crate::sets::Sets;
 use crate::shared::{Index, Matcher};
 use crate::store::{self, BOOT_KEY};
@@ -32,6 +34,7 @@ use outrider_sys::monotonic_ns;
 use outrider_sys::taskstats::{self, TaskDelay, Taskstats};
 use rustc_hash::FxHashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -48,12 +51,6 @@ const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// and 16 per 64 pages): 64 launches of a parallel build, each up to its
 /// 256 MiB cap, would otherwise hold 16 GiB worth.
 const RECORDING_PAGES_MAX: u64 = 2 << 20;
-
-/// What reads "from memory": at most one page in this many not cached.
-/// Some always are not: this machine's page cache loses pages in the
-/// background (DAMON reclaim; a 32 MiB file read a second before had 2
-/// to 136 of its 8 192 pages evicted, in three runs of five).
-const MISS_SHARE: u64 = 32;
 
 /// Pages a launch with no set to replay reads before the daemon judges
 /// whether it read them from memory (at most one in [`MISS_SHARE`]
@@ -96,6 +93,11 @@ struct Launch {
     /// It read from memory ([`Daemon::stop_if_hot`]): no longer followed,
     /// and its recording is dropped.
     hot: bool,
+    /// What it read so far, for its replay ([`ReplayOptions::launch_reads`]).
+    reads: Arc<LaunchReads>,
+    /// Set by its replay once it found the set in memory
+    /// ([`ReplayOptions::found_resident`]): it is then hot.
+    resident: Arc<AtomicBool>,
     /// The streaks of the set it had before (`None`: it had none).
     prev: Option<Streaks>,
     /// The launch whose process tree exec'd it, if one was recording: its
@@ -177,6 +179,9 @@ pub struct Daemon {
     /// The directory opens on the root file system
     /// ([`Config::metadata_walk`]).
     dir_watch: Option<dirs::Watch>,
+    /// When a replay last read from storage
+    /// ([`ReplayOptions::storage_read_ns`]).
+    replays_read_ns: Arc<AtomicU64>,
 }
 
 /// The name of the launch-order model in the store (beside DiskSeen's
@@ -249,6 +254,7 @@ impl Daemon {
             successors,
             read_ahead: FxHashMap::default(),
             dir_watch: None,
+            replays_read_ns: Arc::default(),
             cfg,
             config_path,
             own_exe: std::fs::read_link("/proc/self/exe").ok(),
@@ -319,6 +325,9 @@ impl Daemon {
             ahead: false,
             read_around: self.cfg.read_around,
             walk_dirs: Default::default(),
+            storage_read_ns: Arc::clone(&self.replays_read_ns),
+            launch_reads: Default::default(),
+            found_resident: Default::default(),
         }
     }
 
@@ -523,6 +532,9 @@ impl Daemon {
                 self.stop_if_hot(a, pages);
             }
             let l = self.launches.get_mut(&a).expect("present");
+            if depth == 0 {
+                l.reads.read.fetch_add(pages, Ordering::Relaxed);
+            }
             at = l.parent;
             let before = l.rec.pages;
             if !l.hot {
@@ -543,10 +555,11 @@ impl Daemon {
         }
     }
 
-    /// Stop recording launch `id`, which had no set of its own, once the
-    /// first [`HOT_PAGES`] pages its tree read came from memory (at most 1
-    /// in [`MISS_SHARE`] missed), before the read of `read` pages that
-    /// reached them is recorded: its tasks are no longer followed and
+    /// Stop recording launch `id` once it reads from memory: with no set
+    /// of its own, once the first [`HOT_PAGES`] pages its tree read came
+    /// from there (at most 1 in [`MISS_SHARE`] missed), before the read
+    /// of `read` pages that reached them is recorded; with one, once its
+    /// replay found the set there. Its tasks are no longer followed and
     /// nothing it read is saved.
     fn stop_if_hot(&mut self, id: u64, read: u64) {
         let Some(s) = status_of(&mut self.status, id) else {
@@ -554,10 +567,11 @@ impl Daemon {
         };
         let crossed = s.read_pages >= HOT_PAGES && s.read_pages - read < HOT_PAGES;
         let in_memory = s.missed_pages * MISS_SHARE <= s.read_pages;
-        let Some(l) = self.launches.get_mut(&id) else {
+        let Some(l) = self.launches.get_mut(&id).filter(|l| !l.hot) else {
             return;
         };
-        if !(crossed && in_memory && !s.known) {
+        let resident = l.resident.load(Ordering::Relaxed);
+        if !(crossed && in_memory && !s.known || resident) {
             return;
         }
         (l.hot, l.full, s.hot) = (true, true, true);
@@ -593,6 +607,9 @@ impl Daemon {
         if let Some(&id) = self.tree.get(&pid) {
             if let Some(s) = status_of(&mut self.status, id) {
                 s.missed_pages += pages;
+            }
+            if let Some(l) = self.launches.get(&id) {
+                l.reads.missed.fetch_add(pages, Ordering::Relaxed);
             }
         }
     }
@@ -810,6 +827,9 @@ pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
                 ahead: false,
                 read_around: cfg.read_around,
                 walk_dirs: Default::default(),
+                storage_read_ns: Default::default(),
+                launch_reads: Default::default(),
+                found_resident: Default::default(),
             },
         )),
         None => Err(format!(

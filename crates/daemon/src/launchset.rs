@@ -28,8 +28,8 @@ mod replay;
 #[cfg(test)]
 use replay::{batches, merged_ranges};
 pub use replay::{
-    replay, sequential_files, Backoff, ReplayOptions, ReplayStats, EXIT_EVERY_PAGES,
-    PRESSURE_EVERY_PAGES, READAHEAD_PAGES, WALK_DIRS_MIN,
+    replay, sequential_files, Backoff, LaunchReads, ReplayOptions, ReplayStats, EXIT_EVERY_PAGES,
+    MISS_SHARE, PRESSURE_EVERY_PAGES, READAHEAD_PAGES, RESIDENT_PROBES, WALK_DIRS_MIN,
 };
 
 /// The application a launch belongs to, the key of its launch set: the
@@ -270,6 +270,8 @@ mod tests {
     use super::*;
     use outrider_sys::launch::Credentials;
     use std::os::unix::fs::MetadataExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
 
     /// `pages` pages from `index` of the file of `md`, read by `read(2)`.
     fn read_of(md: &std::fs::Metadata, index: u64, pages: u64) -> PagesRead {
@@ -280,6 +282,41 @@ mod tests {
             pages,
             mapped: false,
         }
+    }
+
+    /// Probes fall on pages spread over the set: a large access among
+    /// many small ones is looked at, the last access first.
+    #[test]
+    fn probes_are_spread_over_pages_not_accesses() {
+        let a = |file, pages| AccessRecord {
+            file,
+            page: 0,
+            pages,
+        };
+        let mut list: Vec<AccessRecord> = (0..100).map(|f| a(f, 1)).collect();
+        list.insert(50, a(1000, 2048));
+        list.push(a(2000, 1));
+        let files: Vec<u32> = replay::probes(&list).iter().map(|p| p.file).collect();
+        assert!(files.contains(&1000), "{files:?}");
+        assert!(files.len() <= RESIDENT_PROBES, "{files:?}");
+        let one: Vec<u32> = replay::probes(&[a(7, 3)]).iter().map(|p| p.file).collect();
+        assert_eq!(one, vec![7]);
+        assert!(replay::probes(&[]).is_empty());
+        let even: Vec<AccessRecord> = (0..64).map(|f| a(f, 1)).collect();
+        let even: Vec<u32> = replay::probes(&even).iter().map(|p| p.file).collect();
+        assert_eq!(even.first(), Some(&62), "the last probe first: {even:?}");
+    }
+
+    /// A probe reads its first and last pages and at most 8 in all.
+    #[test]
+    fn a_probe_reads_pages_spread_over_it() {
+        assert_eq!(replay::spread(10, 1), vec![10]);
+        assert_eq!(replay::spread(0, 3), vec![0, 1, 2]);
+        let many = replay::spread(5, 100);
+        assert_eq!(many.len() as u64, replay::PAGES_PER_PROBE);
+        assert_eq!((many[0], many[many.len() - 1]), (5, 104));
+        assert!(many.windows(2).all(|w| w[0] < w[1]), "{many:?}");
+        assert!(replay::spread(0, 0).is_empty());
     }
 
     #[test]
@@ -377,6 +414,9 @@ mod tests {
             ahead: false,
             read_around: false,
             walk_dirs: Default::default(),
+            storage_read_ns: Default::default(),
+            launch_reads: Default::default(),
+            found_resident: Default::default(),
         }
     }
 
@@ -502,6 +542,73 @@ mod tests {
         std::fs::write(&p, vec![1u8; 20 << 10]).unwrap();
         r.read(me, read_of(&md, 0, 16));
         assert_eq!(r.pages, 5);
+    }
+
+    /// A set whose first reorder buffer read nothing from storage and
+    /// whose probed pages are all cached is not asked for past that
+    /// buffer, once its launch's own reads came from memory and no other
+    /// replay read from storage lately; the same set dropped from the
+    /// cache is asked for whole, and its reads noted for the others.
+    #[test]
+    fn a_set_found_in_memory_is_not_asked_for_past_its_first_buffer() {
+        if unsafe { libc::geteuid() } != 0 {
+            return; // files are found by inode, which needs root
+        }
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![1u8; 1024 * 4096]).unwrap();
+        let md = std::fs::metadata(&p).unwrap();
+        // Every other page, then the rest: 1024 one-page accesses, of
+        // which the first buffer holds 256.
+        let mut r = Recorder::new(64 << 20, 8192);
+        for page in (0..1024).step_by(2).chain((1..1024).step_by(2)) {
+            r.read(std::process::id(), read_of(&md, page, 1));
+        }
+        let h = r.finish("/bin/x");
+        let reads = LaunchReads::default();
+        reads.read.store(replay::EVIDENCE_PAGES, Ordering::Relaxed);
+        let big = ReplayOptions {
+            budget_bytes: 64 << 20,
+            launch_reads: Arc::new(reads),
+            ..opts(None)
+        };
+        let st = replay(&h, &big);
+        assert!(st.rest_resident, "{st:?}");
+        assert!(big.found_resident.load(Ordering::SeqCst));
+        assert_eq!((st.pages_requested, st.pages_skipped), (256, 768));
+        // Its launch's own reads not yet seen to come from memory, or
+        // another replay read from storage just now: no look.
+        let unseen = ReplayOptions {
+            launch_reads: Arc::default(),
+            found_resident: Arc::default(),
+            ..big.clone()
+        };
+        let now = outrider_sys::monotonic_ns();
+        let beside = ReplayOptions {
+            storage_read_ns: Arc::new(AtomicU64::new(now)),
+            found_resident: Arc::default(),
+            ..big.clone()
+        };
+        for o in [&unseen, &beside] {
+            let st = replay(&h, o);
+            assert!(!st.rest_resident, "{st:?}");
+            assert!(!o.found_resident.load(Ordering::SeqCst));
+            assert_eq!(st.pages_requested, 1024, "{st:?}");
+        }
+        let f = std::fs::File::open(&p).unwrap();
+        f.sync_all().unwrap();
+        // SAFETY: a valid descriptor; advice only.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let before = outrider_sys::monotonic_ns();
+        let st = replay(&h, &big);
+        assert!(!st.rest_resident, "{st:?}");
+        assert_eq!(st.pages_requested, 1024, "{st:?}");
+        let noted = big.storage_read_ns.load(Ordering::Relaxed);
+        assert!(
+            noted >= before,
+            "its reads from storage noted for the others"
+        );
     }
 
     /// Pages are recorded once, in first-touch order, up to the cap; the

@@ -115,21 +115,25 @@
 //!
 //! * **It reads from memory.** A launch with no set of its own whose
 //!   first 64 MiB read came from the cache (at most one page in 32
-//!   missed) is no longer followed and its recording is dropped:
-//!   recording costs the program the daemon's work on the cores it runs
-//!   on (`rg` over a source tree in
-//!   memory took 0.71x of its time recorded), and what a launch from
-//!   memory reads is no set to replay. Its next cold launch is recorded.
+//!   missed), or whose replay found its set in memory (below), is no
+//!   longer followed and its recording is dropped: recording costs the
+//!   program the daemon's work on the cores it runs on (`rg` over a
+//!   source tree in memory took 0.71x of its time recorded), and what a
+//!   launch from memory reads is no set to replay. Its set, if it had
+//!   one, stays as it was; its next cold launch is recorded.
 //!
 //! # When a replay is not made
 //!
-//! * **Not because its set is in memory.** A set found in memory is
-//!   still asked for (the bench's `rg-tree` measures what that costs):
-//!   probing it (16 pages spread over it) mistook sets another replay
-//!   had only begun to read for sets in memory (`rustc` in the day in
-//!   miniature, 0.80x of stock), and stopping a metadata walk after 32
-//!   directories that read nothing from storage stopped `find`'s walk
-//!   when `find` itself had listed them first.
+//! * **Its set is in memory.** A replay whose first reorder buffer came
+//!   from memory (at most one page in 8 read from storage), whose
+//!   launch's own first 1 MiB did too (one page in 32 missed at most),
+//!   and beside which no replay read from storage for 0.5 s, reads up to
+//!   8 pages of each of 16 accesses spread over the rest without waiting
+//!   (`RWF_NOWAIT`) and, when they are there, asks for nothing more and
+//!   ends its metadata walk ([`launchset::RESIDENT_PROBES`] says what
+//!   each guard prevented). A walk is not stopped by what it finds
+//!   itself: stopped after 32 directories that read nothing from
+//!   storage, it stopped `find`'s walk when `find` had listed them first.
 //! * **Memory pressure** (PSI, [`launchset::Backoff`]): no replay starts
 //!   while tasks waited on memory more than
 //!   [`config::Config::pressure_max_pct`] of the last 10 s, and a running

@@ -134,9 +134,50 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Bytes the calling thread had read from storage so far: the block
+/// reads it submitted itself (its I/O accounting's `read_bytes`, which
+/// `getrusage(RUSAGE_THREAD)` gives as `ru_inblock` in 512-byte units),
+/// so page-cache hits and reads another task submitted count nothing.
+/// 0 where the kernel keeps no such count.
+pub fn thread_bytes_read() -> u64 {
+    // SAFETY: an all-zero rusage is valid, and getrusage fills it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer; RUSAGE_THREAD is the calling thread.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return 0;
+    }
+    ru.ru_inblock.max(0) as u64 * 512
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread's count goes up by what it read from a file dropped from
+    /// the cache, and not at all when it reads the file again from it.
+    #[test]
+    fn a_thread_counts_what_it_read_from_storage_and_not_cache_hits() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
+        let f = std::fs::File::open(&p).unwrap();
+        f.sync_all().unwrap();
+        // SAFETY: a valid descriptor; advice only.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let read = |f: &std::fs::File| {
+            let before = thread_bytes_read();
+            let mut buf = Vec::new();
+            (&*f).read_to_end(&mut buf).unwrap();
+            assert_eq!(buf.len(), 1 << 20);
+            thread_bytes_read() - before
+        };
+        let cold = read(&f);
+        assert!(cold >= 1 << 20, "read from the disk: {cold} bytes counted");
+        std::io::Seek::rewind(&mut &f).unwrap();
+        assert_eq!(read(&f), 0, "read again from the cache");
+    }
 
     /// A FIFO must be refused at once, not block in `open` (a reader
     /// waiting for a writer that never comes).

@@ -17,7 +17,8 @@
 //! - [`memory`]: cgroup (v1 and v2) memory limits and `MemAvailable`;
 //! - [`files`]: opening a path from a history, a list or an argument
 //!   safely ([`open_regular`]: no FIFO, device or final symbolic link),
-//!   the descriptor limit and the monotonic clock;
+//!   the descriptor limit, the monotonic clock and what the calling
+//!   thread read from storage ([`thread_bytes_read`]);
 //! - [`handle`]: `name_to_handle_at`/`open_by_handle_at` and the mount
 //!   points they need (`/proc/self/mountinfo`);
 //! - [`launch`]: starting the program as its user (sudo), killed if
@@ -63,7 +64,7 @@ pub use advise::{
 };
 pub use cachestat::{cachestat, cachestat_mincore, page_cached_nowait, CacheStat};
 pub use fiemap::{fiemap, Extent};
-pub use files::{monotonic_ns, nofile_limit, open_regular, Follow};
+pub use files::{monotonic_ns, nofile_limit, open_regular, thread_bytes_read, Follow};
 pub use memory::{
     cgroup_memory, mem_available_bytes, memory_pressure, CgroupMemory, MemoryPressure,
 };

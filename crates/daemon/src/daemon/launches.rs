@@ -5,7 +5,7 @@
 
 use super::status::{level_name, status_of, verdict_name, LaunchStatus};
 use super::{log, Daemon, Done, Launch, Pending};
-use crate::launchset::{replay, Recorder};
+use crate::launchset::{replay, LaunchReads, Recorder};
 use crate::sets::Cached;
 use crate::shared::{self, Matcher};
 use crate::store;
@@ -14,6 +14,7 @@ use outrider_driver::benefit::{Evidence, Gate, Level};
 use outrider_store::AppHistory;
 use outrider_sys::launch::Credentials;
 use outrider_sys::monotonic_ns;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Applications whose last launch is remembered at most (older ones are
@@ -57,24 +58,27 @@ impl Daemon {
     /// its order: replay that set from access `from` on, as its own set
     /// would be, and judge it at the window's end as its own.
     pub(super) fn replay_shared(&mut self, id: u64, key: &str, from: usize) {
-        let Some((pid, exec_ns)) = self.launches.get(&id).map(|l| (l.pid, l.exec_ns)) else {
+        let Some(watch) =
+            (self.launches.get(&id)).map(|l| (l.pid, l.exec_ns, Arc::clone(&l.reads)))
+        else {
             return;
         };
+        let pid = watch.0;
         let ((Some(part), _), Ok(user)) = (self.load_set(key, from), Credentials::of_pid(pid))
         else {
             return;
         };
         let part = Arc::new(part);
-        self.spawn_replay(
+        let resident = self.spawn_replay(
             id,
-            (pid, exec_ns),
+            watch,
             (Some((Arc::clone(&part), 1.0)), Vec::new()),
             user,
             Arc::default(),
         );
         self.status.shared_replays += 1;
         if let Some(l) = self.launches.get_mut(&id) {
-            l.replayed = Some(part);
+            (l.replayed, l.resident) = (Some(part), resident);
         }
         if let Some(s) = status_of(&mut self.status, id) {
             s.shared_from = Some(key.strip_prefix(store::LAUNCH_PREFIX).unwrap_or(key).into());
@@ -130,9 +134,14 @@ impl Daemon {
         let own = (loaded.filter(|_| share > 0.0)).map(|h| (Arc::new(h), share));
         let replayed = own.as_ref().map(|(h, _)| Arc::clone(h));
         let next = self.successor_sets(&key);
-        if let (Ok(user), true) = (user, own.is_some() || !next.is_empty()) {
-            self.spawn_replay(id, (pid, exec_ns), (own, next), user, dirs);
-        }
+        let reads = Arc::<LaunchReads>::default();
+        let resident = match (user, own.is_some() || !next.is_empty()) {
+            (Ok(user), true) => {
+                let watch = (pid, exec_ns, Arc::clone(&reads));
+                self.spawn_replay(id, watch, (own, next), user, dirs)
+            }
+            _ => Arc::default(),
+        };
         self.push_status(LaunchStatus {
             id,
             exe: exe.clone(),
@@ -155,6 +164,8 @@ impl Daemon {
                 replayed,
                 full: false,
                 hot: false,
+                reads,
+                resident,
                 prev,
                 parent,
                 dirs: Default::default(),
@@ -256,11 +267,12 @@ impl Daemon {
     fn spawn_replay(
         &mut self,
         id: u64,
-        (pid, exec_ns): (u32, u64),
+        (pid, exec_ns, reads): (u32, u64, Arc<LaunchReads>),
         (own, next): (Option<Replay>, Vec<Replay>),
         user: Option<Credentials>,
         dirs: Arc<Vec<std::path::PathBuf>>,
-    ) {
+    ) -> Arc<AtomicBool> {
+        let resident = Arc::<AtomicBool>::default();
         let cap = self.cfg.launch_cap_mib << 20;
         let options = |share: f64| {
             let mut o = self.replay_options(share, user.clone());
@@ -272,6 +284,8 @@ impl Daemon {
             o.launcher = Some(pid);
             o.exec_ns = exec_ns;
             o.walk_dirs = dirs;
+            o.launch_reads = reads;
+            o.found_resident = Arc::clone(&resident);
             (set, o)
         });
         let next: Vec<_> = (next.into_iter())
@@ -292,6 +306,7 @@ impl Daemon {
                 let _ = tx.send(Done::Successor(replay(&set, &o)));
             }
         });
+        resident
     }
 
     /// The launches predicted to follow this launch of `key` (learning

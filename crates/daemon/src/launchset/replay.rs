@@ -15,6 +15,7 @@ use outrider_sys::Fetch;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// What one replay did.
@@ -56,6 +57,9 @@ pub struct ReplayStats {
     pub dirs_walked: u64,
     /// Files the walk looked up (`fstatat`) in them.
     pub files_walked: u64,
+    /// The set past its first reorder buffer was found in memory
+    /// ([`RESIDENT_PROBES`]): not asked for, counted as skipped.
+    pub rest_resident: bool,
 }
 
 /// A file read sequentially over more than this many pages (8 MiB, the
@@ -114,7 +118,134 @@ pub struct ReplayOptions {
     /// replay ([`outrider_live::metawalk`], as `outrider run` walks a
     /// history's), until the launcher exits. Not ahead of a launch.
     pub walk_dirs: Arc<Vec<PathBuf>>,
+    /// When one of the daemon's replays last read from storage
+    /// (CLOCK_MONOTONIC ns; 0: none has): a set is looked for in memory
+    /// ([`RESIDENT_PROBES`]) only [`OTHERS_QUIET_NS`] after, as pages
+    /// another replay asked for may be in the cache still on their way.
+    pub storage_read_ns: Arc<AtomicU64>,
+    /// What its launch read so far, kept by the daemon: a set is looked
+    /// for in memory only once the launch's own reads came from there.
+    pub launch_reads: Arc<LaunchReads>,
+    /// Set once this replay found its set in memory, before it ends.
+    pub found_resident: Arc<AtomicBool>,
 }
+
+/// Pages a launch read and pages of them it missed (brought into the
+/// cache itself), as the daemon's events told them so far.
+#[derive(Debug, Default)]
+pub struct LaunchReads {
+    /// Pages its process tree read (`mm_filemap` events).
+    pub read: AtomicU64,
+    /// Pages its tasks brought into the cache (`add_to_page_cache`).
+    pub missed: AtomicU64,
+}
+
+impl LaunchReads {
+    /// Did the launch read at least [`EVIDENCE_PAGES`], at most one in
+    /// [`MISS_SHARE`] of them missed? Waited for up to [`EVIDENCE_WAIT`]
+    /// while it read fewer and missed no more than that share of them:
+    /// its events reach the daemon a few milliseconds after its reads,
+    /// and a replay whose first reorder buffer is its libraries gets
+    /// there first (`python3` reading a file in memory, its first 1 MiB
+    /// not yet seen, was recorded and its set asked for whole).
+    fn read_from_memory(&self) -> bool {
+        let t0 = std::time::Instant::now();
+        loop {
+            let read = self.read.load(Ordering::Relaxed);
+            let missed = self.missed.load(Ordering::Relaxed);
+            if missed * MISS_SHARE > read.max(EVIDENCE_PAGES) {
+                return false;
+            }
+            if read >= EVIDENCE_PAGES {
+                return true;
+            }
+            if t0.elapsed() >= EVIDENCE_WAIT {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
+/// How long a replay whose first reorder buffer came from memory waits,
+/// at most, for its launch's own first [`EVIDENCE_PAGES`].
+pub const EVIDENCE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Pages a launch reads before its own reads can tell that it reads
+/// from memory (1 MiB).
+pub const EVIDENCE_PAGES: u64 = 256;
+
+/// Accesses of a set looked at, at most, to find it in memory: once its
+/// first reorder buffer came from there (at most one page in
+/// [`FIRST_MISS_SHARE`] read from storage), its launch's own first reads
+/// did ([`LaunchReads`]) and no other replay read from storage lately
+/// ([`OTHERS_QUIET_NS`]). Then the rest is not asked for, its metadata
+/// walk ends and its launch is not recorded. A set in memory costs its
+/// program the replay's opens and requests, the walk's and the
+/// recording's, on the cores it needs: during `rg` over a source tree
+/// in memory, its set of 8 192 files known, the daemon ran 0.16-0.20 s
+/// of CPU in that 0.2 s run (half of it `open_by_handle_at`, in the
+/// replay and in the recording; perf). Each guard was needed once:
+/// probed beside another replay, sets that replay had only begun to read
+/// were taken for sets in memory (`rustc` in the day in miniature, 0.80x
+/// of stock); without the launch's own reads, a `cat` of a file dropped
+/// from the cache, whose set's probes fell on its libraries and other
+/// files in memory, was.
+pub const RESIDENT_PROBES: usize = 16;
+
+/// The accesses of `accesses` at [`RESIDENT_PROBES`] pages spread
+/// evenly over its pages, the last first, each once: an access is looked
+/// at as often as its share of the pages (a launch's one read of a data
+/// file among a hundred of its libraries' pages is).
+pub(super) fn probes(accesses: &[AccessRecord]) -> Vec<AccessRecord> {
+    let ends: Vec<u64> = (accesses.iter())
+        .scan(0u64, |t, a| {
+            *t += u64::from(a.pages);
+            Some(*t)
+        })
+        .collect();
+    let total = ends.last().copied().unwrap_or(0);
+    let n = RESIDENT_PROBES as u64;
+    let mut at: Vec<usize> = (0..n)
+        .rev()
+        .map(|k| ends.partition_point(|&e| e <= total * (2 * k + 1) / (2 * n)))
+        .collect();
+    at.dedup();
+    at.into_iter()
+        .filter_map(|i| accesses.get(i).copied())
+        .collect()
+}
+
+/// A first reorder buffer of `rg`'s set (~260 pages) over a tree in
+/// memory read 10 pages from storage (its files' inodes among them, read
+/// to verify them): one in [`MISS_SHARE`] would have left its set asked
+/// for whole.
+const FIRST_MISS_SHARE: u64 = 8;
+
+/// How long after one of the daemon's replays read from storage no
+/// replay looks for its set in memory ([`ReplayOptions::storage_read_ns`]):
+/// a 16 MiB reorder buffer asked for at once arrives over 30-160 ms at
+/// 100-500 MB/s.
+pub const OTHERS_QUIET_NS: u64 = 500_000_000;
+
+/// Pages of one probe ([`RESIDENT_PROBES`]) read without waiting, at
+/// most.
+pub const PAGES_PER_PROBE: u64 = 8;
+
+/// Up to [`PAGES_PER_PROBE`] pages spread evenly over the `pages` pages
+/// from `page`, its first and last among them.
+pub(super) fn spread(page: u64, pages: u64) -> Vec<u64> {
+    let n = pages.min(PAGES_PER_PROBE);
+    (0..n)
+        .map(|k| page + if n > 1 { k * (pages - 1) / (n - 1) } else { 0 })
+        .collect()
+}
+
+/// What reads "from memory": at most one page in this many not cached.
+/// Some always are not: this machine's page cache loses pages in the
+/// background (DAMON reclaim; a 32 MiB file read a second before had 2
+/// to 136 of its 8 192 pages evicted, in three runs of five).
+pub const MISS_SHARE: u64 = 32;
 
 /// Pages asked for between two looks at whether the launcher exited.
 pub const EXIT_EVERY_PAGES: u64 = 256;
@@ -189,7 +320,12 @@ pub fn replay(h: &AppHistory, o: &ReplayOptions) -> ReplayStats {
     let walk = start_walk(h, o);
     let mut st = replay_from(h, o, &since);
     if let Some(w) = walk {
-        let walked = end_walk(w, o.launcher);
+        // A set found in memory: its directories are taken to be too.
+        let walked = if st.rest_resident {
+            w.finish()
+        } else {
+            end_walk(w, o.launcher)
+        };
         st.dirs_walked = walked.dirs;
         st.files_walked = walked.stats;
     }
@@ -275,6 +411,11 @@ fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> Re
         },
         idle: o.ahead.then(IdleDisks::default),
         st: ReplayStats::default(),
+        reads: Reads {
+            seen: outrider_sys::thread_bytes_read(),
+            shared: Arc::clone(&o.storage_read_ns),
+            noting: false,
+        },
     };
     let mut windows = around::Windows::default();
     let accesses = if o.read_around {
@@ -283,7 +424,18 @@ fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> Re
         std::borrow::Cow::Borrowed(h.accesses.as_slice())
     };
     let accesses = &accesses[..within(&accesses, r.budget)];
-    for (i, b) in batches(accesses).into_iter().enumerate() {
+    let batches = batches(accesses);
+    for (i, b) in batches.iter().copied().enumerate() {
+        if i == 1 {
+            let rest = &accesses[batches[0].len()..];
+            if r.rest_in_memory(h, (batches[0], rest), o) {
+                r.st.rest_resident = true;
+                o.found_resident.store(true, Ordering::SeqCst);
+                r.st.pages_skipped += rest.iter().map(|a| u64::from(a.pages)).sum::<u64>();
+                break;
+            }
+            r.reads.noting = true;
+        }
         if i < 2 {
             r.restore(h, if i == 0 { b } else { accesses });
         }
@@ -291,8 +443,32 @@ fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> Re
             r.st.verified_s = since();
         }
         r.fetch(b, since);
+        r.reads.note();
     }
+    r.reads.noting = true;
+    r.reads.note();
     r.st
+}
+
+/// What a replay read from storage, noted for the others
+/// ([`ReplayOptions::storage_read_ns`]).
+struct Reads {
+    /// Its thread's bytes read from storage when it last looked.
+    seen: u64,
+    shared: Arc<AtomicU64>,
+    /// Noted from its second reorder buffer on (its first is how it
+    /// looks whether its set is in memory), or once it ends.
+    noting: bool,
+}
+
+impl Reads {
+    fn note(&mut self) {
+        let read = outrider_sys::thread_bytes_read();
+        if self.noting && read > self.seen {
+            self.seen = read;
+            (self.shared).store(outrider_sys::monotonic_ns(), Ordering::Relaxed);
+        }
+    }
 }
 
 /// One replay under way: its files (those of the first reorder buffer
@@ -317,6 +493,7 @@ struct Replayer {
     /// Ahead of a launch: each piece waits for an idle disk.
     idle: Option<IdleDisks>,
     st: ReplayStats,
+    reads: Reads,
 }
 
 impl Replayer {
@@ -403,6 +580,53 @@ impl Replayer {
         }
     }
 
+    /// Is the set in memory: its `first` reorder buffer (asked for) came
+    /// from there, and so did its launch's own first reads, no other
+    /// replay read from storage lately, and the `rest` is found there?
+    fn rest_in_memory(
+        &mut self,
+        h: &AppHistory,
+        (first, rest): (&[AccessRecord], &[AccessRecord]),
+        o: &ReplayOptions,
+    ) -> bool {
+        let pages: u64 = first.iter().map(|a| u64::from(a.pages)).sum();
+        let missed = outrider_sys::thread_bytes_read().saturating_sub(self.reads.seen) / PAGE;
+        let last = o.storage_read_ns.load(Ordering::Relaxed);
+        let quiet = outrider_sys::monotonic_ns().saturating_sub(last) >= OTHERS_QUIET_NS;
+        missed * FIRST_MISS_SHARE <= pages
+            && (quiet || last == 0)
+            && o.launch_reads.read_from_memory()
+            && self.resident(h, rest)
+    }
+
+    /// Is `rest` (the set past its first reorder buffer) in memory too?
+    /// Up to [`PAGES_PER_PROBE`] pages spread over each of its [`probes`]
+    /// are read without waiting (`RWF_NOWAIT`): a page still on its way
+    /// counts as missing, where `cachestat` counts it cached. At most one
+    /// page in [`MISS_SHARE`] of them may be missing, and no probe half
+    /// missing (the first such ends the look).
+    fn resident(&mut self, h: &AppHistory, rest: &[AccessRecord]) -> bool {
+        let probes = probes(rest);
+        self.restore(h, &probes);
+        let (mut looked, mut missing) = (0, 0);
+        let each = probes.iter().all(|a| {
+            let t = &mut self.tables[self.table_of[&a.file]];
+            let id = FileId(u64::from(a.file));
+            let end = t.info(id).map_or(0, |i| i.size.div_ceil(PAGE));
+            let pages = u64::from(a.pages).min(end.saturating_sub(a.page));
+            // A file dropped (changed or gone) has nothing to ask for.
+            let Some(f) = t.open_known(id) else {
+                return true;
+            };
+            let at = spread(a.page, pages);
+            let ready = |&p: &u64| outrider_sys::page_cached_nowait(f.fd.as_fd(), p * PAGE);
+            let gone = at.iter().filter(|p| !ready(p).unwrap_or(false)).count() as u64;
+            (looked, missing) = (looked + at.len() as u64, missing + gone);
+            gone * 2 <= at.len() as u64
+        });
+        each && missing * MISS_SHARE <= looked
+    }
+
     fn table(&self, file: u32) -> &FileTable {
         &self.tables[self.table_of[&file]]
     }
@@ -420,6 +644,7 @@ impl Replayer {
             // A launcher already gone (no pidfd) counts as exited.
             st.stopped_at_exit =
                 (self.launcher.as_ref()).is_some_and(|f| f.as_ref().is_none_or(exited));
+            self.reads.note();
         }
         if st.stopped_by_pressure || st.stopped_at_exit || st.stopped_busy {
             self.budget = 0;
