@@ -127,7 +127,7 @@ def unhelped_section(work):
     print("Hot cache (each program run once just before), so there is nothing to prefetch: the difference is "
           "the daemon's cost. The daemon (its default settings, successor prediction on) saw each program once "
           "before: `rg-tree` with the caches dropped, so its launch set is recorded and each of its launches here "
-          "replays it, though it is in memory; the others hot, so a launch that read its first 64 MiB from memory "
+          "looks for it in memory (its replay then stops and the launch is not recorded, unless a page it looks at is missing); the others hot, so a launch that read its first 64 MiB from memory "
           "(`sha-cached`) was not recorded and each one here stops being recorded at 64 MiB, and the rest are "
           "recorded and replayed. "
           "**exec-storm**: `sh -c 'for i in $(seq 300); do /bin/true; done'` (300 execs: the first `sh`, `seq` and "
