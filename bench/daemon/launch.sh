@@ -168,7 +168,13 @@ for rep in $(seq 1 "$DAY_REPS"); do
   fi
   echo "launch.sh: day rep $rep: $(awk -v r="$rep" '$2 == r { t[$1] += $4 } END { for (a in t) printf "%s %.2f  ", a, t[a] }' "$work/day")" >&2
 done
-# Programs the daemon cannot help: "arm rep program wall" to $work/unhelped.
+# The daemon's CPU so far (ms, its exited threads' included; 0 when it
+# is stopped), in clock ticks of 10 ms.
+daemon_cpu_ms() {
+  [ -n "$daemon_pid" ] && awk '{ print ($14 + $15) * 10 }' /proc/"$daemon_pid"/stat 2> /dev/null || echo 0
+}
+# Programs the daemon cannot help: "arm rep program wall daemon_cpu_ms"
+# (the daemon's CPU during the run) to $work/unhelped.
 unhelped_cmd() {
   case $1 in
     exec-storm) CMD=(sh -c 'for i in $(seq 300); do /bin/true; done') ;;
@@ -203,7 +209,9 @@ if [ -n "$UNHELPED" ]; then
         # cpu-python 0.95x); the running arm alone used to wait.
         [ "$arm" = running ] && start_daemon
         sleep 1; spin 300
-        timed "${CMD[@]}"; echo "$arm $rep $q $WALL" >> "$work/unhelped"
+        c0=$(daemon_cpu_ms)
+        timed "${CMD[@]}"
+        echo "$arm $rep $q $WALL $(($(daemon_cpu_ms) - c0))" >> "$work/unhelped"
         [ "$arm" = running ] && stop_daemon
       done
     done

@@ -119,9 +119,12 @@ def unhelped_section(work):
     if not os.path.exists(path) or os.path.getsize(path) == 0:
         return
     runs = {}  # program -> rep -> arm -> wall
+    cpu = {}  # program -> the daemon's CPU (ms) during each running run
     for line in open(path):
-        arm, rep, prog, w = line.split()
+        arm, rep, prog, w, ms = line.split()
         runs.setdefault(prog, {}).setdefault(rep, {})[arm] = float(w)
+        if arm == "running":
+            cpu.setdefault(prog, []).append(int(ms))
     print("## Programs it cannot help: the daemon running vs stopped")
     print()
     print("Hot cache (each program run once just before), so there is nothing to prefetch: the difference is "
@@ -137,18 +140,21 @@ def unhelped_section(work):
           "nowhere over the suite's source tree (31 k files) in memory. The two arms alternate which goes first; each waits a "
           "second (the daemon starting, or not), then keeps a core busy 0.3 s right before the run (a run after an "
           "idle second was ~5% slower than one right after another run, daemon or not); ratio = "
-          "median of each repetition's stopped / running.")
+          "median of each repetition's stopped / running. The daemon's CPU during the running arm's run: "
+          "`/proc/PID/stat` in 10 ms ticks, median and most.")
     print()
-    print("| program | stopped (s) | running (s) | stopped / running | repetitions | misses |")
-    print("|---|---:|---:|---:|---:|---|")
+    print("| program | stopped (s) | running (s) | stopped / running | repetitions | daemon CPU in the run (ms) | "
+          "misses |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for prog, reps in runs.items():
         ok = [r for r in reps.values() if "stopped" in r and "running" in r]
         if not ok:
             continue
         x = med([r["stopped"] / r["running"] for r in ok])
         miss = f"**{x:.2f}x**" if x < SPEEDUP_MIN else "none"
+        ms = cpu.get(prog, [0])
         print(f"| {prog} | {med([r['stopped'] for r in ok]):.3f} | {med([r['running'] for r in ok]):.3f} | "
-              f"{x:.2f}x | {len(ok)} | {miss} |")
+              f"{x:.2f}x | {len(ok)} | {med(ms):.0f} (most {max(ms)}) | {miss} |")
     print()
     bpf_section(work)
 

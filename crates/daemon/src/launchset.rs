@@ -596,6 +596,14 @@ mod tests {
             assert!(!o.found_resident.load(Ordering::SeqCst));
             assert_eq!(st.pages_requested, 1024, "{st:?}");
         }
+        // Ahead of its launch there are no launch reads: the probes decide.
+        let ahead = ReplayOptions {
+            ahead: true,
+            ..unseen.clone()
+        };
+        let st = replay(&h, &ahead);
+        assert!(st.rest_resident, "{st:?}");
+        assert_eq!((st.pages_requested, st.pages_skipped), (256, 768));
         let f = std::fs::File::open(&p).unwrap();
         f.sync_all().unwrap();
         // SAFETY: a valid descriptor; advice only.
@@ -609,6 +617,12 @@ mod tests {
             noted >= before,
             "its reads from storage noted for the others"
         );
+        // Noted on this thread, by a replay that ended: the next replay
+        // here (a launch's successors run after its own) still looks.
+        std::fs::read(&p).unwrap();
+        let st = replay(&h, &big);
+        assert!(st.rest_resident, "{st:?}");
+        assert_eq!(big.storage_read_ns.load(Ordering::Relaxed), noted);
     }
 
     /// Pages are recorded once, in first-touch order, up to the cap; the

@@ -190,7 +190,11 @@ pub const EVIDENCE_PAGES: u64 = 256;
 /// were taken for sets in memory (`rustc` in the day in miniature, 0.80x
 /// of stock); without the launch's own reads, a `cat` of a file dropped
 /// from the cache, whose set's probes fell on its libraries and other
-/// files in memory, was.
+/// files in memory, was. A replay ahead of its launch looks too: a
+/// predicted `rg`'s set, in memory, read ahead whole at each of the
+/// launches before it cost the daemon 0.5-0.6 s of CPU (8 192 files
+/// opened by path, each 1 MiB piece's idle-disk polls; perf), which
+/// then turned `rg`'s own launch away at the CPU cap.
 pub const RESIDENT_PROBES: usize = 16;
 
 /// The accesses of `accesses` at [`RESIDENT_PROBES`] pages spread
@@ -461,13 +465,33 @@ struct Reads {
     noting: bool,
 }
 
+std::thread_local! {
+    /// When a replay on this thread last noted a read from storage.
+    static NOTED_HERE_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 impl Reads {
     fn note(&mut self) {
         let read = outrider_sys::thread_bytes_read();
         if self.noting && read > self.seen {
             self.seen = read;
-            (self.shared).store(outrider_sys::monotonic_ns(), Ordering::Relaxed);
+            let now = outrider_sys::monotonic_ns();
+            NOTED_HERE_NS.set(now);
+            (self.shared).store(now, Ordering::Relaxed);
         }
+    }
+
+    /// Has no replay on another thread read from storage for
+    /// [`OTHERS_QUIET_NS`]? The replays of one launch run one after the
+    /// other on one thread (its own, then its successors'): one that
+    /// ended is not reading beside the next, and pages it asked for
+    /// that are still on their way are missing to the probes
+    /// (`RWF_NOWAIT`). Counting it, the predicted `rg`'s set was read
+    /// ahead whole after a successor's 9 pages from storage.
+    fn others_quiet(&self) -> bool {
+        let last = self.shared.load(Ordering::Relaxed);
+        let quiet = outrider_sys::monotonic_ns().saturating_sub(last) >= OTHERS_QUIET_NS;
+        quiet || last == 0 || last == NOTED_HERE_NS.get()
     }
 }
 
@@ -581,8 +605,11 @@ impl Replayer {
     }
 
     /// Is the set in memory: its `first` reorder buffer (asked for) came
-    /// from there, and so did its launch's own first reads, no other
-    /// replay read from storage lately, and the `rest` is found there?
+    /// from there, and so did its launch's own first reads (a replay
+    /// ahead of its launch has none: its probes alone decide, and a
+    /// wrong "in memory" costs only the read-ahead, the launch's own
+    /// replay still running at its exec), no other replay read from
+    /// storage lately, and the `rest` is found there?
     fn rest_in_memory(
         &mut self,
         h: &AppHistory,
@@ -591,11 +618,9 @@ impl Replayer {
     ) -> bool {
         let pages: u64 = first.iter().map(|a| u64::from(a.pages)).sum();
         let missed = outrider_sys::thread_bytes_read().saturating_sub(self.reads.seen) / PAGE;
-        let last = o.storage_read_ns.load(Ordering::Relaxed);
-        let quiet = outrider_sys::monotonic_ns().saturating_sub(last) >= OTHERS_QUIET_NS;
         missed * FIRST_MISS_SHARE <= pages
-            && (quiet || last == 0)
-            && o.launch_reads.read_from_memory()
+            && self.reads.others_quiet()
+            && (o.ahead || o.launch_reads.read_from_memory())
             && self.resident(h, rest)
     }
 
