@@ -101,6 +101,28 @@ pub struct EbpfSource {
     pub stats: SourceStats,
 }
 
+/// Stops following threads of an [`EbpfSource`]'s, from any thread.
+#[derive(Debug)]
+pub struct Untracker(Map);
+
+impl Untracker {
+    /// Stop following the threads process `pid` has now (`/proc/PID/task`);
+    /// its threads forked later are not followed either, their parent no
+    /// longer being. Its child processes stay followed.
+    pub fn untrack_threads_of(&self, pid: u32) {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+        for task in tasks.into_iter().flatten().flatten() {
+            if let Some(tid) = task
+                .file_name()
+                .to_str()
+                .and_then(|t| t.parse::<u32>().ok())
+            {
+                let _ = self.0.delete(&tid.to_ne_bytes());
+            }
+        }
+    }
+}
+
 /// Which tasks a source records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
@@ -304,6 +326,11 @@ impl EbpfSource {
     /// until they are untracked or exit.
     pub fn untrack(&self, tid: u32) {
         let _ = self.tracked.delete(&tid.to_ne_bytes());
+    }
+
+    /// A handle that stops following threads, for another thread.
+    pub fn untracker(&self) -> io::Result<Untracker> {
+        Ok(Untracker(self.tracked.try_clone()?))
     }
 
     /// Drop the execs of file name `name` (the hash in their

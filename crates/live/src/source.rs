@@ -139,6 +139,15 @@ impl EventSource {
         }
     }
 
+    /// A handle that stops following threads from another thread (eBPF
+    /// only: the tracefs source records every task regardless).
+    pub fn untracker(&self) -> Option<crate::ebpf::Untracker> {
+        match self {
+            EventSource::Ebpf(s) => s.untracker().ok(),
+            EventSource::TraceFs(_) => None,
+        }
+    }
+
     /// Stop following thread `tid` (eBPF under [`Scope::Execs`]; the
     /// tracefs source records every task regardless).
     pub fn untrack(&self, tid: u32) {

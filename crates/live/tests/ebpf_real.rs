@@ -322,3 +322,30 @@ fn a_loop_of_quiet_execs_sends_the_pages_they_share_about_once() {
         "100 quiet runs of one program send its pages about once per CPU: {reads} records"
     );
 }
+
+#[test]
+fn an_untracker_stops_following_a_process_from_another_thread() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let mut evs = events();
+    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
+    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = child.id();
+    let followed = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(10));
+        src.follows(pid)
+    });
+    let untracker = src.untracker().unwrap();
+    std::thread::spawn(move || untracker.untrack_threads_of(pid))
+        .join()
+        .unwrap();
+    let after = src.follows(pid);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drain(&mut src);
+    assert!(followed, "an exec is followed from its start");
+    assert!(!after, "and no longer once untracked");
+}

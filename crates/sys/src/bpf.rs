@@ -406,6 +406,14 @@ impl Map {
         Map { fd, value_size }
     }
 
+    /// Another handle on the same map (a duplicated descriptor).
+    pub fn try_clone(&self) -> io::Result<Map> {
+        Ok(Map {
+            fd: self.fd.try_clone()?,
+            value_size: self.value_size,
+        })
+    }
+
     /// The descriptor (to hand the map to another process).
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()

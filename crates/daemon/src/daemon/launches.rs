@@ -286,6 +286,7 @@ impl Daemon {
             o.walk_dirs = dirs;
             o.launch_reads = reads;
             o.found_resident = Arc::clone(&resident);
+            o.stop_following = self.untracker.as_ref().map(|u| (Arc::clone(u), pid));
             (set, o)
         });
         let next: Vec<_> = (next.into_iter())

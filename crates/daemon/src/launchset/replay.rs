@@ -6,6 +6,7 @@
 use super::idle::{IdleClass, IdleDisks};
 use super::{around, PAGE};
 use outrider_core::FileId;
+use outrider_live::ebpf::Untracker;
 use outrider_live::files::{FileTable, FileTableOptions};
 use outrider_live::history;
 use outrider_live::metawalk::{self, MetaWalk, WalkStats};
@@ -57,7 +58,7 @@ pub struct ReplayStats {
     pub dirs_walked: u64,
     /// Files the walk looked up (`fstatat`) in them.
     pub files_walked: u64,
-    /// The set past its first reorder buffer was found in memory
+    /// The set was found in memory before any of it was asked for
     /// ([`RESIDENT_PROBES`]): not asked for, counted as skipped.
     pub rest_resident: bool,
 }
@@ -128,6 +129,12 @@ pub struct ReplayOptions {
     pub launch_reads: Arc<LaunchReads>,
     /// Set once this replay found its set in memory, before it ends.
     pub found_resident: Arc<AtomicBool>,
+    /// Then the launcher's threads are no longer followed, from this
+    /// thread: the daemon's main thread, at nice 19 beside a launch that
+    /// keeps every core busy, came to it 7-121 ms after the exec (`rg`
+    /// over a tree in memory, five runs), and the launch's records until
+    /// then cost it in its own context.
+    pub stop_following: Option<(Arc<Untracker>, u32)>,
 }
 
 /// Pages a launch read and pages of them it missed (brought into the
@@ -143,44 +150,83 @@ pub struct LaunchReads {
 impl LaunchReads {
     /// Did the launch read at least [`EVIDENCE_PAGES`], at most one in
     /// [`MISS_SHARE`] of them missed? Waited for up to [`EVIDENCE_WAIT`]
-    /// while it read fewer and missed no more than that share of them:
-    /// its events reach the daemon a few milliseconds after its reads,
-    /// and a replay whose first reorder buffer is its libraries gets
-    /// there first (`python3` reading a file in memory, its first 1 MiB
-    /// not yet seen, was recorded and its set asked for whole).
-    fn read_from_memory(&self) -> bool {
+    /// while it read fewer and missed no more than that share of them.
+    /// Its events reach the daemon a few milliseconds after its reads, or
+    /// much later when its main thread, at nice 19, waits for a CPU the
+    /// launch keeps busy: so the launcher's own counts are looked at too
+    /// (`/proc/PID/io`: `rchar`, the bytes its `read`s returned, and
+    /// `read_bytes`, those it had read from storage), whichever tells
+    /// first. With the events alone, `rg` over a tree in memory, on both
+    /// cores, was judged 38 ms after its exec in one run and 291 ms in
+    /// another, and in a third not at all (its 20 ms passed): its set
+    /// was then asked for whole. A replay whose first reorder buffer is
+    /// its libraries gets there before the launch reads anything
+    /// (`python3` reading a file in memory, its first 1 MiB not yet
+    /// seen, was recorded and its set asked for whole).
+    fn read_from_memory(&self, launcher: Option<u32>) -> bool {
         let t0 = std::time::Instant::now();
+        let io = launcher.map(|pid| std::path::PathBuf::from(format!("/proc/{pid}/io")));
         loop {
-            let read = self.read.load(Ordering::Relaxed);
-            let missed = self.missed.load(Ordering::Relaxed);
-            if missed * MISS_SHARE > read.max(EVIDENCE_PAGES) {
-                return false;
+            let seen = self.evidence();
+            let own = io.as_deref().and_then(io_pages).and_then(evidence_of);
+            match (seen, own) {
+                (Some(from_memory), _) | (None, Some(from_memory)) => return from_memory,
+                (None, None) if t0.elapsed() >= EVIDENCE_WAIT => return false,
+                (None, None) => std::thread::sleep(std::time::Duration::from_millis(1)),
             }
-            if read >= EVIDENCE_PAGES {
-                return true;
-            }
-            if t0.elapsed() >= EVIDENCE_WAIT {
-                return false;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
         }
+    }
+
+    /// What the daemon's events tell so far ([`evidence_of`]).
+    fn evidence(&self) -> Option<bool> {
+        evidence_of((
+            self.read.load(Ordering::Relaxed),
+            self.missed.load(Ordering::Relaxed),
+        ))
     }
 }
 
-/// How long a replay whose first reorder buffer came from memory waits,
-/// at most, for its launch's own first [`EVIDENCE_PAGES`].
+/// Of pages `read`, `missed` not in memory: read from memory (at least
+/// [`EVIDENCE_PAGES`], at most one in [`MISS_SHARE`] missed), not (more
+/// missed than that share of them, or of [`EVIDENCE_PAGES`]), or too
+/// soon to tell.
+fn evidence_of((read, missed): (u64, u64)) -> Option<bool> {
+    if missed * MISS_SHARE > read.max(EVIDENCE_PAGES) {
+        return Some(false);
+    }
+    (read >= EVIDENCE_PAGES).then_some(true)
+}
+
+/// Pages a process's `read`s returned and pages it read from storage,
+/// from its `/proc/PID/io` (`rchar`, `read_bytes`), if it can be read.
+fn io_pages(io: &std::path::Path) -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string(io).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = s.lines().find(|l| l.starts_with(name))?;
+        line[name.len()..].trim().parse().ok()
+    };
+    Some((field("rchar:")? / PAGE, field("read_bytes:")? / PAGE))
+}
+
+/// How long a replay whose set's probes found it in memory waits, at
+/// most, for its launch's own first [`EVIDENCE_PAGES`].
 pub const EVIDENCE_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Pages a launch reads before its own reads can tell that it reads
 /// from memory (1 MiB).
 pub const EVIDENCE_PAGES: u64 = 256;
 
-/// Accesses of a set looked at, at most, to find it in memory: once its
-/// first reorder buffer came from there (at most one page in
-/// [`FIRST_MISS_SHARE`] read from storage), its launch's own first reads
-/// did ([`LaunchReads`]) and no other replay read from storage lately
-/// ([`OTHERS_QUIET_NS`]). Then the rest is not asked for, its metadata
-/// walk ends and its launch is not recorded. A set in memory costs its
+/// Accesses looked at, at most, in each of a set's two parts (its first
+/// reorder buffer, the rest) to find it in memory before any of it is
+/// asked for, while no other replay read from storage lately
+/// ([`OTHERS_QUIET_NS`]); then its launch's own first reads must come
+/// from there too ([`LaunchReads`]). A set found there is not asked for,
+/// its metadata walk does not start and its launch is not recorded.
+/// Looked for after its first reorder buffer had been verified and asked
+/// for (by how much of it the replay's thread read from storage), the
+/// set of `rg` over a tree in memory was found there 30-45 ms after the
+/// exec, and 217-278 ms in one run of five: the replay, at nice 19,
+/// waits for the cores `rg` keeps busy, and `rg` is followed until then. A set in memory costs its
 /// program the replay's opens and requests, the walk's and the
 /// recording's, on the cores it needs: during `rg` over a source tree
 /// in memory, its set of 8 192 files known, the daemon ran 0.16-0.20 s
@@ -219,12 +265,6 @@ pub(super) fn probes(accesses: &[AccessRecord]) -> Vec<AccessRecord> {
         .filter_map(|i| accesses.get(i).copied())
         .collect()
 }
-
-/// A first reorder buffer of `rg`'s set (~260 pages) over a tree in
-/// memory read 10 pages from storage (its files' inodes among them, read
-/// to verify them): one in [`MISS_SHARE`] would have left its set asked
-/// for whole.
-const FIRST_MISS_SHARE: u64 = 8;
 
 /// How long after one of the daemon's replays read from storage no
 /// replay looks for its set in memory ([`ReplayOptions::storage_read_ns`]):
@@ -321,15 +361,10 @@ pub fn replay(h: &AppHistory, o: &ReplayOptions) -> ReplayStats {
     };
     let since = || outrider_sys::monotonic_ns().saturating_sub(origin) as f64 / 1e9;
     let started_s = since();
-    let walk = start_walk(h, o);
-    let mut st = replay_from(h, o, &since);
+    let mut walk = None;
+    let mut st = replay_from(h, o, &since, &mut || walk = start_walk(h, o));
     if let Some(w) = walk {
-        // A set found in memory: its directories are taken to be too.
-        let walked = if st.rest_resident {
-            w.finish()
-        } else {
-            end_walk(w, o.launcher)
-        };
+        let walked = end_walk(w, o.launcher);
         st.dirs_walked = walked.dirs;
         st.files_walked = walked.stats;
     }
@@ -373,8 +408,14 @@ pub const WALK_DIRS_MIN: usize = 4;
 /// launcher ended.
 const WALK_LOOK: std::time::Duration = std::time::Duration::from_millis(2);
 
-/// [`replay`], its times but the start and end taken by `since`.
-fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> ReplayStats {
+/// [`replay`], its times but the start and end taken by `since`; `walk`
+/// starts its metadata walk unless the set is found in memory.
+fn replay_from(
+    h: &AppHistory,
+    o: &ReplayOptions,
+    since: &dyn Fn() -> f64,
+    walk: &mut dyn FnMut(),
+) -> ReplayStats {
     let _idle_class = o.ahead.then(IdleClass::enter);
     let Some(backoff) = Backoff::start(o.pressure_max_pct) else {
         return ReplayStats {
@@ -418,7 +459,6 @@ fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> Re
         reads: Reads {
             seen: outrider_sys::thread_bytes_read(),
             shared: Arc::clone(&o.storage_read_ns),
-            noting: false,
         },
     };
     let mut windows = around::Windows::default();
@@ -429,17 +469,18 @@ fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> Re
     };
     let accesses = &accesses[..within(&accesses, r.budget)];
     let batches = batches(accesses);
-    for (i, b) in batches.iter().copied().enumerate() {
-        if i == 1 {
-            let rest = &accesses[batches[0].len()..];
-            if r.rest_in_memory(h, (batches[0], rest), o) {
-                r.st.rest_resident = true;
-                o.found_resident.store(true, Ordering::SeqCst);
-                r.st.pages_skipped += rest.iter().map(|a| u64::from(a.pages)).sum::<u64>();
-                break;
-            }
-            r.reads.noting = true;
+    let first = batches.first().copied().unwrap_or_default();
+    if r.in_memory(h, (first, &accesses[first.len()..]), o) {
+        r.st.rest_resident = true;
+        o.found_resident.store(true, Ordering::SeqCst);
+        if let Some((u, pid)) = &o.stop_following {
+            u.untrack_threads_of(*pid);
         }
+        r.st.pages_skipped += accesses.iter().map(|a| u64::from(a.pages)).sum::<u64>();
+        return r.st;
+    }
+    walk();
+    for (i, b) in batches.iter().copied().enumerate() {
         if i < 2 {
             r.restore(h, if i == 0 { b } else { accesses });
         }
@@ -449,8 +490,6 @@ fn replay_from(h: &AppHistory, o: &ReplayOptions, since: &dyn Fn() -> f64) -> Re
         r.fetch(b, since);
         r.reads.note();
     }
-    r.reads.noting = true;
-    r.reads.note();
     r.st
 }
 
@@ -460,9 +499,6 @@ struct Reads {
     /// Its thread's bytes read from storage when it last looked.
     seen: u64,
     shared: Arc<AtomicU64>,
-    /// Noted from its second reorder buffer on (its first is how it
-    /// looks whether its set is in memory), or once it ends.
-    noting: bool,
 }
 
 std::thread_local! {
@@ -473,7 +509,7 @@ std::thread_local! {
 impl Reads {
     fn note(&mut self) {
         let read = outrider_sys::thread_bytes_read();
-        if self.noting && read > self.seen {
+        if read > self.seen {
             self.seen = read;
             let now = outrider_sys::monotonic_ns();
             NOTED_HERE_NS.set(now);
@@ -604,34 +640,36 @@ impl Replayer {
         }
     }
 
-    /// Is the set in memory: its `first` reorder buffer (asked for) came
-    /// from there, and so did its launch's own first reads (a replay
-    /// ahead of its launch has none: its probes alone decide, and a
-    /// wrong "in memory" costs only the read-ahead, the launch's own
-    /// replay still running at its exec), no other replay read from
-    /// storage lately, and the `rest` is found there?
-    fn rest_in_memory(
+    /// Is the set in memory, before any of it is asked for? No other
+    /// replay read from storage lately, its `first` reorder buffer and the
+    /// `rest` are found there (their probes apart: the first buffer is
+    /// what the launch needs first, and a small share of the pages), and
+    /// so did its launch's own first reads (a replay ahead of its launch
+    /// has none: its probes alone decide, and a wrong "in memory" costs
+    /// only the read-ahead, the launch's own replay still running at its
+    /// exec). The probes come first: a set not in memory fails at its
+    /// first missing probe, before any wait for the launch's reads.
+    fn in_memory(
         &mut self,
         h: &AppHistory,
         (first, rest): (&[AccessRecord], &[AccessRecord]),
         o: &ReplayOptions,
     ) -> bool {
-        let pages: u64 = first.iter().map(|a| u64::from(a.pages)).sum();
-        let missed = outrider_sys::thread_bytes_read().saturating_sub(self.reads.seen) / PAGE;
-        missed * FIRST_MISS_SHARE <= pages
-            && self.reads.others_quiet()
-            && (o.ahead || o.launch_reads.read_from_memory())
+        self.reads.others_quiet()
+            && !first.is_empty()
+            && self.resident(h, first)
             && self.resident(h, rest)
+            && (o.ahead || o.launch_reads.read_from_memory(o.launcher))
     }
 
-    /// Is `rest` (the set past its first reorder buffer) in memory too?
-    /// Up to [`PAGES_PER_PROBE`] pages spread over each of its [`probes`]
+    /// Is `part` of the set in memory? Up to [`PAGES_PER_PROBE`] pages
+    /// spread over each of its [`probes`]
     /// are read without waiting (`RWF_NOWAIT`): a page still on its way
     /// counts as missing, where `cachestat` counts it cached. At most one
     /// page in [`MISS_SHARE`] of them may be missing, and no probe half
     /// missing (the first such ends the look).
-    fn resident(&mut self, h: &AppHistory, rest: &[AccessRecord]) -> bool {
-        let probes = probes(rest);
+    fn resident(&mut self, h: &AppHistory, part: &[AccessRecord]) -> bool {
+        let probes = probes(part);
         self.restore(h, &probes);
         let (mut looked, mut missing) = (0, 0);
         let each = probes.iter().all(|a| {
