@@ -226,12 +226,12 @@ pub const EVIDENCE_PAGES: u64 = 256;
 /// for (by how much of it the replay's thread read from storage), the
 /// set of `rg` over a tree in memory was found there 30-45 ms after the
 /// exec, and 217-278 ms in one run of five: the replay, at nice 19,
-/// waits for the cores `rg` keeps busy, and `rg` is followed until then. A set in memory costs its
-/// program the replay's opens and requests, the walk's and the
-/// recording's, on the cores it needs: during `rg` over a source tree
-/// in memory, its set of 8 192 files known, the daemon ran 0.16-0.20 s
-/// of CPU in that 0.2 s run (half of it `open_by_handle_at`, in the
-/// replay and in the recording; perf). Each guard was needed once:
+/// waits for the cores `rg` keeps busy, and `rg` is followed until then.
+/// A set in memory costs its program the replay's opens and requests,
+/// the walk's and the recording's, on the cores it needs: during `rg`
+/// over a source tree in memory, its set of 8 192 files known, the
+/// daemon ran 0.16-0.20 s of CPU in that 0.2 s run (half of it
+/// `open_by_handle_at`, in the replay and in the recording; perf). Each guard was needed once:
 /// probed beside another replay, sets that replay had only begun to read
 /// were taken for sets in memory (`rustc` in the day in miniature, 0.80x
 /// of stock); without the launch's own reads, a `cat` of a file dropped
