@@ -332,7 +332,10 @@ fn an_untracker_stops_following_a_process_from_another_thread() {
     let mut evs = events();
     evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
     let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
-    let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
     let pid = child.id();
     let followed = (0..100).any(|_| {
         std::thread::sleep(Duration::from_millis(10));
