@@ -109,7 +109,7 @@ impl Disk {
     /// Others read from the disk since the last look, with nothing in
     /// flight (the first look counts as a read: nothing to compare yet).
     fn others_read(&mut self) -> bool {
-        let ours = read_bytes(Path::new("/proc/thread-self/io"));
+        let ours = io_fields(Path::new("/proc/thread-self/io"), ["read_bytes"]).map(|[b]| b);
         let now = sectors_read(&self.stat)
             .zip(ours)
             .map(|(d, o)| (d * 512).saturating_sub(o));
@@ -122,11 +122,21 @@ impl Disk {
     }
 }
 
-/// `read_bytes` of a `/proc/.../io` file, if it can be read.
-fn read_bytes(io: &Path) -> Option<u64> {
+/// Fields `names` (`rchar`, `read_bytes`, ...) of a `/proc/.../io` file,
+/// in that order, if it can be read and has them all.
+pub(super) fn io_fields<const N: usize>(io: &Path, names: [&str; N]) -> Option<[u64; N]> {
     let s = std::fs::read_to_string(io).ok()?;
-    let line = s.lines().find(|l| l.starts_with("read_bytes:"))?;
-    line["read_bytes:".len()..].trim().parse().ok()
+    let field = |name: &str| -> Option<u64> {
+        let rest = s
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))?;
+        rest.trim().parse().ok()
+    };
+    let mut out = [0; N];
+    for (o, name) in out.iter_mut().zip(names) {
+        *o = field(name)?;
+    }
+    Some(out)
 }
 
 /// Sectors read (the third field) of a sysfs block `stat` file.
@@ -190,6 +200,22 @@ fn requests_in_flight(path: &Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fields come back in the order asked for, by their exact names; a
+    /// name the file lacks, or a file that is not there, is `None`.
+    #[test]
+    fn io_fields_are_read_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let io = dir.path().join("io");
+        std::fs::write(
+            &io,
+            "rchar: 70\nread_bytes: 4096\ncancelled_write_bytes: 1\n",
+        )
+        .unwrap();
+        assert_eq!(io_fields(&io, ["read_bytes", "rchar"]), Some([4096, 70]));
+        assert_eq!(io_fields(&io, ["bytes"]), None);
+        assert_eq!(io_fields(&dir.path().join("gone"), ["rchar"]), None);
+    }
 
     /// A disk of test files: `inflight` holding `in_flight` requests and
     /// a `stat` with `sectors` read, already looked at once.

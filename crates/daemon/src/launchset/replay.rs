@@ -3,7 +3,7 @@
 //! an in-flight bound and the byte budget, stopping at memory pressure
 //! or the launcher's exit; ahead of a launch, in the disk's idle time.
 
-use super::idle::{IdleClass, IdleDisks};
+use super::idle::{io_fields, IdleClass, IdleDisks};
 use super::{around, PAGE};
 use outrider_core::FileId;
 use outrider_live::ebpf::Untracker;
@@ -200,12 +200,8 @@ fn evidence_of((read, missed): (u64, u64)) -> Option<bool> {
 /// Pages a process's `read`s returned and pages it read from storage,
 /// from its `/proc/PID/io` (`rchar`, `read_bytes`), if it can be read.
 fn io_pages(io: &std::path::Path) -> Option<(u64, u64)> {
-    let s = std::fs::read_to_string(io).ok()?;
-    let field = |name: &str| -> Option<u64> {
-        let line = s.lines().find(|l| l.starts_with(name))?;
-        line[name.len()..].trim().parse().ok()
-    };
-    Some((field("rchar:")? / PAGE, field("read_bytes:")? / PAGE))
+    let [rchar, read_bytes] = io_fields(io, ["rchar", "read_bytes"])?;
+    Some((rchar / PAGE, read_bytes / PAGE))
 }
 
 /// How long a replay whose set's probes found it in memory waits, at
