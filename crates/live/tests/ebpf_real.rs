@@ -352,3 +352,51 @@ fn an_untracker_stops_following_a_process_from_another_thread() {
     assert!(followed, "an exec is followed from its start");
     assert!(!after, "and no longer once untracked");
 }
+
+/// Records other than execs do not wake the reader one by one, but the
+/// record that fills the ring past an eighth does: a reader waiting long
+/// between polls is woken by a program that reads fast.
+#[test]
+fn a_ring_filling_up_wakes_its_reader_with_no_exec() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let pages = 2 * outrider_live::ebpf::WAKE_BYTES / 64;
+    let (_dir, path, _) = file_of_pages(pages);
+    let mut evs = events();
+    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
+    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    // One exec, then a page per `read` (a record each) once a line comes.
+    let reader = format!(
+        "import sys\nsys.stdin.readline()\nf = open({:?}, 'rb')\nwhile f.read(4096): pass\n",
+        path.display().to_string()
+    );
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", &reader])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    drain(&mut src);
+    let go = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        use std::io::Write;
+        stdin.write_all(b"go\n").unwrap();
+        stdin
+    });
+    let timeout = Duration::from_secs(30);
+    let t0 = std::time::Instant::now();
+    let woken = src.wait(None, timeout);
+    let waited = t0.elapsed();
+    drop(go.join().unwrap());
+    assert!(child.wait().unwrap().success());
+    let got = drain(&mut src);
+    assert!(woken && waited < timeout, "woken after {waited:?}");
+    assert!(
+        got.len() >= pages / 2,
+        "the reads were sent: {} records",
+        got.len()
+    );
+}

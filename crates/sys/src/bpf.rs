@@ -58,6 +58,9 @@ pub mod helper {
     pub const RINGBUF_RESERVE: i32 = 131;
     /// `bpf_ringbuf_submit`.
     pub const RINGBUF_SUBMIT: i32 = 132;
+    /// `bpf_ringbuf_query` (ring, flags): with flags 0
+    /// (`BPF_RB_AVAIL_DATA`), the bytes written and not yet consumed.
+    pub const RINGBUF_QUERY: i32 = 134;
     /// `bpf_probe_read_kernel_str` (dst, size, unsafe_ptr): the bytes
     /// copied, the NUL included, or a negative error.
     pub const PROBE_READ_KERNEL_STR: i32 = 115;
