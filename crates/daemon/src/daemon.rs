@@ -83,6 +83,9 @@ const RECORDING_PAGES_MAX: u64 = 2 << 20;
 /// against 0.43 s, 0.52 against 0.40; one day pair each); judged at
 /// 64 MiB, 0.36 against 0.37 and 0.19 against 0.40. What a launch from
 /// memory reads is no set to replay: its next cold launch is recorded.
+/// The eBPF programs judge the same way, in the launch's own context
+/// (`outrider_live::ebpf::EbpfSource::let_go_from_memory`): this thread,
+/// at nice 19, came to it late beside a launch that kept both cores busy.
 const HOT_PAGES: u64 = 16384;
 
 /// Launches up a launch's reads are recorded in besides its own
@@ -431,6 +434,10 @@ impl Daemon {
         if self.boot.is_some() {
             (opened.source.record_everyone(true)).map_err(|e| format!("tracing: {e}"))?;
         }
+        // The kernel judges as `stop_if_hot` does, at nice 0 in the
+        // launch's own context, where the daemon comes late.
+        (opened.source.let_go_from_memory(HOT_PAGES, MISS_SHARE))
+            .map_err(|e| format!("tracing: {e}"))?;
         self.untracker = opened.source.untracker().map(Arc::new);
         self.src = Some(opened.source);
         Ok(prompt)

@@ -53,6 +53,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
 
+mod hot;
 mod repeats;
 
 /// Ring-buffer size: 1 MiB, ~16 000 records of 64 bytes. The busiest
@@ -87,6 +88,9 @@ pub struct EbpfSource {
     /// Exec names whose execs are dropped in the kernel until a time
     /// ([`Scope::Execs`] only).
     quiet: Option<Map>,
+    /// Per launch stamp, what it read and missed ([`hot`]; [`Scope::Execs`]
+    /// only).
+    stamps: Option<Map>,
     decoder: Decoder,
     /// Perf events holding the programs attached (closed first on drop).
     links: Vec<OwnedFd>,
@@ -246,6 +250,7 @@ impl EbpfSource {
             tracked: parts.tracked,
             counters: parts.counters,
             quiet: parts.quiet,
+            stamps: parts.stamps,
             links: parts.links,
             _programs: parts.programs,
             park,
@@ -350,6 +355,39 @@ impl EbpfSource {
         }
     }
 
+    /// Stop following an exec'd image (its stamp) whose first `pages`
+    /// pages read came from memory, at most one in `miss_share` of them
+    /// missed, in the kernel ([`hot`]; [`Scope::Execs`] only, else a
+    /// no-op); `pages` 0: never.
+    pub fn let_go_from_memory(&self, pages: u64, miss_share: u64) -> io::Result<()> {
+        if self.stamps.is_none() {
+            return Ok(());
+        }
+        let c = &self.counters;
+        c.update(&hot::SHARE_KEY.to_ne_bytes(), &miss_share.to_ne_bytes())?;
+        c.update(&hot::PAGES_KEY.to_ne_bytes(), &pages.to_ne_bytes())
+    }
+
+    /// Never let the image thread `tid` runs go for reading from memory
+    /// ([`EbpfSource::let_go_from_memory`]): its launch is judged
+    /// otherwise. False when `tid` is not followed.
+    pub fn keep_following(&self, tid: u32) -> bool {
+        let (Some(stamps), Ok(Some(stamp))) =
+            (&self.stamps, self.tracked.lookup(&tid.to_ne_bytes()))
+        else {
+            return false;
+        };
+        let mut v = stamps.lookup(&stamp).ok().flatten().unwrap_or(vec![0; 24]);
+        v[16..24].copy_from_slice(&hot::KEPT.to_ne_bytes());
+        stamps.update(&stamp, &v).is_ok()
+    }
+
+    /// The stamp thread `tid` is followed with, if it is. (Tests.)
+    pub fn stamp_of(&self, tid: u32) -> Option<u64> {
+        let v = self.tracked.lookup(&tid.to_ne_bytes()).ok()??;
+        Some(u64::from_ne_bytes(v[..8].try_into().ok()?))
+    }
+
     /// Let every task's records through (true) or only followed ones'.
     pub fn record_everyone(&self, on: bool) -> io::Result<()> {
         (self.counters).update(&EVERYONE_KEY.to_ne_bytes(), &u64::from(on).to_ne_bytes())
@@ -426,6 +464,7 @@ struct Parts {
     tracked: Map,
     counters: Map,
     quiet: Option<Map>,
+    stamps: Option<Map>,
     links: Vec<OwnedFd>,
     programs: Vec<Program>,
 }
@@ -441,12 +480,13 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         MAX_TRACKED,
         NO_PREALLOC,
     )?;
-    let counters = Map::create(MapType::Array, "outrider_lost", 4, 8, 3, 0)?;
+    let counters = Map::create(MapType::Array, "outrider_lost", 4, 8, 5, 0)?;
     let quiet = (scope == Scope::Execs)
         .then(|| Map::create(MapType::LruHash, "outrider_quiet", 8, 8, QUIET_MAX, 0))
         .transpose()?;
     // Held by the programs that use it once they are loaded.
     let seen = (scope == Scope::Execs).then(repeats::create).transpose()?;
+    let stamps = (scope == Scope::Execs).then(hot::create).transpose()?;
     let (mut links, mut programs) = (Vec::new(), Vec::new());
     let maps = Maps {
         ring: ring.map(),
@@ -454,6 +494,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         counters: &counters,
         quiet: quiet.as_ref(),
         seen: seen.as_ref(),
+        stamps: stamps.as_ref(),
     };
     for format in formats {
         let role = role_of(format)?;
@@ -470,6 +511,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         tracked,
         counters,
         quiet,
+        stamps,
         links,
         programs,
     })
@@ -514,6 +556,7 @@ fn claim_parked(name: &[u8], programs: usize) -> Option<Parts> {
         tracked,
         counters,
         quiet: None,
+        stamps: None,
         links: it.collect(),
         programs: Vec::new(),
     })
@@ -534,6 +577,7 @@ struct Maps<'a> {
     counters: &'a Map,
     quiet: Option<&'a Map>,
     seen: Option<&'a Map>,
+    stamps: Option<&'a Map>,
 }
 
 fn read_format(root: &Path, sys: &str, ev: &str) -> io::Result<EventFormat> {
@@ -633,6 +677,9 @@ fn program(
         Role::Emit => {
             if let Some(seen) = m.seen {
                 repeats::skip(&mut a, f, seen, out);
+            }
+            if let Some(stamps) = m.stamps {
+                hot::judge(&mut a, f, (stamps, m.counters, m.tracked), out);
             }
         }
         _ => {}

@@ -156,6 +156,23 @@ impl EventSource {
         }
     }
 
+    /// Let an exec'd image go in the kernel once its first `pages` pages
+    /// read came from memory (eBPF under [`Scope::Execs`]; see
+    /// [`crate::ebpf::EbpfSource::let_go_from_memory`]).
+    pub fn let_go_from_memory(&self, pages: u64, miss_share: u64) -> Result<(), SourceError> {
+        match self {
+            EventSource::Ebpf(s) => Ok(s.let_go_from_memory(pages, miss_share)?),
+            EventSource::TraceFs(_) => Ok(()),
+        }
+    }
+
+    /// Never let the image thread `tid` runs go for reading from memory.
+    pub fn keep_following(&self, tid: u32) {
+        if let EventSource::Ebpf(s) = self {
+            s.keep_following(tid);
+        }
+    }
+
     /// Drop the execs of file name `name` (their [`EventKind::Exec`]
     /// hash) in the kernel until CLOCK_MONOTONIC `until_ns` (eBPF under
     /// [`Scope::Execs`]; the tracefs source has no such filter).

@@ -400,3 +400,95 @@ fn a_ring_filling_up_wakes_its_reader_with_no_exec() {
         got.len()
     );
 }
+
+/// Pages of (`ino`) sent in read records while `child` runs (read as it
+/// goes: a cold read of its file fills more than the ring).
+fn sent_while(src: &mut EbpfSource, mut child: std::process::Child, ino: u64) -> u64 {
+    let mut got = Vec::new();
+    while child.try_wait().unwrap().is_none() {
+        src.wait(None, Duration::from_millis(5));
+        got.extend(drain(src));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    got.extend(drain(src));
+    reads_of(&got, ino).iter().map(|r| r.2).sum()
+}
+
+/// Drop `path`'s pages from the page cache (written back first: dirty
+/// pages stay).
+fn evict(path: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: a valid descriptor; advice only.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}
+
+/// Its first 8 192 pages read from memory, an exec'd image is no longer
+/// followed (its reads past them are not sent); read from storage, or
+/// kept by the reader, it is followed to its end.
+#[test]
+fn an_image_reading_from_memory_is_let_go_unless_it_misses_or_is_kept() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let pages = 32 * 1024;
+    let (_dir, path, md) = file_of_pages(pages);
+    let mut evs = events();
+    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
+    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    src.let_go_from_memory(8192, 8).unwrap();
+    let dd = || {
+        std::process::Command::new("dd")
+            .arg(format!("if={}", path.display()))
+            .args(["of=/dev/null", "bs=64k", "status=none"])
+            .spawn()
+            .unwrap()
+    };
+    std::fs::read(&path).unwrap();
+    let hot = sent_while(&mut src, dd(), md.ino());
+    evict(&path);
+    let cold = sent_while(&mut src, dd(), md.ino());
+    let all = pages as u64;
+    assert!(
+        hot > 0 && hot < all / 2,
+        "from memory: {hot} of {all} pages sent"
+    );
+    assert!(
+        cold >= all * 9 / 10,
+        "from storage: {cold} of {all} pages sent"
+    );
+    // Kept: a reader that waits for a line before reading (no wrapper
+    // that execs it: a `python3` shim would be the image kept).
+    let python = std::path::Path::new("/usr/bin/python3");
+    if !python.exists() {
+        eprintln!("skipped the kept reader: needs /usr/bin/python3");
+        return;
+    }
+    std::fs::read(&path).unwrap();
+    let reader = format!(
+        "import sys\nsys.stdin.readline()\nf = open({:?}, 'rb')\nwhile f.read(65536): pass\n",
+        path.display().to_string()
+    );
+    let mut py = std::process::Command::new(python)
+        .args(["-c", &reader])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let followed = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(5));
+        src.stamp_of(py.id()).is_some()
+    });
+    let kept = src.keep_following(py.id());
+    {
+        use std::io::Write;
+        py.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    }
+    let kept_sent = sent_while(&mut src, py, md.ino());
+    assert!(followed && kept, "the reader is followed, then kept");
+    assert!(
+        kept_sent >= all * 9 / 10,
+        "kept: {kept_sent} of {all} pages sent"
+    );
+}

@@ -241,6 +241,18 @@ impl Asm {
         self.insns
             .push(insn(STX | ATOMIC | Size::DW as u8, dst, src, off, add));
     }
+    /// `*(u64 *)(dst + off) += src` atomically, `src` then holding the
+    /// value before the add (`BPF_ADD | BPF_FETCH`).
+    pub fn atomic_fetch_add(&mut self, dst: Reg, off: i16, src: Reg) {
+        let add_fetch = 0x01;
+        self.insns.push(insn(
+            STX | ATOMIC | Size::DW as u8,
+            dst,
+            src,
+            off,
+            add_fetch,
+        ));
+    }
     /// Call helper `id` (arguments in r1-r5, result in r0).
     pub fn call(&mut self, id: i32) {
         self.insns.push(insn(JMP | CALL, 0, 0, 0, id));

@@ -123,6 +123,10 @@ impl Daemon {
         };
         let (loaded, prev) = cached.map_or((None, None), |c| Self::part_of(c, 0));
         let known = loaded.is_some();
+        if let (true, Some(src)) = (known, &self.src) {
+            // Its replay judges whether it reads from memory.
+            src.keep_following(pid);
+        }
         // Predicted at the launch before, its set was asked for then, 1
         // MiB at a time; its own replay still runs, at the full in-flight
         // bound: leaving it out when the set was read ahead made `perl`

@@ -82,16 +82,16 @@ pub fn create() -> io::Result<Map> {
 /// `s_dev`, `i_ino`, `index` and `last_index` (the fault's one page:
 /// `index` again).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Pages {
+pub(super) struct Pages {
     dev: (i16, Size),
     ino: (i16, Size),
-    index: (i16, Size),
-    last: (i16, Size),
+    pub(super) index: (i16, Size),
+    pub(super) last: (i16, Size),
 }
 
 /// `f`'s [`Pages`], when it is a record of pages of a file (the cache
 /// insertions are not: each is a miss, counted as one).
-fn pages_of(f: &EventFormat) -> Option<Pages> {
+pub(super) fn pages_of(f: &EventFormat) -> Option<Pages> {
     if !f.name.starts_with("mm_filemap_") || f.name == "mm_filemap_add_to_page_cache" {
         return None;
     }
