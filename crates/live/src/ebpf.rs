@@ -746,14 +746,20 @@ fn pass_unless_quiet(a: &mut Asm, (quiet, counters): (&Map, &Map), out: outrider
 /// Add one to the counter `key` of `counters`, then go on (to `out` if
 /// the counter is not there).
 fn count(a: &mut Asm, counters: &Map, key: u32, out: outrider_sys::bpf::Label) {
+    counter_at(a, counters, key, out);
+    a.mov_imm(1, 1);
+    a.atomic_add(0, 0, 1);
+}
+
+/// r0 = the address of counter `key` of `counters`; to `none` when it
+/// is not there.
+fn counter_at(a: &mut Asm, counters: &Map, key: u32, none: outrider_sys::bpf::Label) {
     a.store_imm(Size::W, FP, SLOT_ZERO, key as i32);
     a.ld_map(1, counters);
     a.mov_reg(2, FP);
     a.add_imm(2, SLOT_ZERO.into());
     a.call(helper::MAP_LOOKUP_ELEM);
-    a.jeq_imm(0, 0, out);
-    a.mov_imm(1, 1);
-    a.atomic_add(0, 0, 1);
+    a.jeq_imm(0, 0, none);
 }
 
 /// Go on only when the current thread (at `SLOT_TID`) is followed, its

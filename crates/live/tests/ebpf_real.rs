@@ -417,11 +417,11 @@ fn sent_while(src: &mut EbpfSource, mut child: std::process::Child, ino: u64) ->
 /// Drop `path`'s pages from the page cache (written back first: dirty
 /// pages stay).
 fn evict(path: &std::path::Path) {
-    use std::os::fd::AsRawFd;
+    use outrider_sys::advise::{advise, Advice};
+    use std::os::fd::AsFd;
     let f = std::fs::File::open(path).unwrap();
     f.sync_all().unwrap();
-    // SAFETY: a valid descriptor; advice only.
-    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    advise(f.as_fd(), 0, 0, Advice::DontNeed).unwrap();
 }
 
 /// Its first 8 192 pages read from memory, an exec'd image is no longer

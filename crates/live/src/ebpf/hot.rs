@@ -29,7 +29,7 @@
 //! launch with a set of its own, whose replay judges it instead) is never
 //! let go here. A stamp evicted from the table starts counting again.
 
-use super::{CTX, SLOT_STAMP, SLOT_TID, SLOT_ZERO};
+use super::{CTX, SLOT_STAMP, SLOT_TID};
 use crate::tracefs::format::EventFormat;
 use outrider_sys::bpf::{helper, Asm, Label, Map, MapType, Size, FP};
 use std::io;
@@ -132,12 +132,7 @@ pub fn judge(
 
 /// r0 = counters[key]'s value; to `none` when it is not there.
 fn counter(a: &mut Asm, counters: &Map, key: u32, none: Label) {
-    a.store_imm(Size::W, FP, SLOT_ZERO, key as i32);
-    a.ld_map(1, counters);
-    a.mov_reg(2, FP);
-    a.add_imm(2, SLOT_ZERO.into());
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jeq_imm(0, 0, none);
+    super::counter_at(a, counters, key, none);
     a.load(Size::DW, 0, 0, 0);
 }
 
