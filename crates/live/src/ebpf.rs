@@ -24,11 +24,14 @@
 //!    daemon's scope), `sched_process_exec` is emitted for every task,
 //!    adds it to `tracked` with a new stamp (the exec's time) and wakes
 //!    the reader at once, while the other records wait for the reader's
-//!    next poll (`BPF_RB_NO_WAKEUP`), unless the file name the exec was
-//!    given is quiet ([`EbpfSource::quiet`]); a switch
+//!    next poll (`BPF_RB_NO_WAKEUP`, unless the record takes the ring
+//!    past a multiple of [`WAKE_BYTES`] unread), unless the file name
+//!    the exec was given is quiet ([`EbpfSource::quiet`]); a switch
 //!    ([`EbpfSource::record_everyone`]) lets every task's records
 //!    through; under [`Scope::Execs`] a record of pages that stamp sent
-//!    already is dropped ([`repeats`]);
+//!    already is dropped ([`repeats`]), and the pages each stamp read and
+//!    missed are counted, a stamp that read its first pages from memory
+//!    being let go ([`hot`]);
 //! 3. reserves a ring-buffer record, writes the CLOCK_MONOTONIC time
 //!    (`bpf_ktime_get_ns`), the common header (event id, thread id:
 //!    the context's first 8 bytes cannot be read by a tracepoint
