@@ -55,6 +55,8 @@ const IDLE_SLEEP: Duration = Duration::from_millis(5);
 /// polled at 25 ms saw the three files in order that would have had it
 /// follow `diff`'s history of them.
 const RECORDING_WAIT: Duration = Duration::from_millis(25);
+/// How long a launch with no set of its own is polled for at
+/// [`IDLE_SLEEP`] ([`RECORDING_WAIT`]).
 const MATCHING_NS: u64 = 1_000_000_000;
 /// Wait between polls when nothing is being recorded and the source
 /// wakes us at every exec (eBPF): the status file and finished replays

@@ -380,8 +380,9 @@ impl EbpfSource {
         else {
             return false;
         };
-        let mut v = stamps.lookup(&stamp).ok().flatten().unwrap_or(vec![0; 24]);
-        v[16..24].copy_from_slice(&hot::KEPT.to_ne_bytes());
+        let mut v =
+            (stamps.lookup(&stamp).ok().flatten()).unwrap_or(vec![0; hot::VALUE_BYTES as usize]);
+        v[hot::STATE_AT..].copy_from_slice(&hot::KEPT.to_ne_bytes());
         stamps.update(&stamp, &v).is_ok()
     }
 
@@ -660,10 +661,7 @@ fn program(
     };
     match role {
         Role::Exit => {
-            a.ld_map(1, m.tracked);
-            a.mov_reg(2, FP);
-            a.add_imm(2, SLOT_TID.into());
-            a.call(helper::MAP_DELETE_ELEM);
+            untrack_current(&mut a, m.tracked);
             a.ja(out);
         }
         Role::Fork(child_off) if scope != Scope::Everyone => {
@@ -754,6 +752,14 @@ fn count(a: &mut Asm, counters: &Map, key: u32, out: outrider_sys::bpf::Label) {
     a.atomic_add(0, 0, 1);
 }
 
+/// Stop following the current thread (at `SLOT_TID`).
+fn untrack_current(a: &mut Asm, tracked: &Map) {
+    a.ld_map(1, tracked);
+    a.mov_reg(2, FP);
+    a.add_imm(2, SLOT_TID.into());
+    a.call(helper::MAP_DELETE_ELEM);
+}
+
 /// r0 = the address of counter `key` of `counters`; to `none` when it
 /// is not there.
 fn counter_at(a: &mut Asm, counters: &Map, key: u32, none: outrider_sys::bpf::Label) {
@@ -784,12 +790,7 @@ fn pass_tracked_or_switched_on(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf
     pass_tracked(a, m, untracked);
     a.ja(pass);
     a.bind(untracked);
-    a.store_imm(Size::W, FP, SLOT_ZERO, EVERYONE_KEY as i32);
-    a.ld_map(1, m.counters);
-    a.mov_reg(2, FP);
-    a.add_imm(2, SLOT_ZERO.into());
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jeq_imm(0, 0, out);
+    counter_at(a, m.counters, EVERYONE_KEY, out);
     a.load(Size::DW, 1, 0, 0);
     a.jeq_imm(1, 0, out);
     a.store_imm(Size::DW, FP, SLOT_STAMP, 0);

@@ -29,15 +29,17 @@
 //! launch with a set of its own, whose replay judges it instead) is never
 //! let go here. A stamp evicted from the table starts counting again.
 
-use super::{CTX, SLOT_STAMP, SLOT_TID};
+use super::{CTX, SLOT_STAMP};
 use crate::tracefs::format::EventFormat;
 use outrider_sys::bpf::{helper, Asm, Label, Map, MapType, Size, FP};
 use std::io;
 
 /// Stamps counted at most (24 bytes each; the least recently used go).
 pub const STAMPS_MAX: u32 = 4096;
-/// A stamp's value: pages read, pages missed, then its state.
+/// A stamp's value: pages read, pages missed, then its state (at
+/// byte `STATE_AT`).
 pub const VALUE_BYTES: u32 = 24;
+pub const STATE_AT: usize = 16;
 /// Counting, not yet judged.
 const JUDGING: i32 = 0;
 /// Judged as reading from storage, or kept by the daemon: followed.
@@ -110,7 +112,7 @@ pub fn judge(
     a.mov_reg(9, 0);
     a.jeq_imm(9, 0, done);
     entry(a, stamps, done);
-    a.load(Size::DW, 1, 8, 16);
+    a.load(Size::DW, 1, 8, STATE_AT as i16);
     a.jeq_imm(1, LET_GO as i32, gone);
     a.jne_imm(1, JUDGING, done);
     match counts {
@@ -125,7 +127,7 @@ pub fn judge(
     }
     a.ja(done);
     a.bind(gone);
-    untrack_self(a, tracked);
+    super::untrack_current(a, tracked);
     a.ja(out);
     a.bind(done);
 }
@@ -194,17 +196,9 @@ fn read(
     a.mul_reg(3, 0);
     a.load(Size::DW, 1, FP, W_PAGES);
     a.jlt_reg(1, 3, cold);
-    a.store_imm(Size::DW, 8, 16, LET_GO as i32);
-    untrack_self(a, tracked);
+    a.store_imm(Size::DW, 8, STATE_AT as i16, LET_GO as i32);
+    super::untrack_current(a, tracked);
     a.ja(done);
     a.bind(cold);
-    a.store_imm(Size::DW, 8, 16, KEPT as i32);
-}
-
-/// Stop following the current thread.
-fn untrack_self(a: &mut Asm, tracked: &Map) {
-    a.ld_map(1, tracked);
-    a.mov_reg(2, FP);
-    a.add_imm(2, SLOT_TID.into());
-    a.call(helper::MAP_DELETE_ELEM);
+    a.store_imm(Size::DW, 8, STATE_AT as i16, KEPT as i32);
 }
