@@ -14,15 +14,16 @@
 //! running kernel's `format` files ([`outrider_sys::bpf`] says why no
 //! compiler is involved). Each program:
 //!
-//! 1. looks the current thread up in the `tracked` hash (thread ids, as
-//!    tracefs's `set_event_pid` with `event-fork`, each with a stamp) and
-//!    returns unless it is there (no lookup when the source follows every
-//!    task);
-//! 2. for `sched_process_fork`, adds the child to `tracked` with its
+//! 1. returns unless the current thread is followed: the threads
+//!    followed (thread ids, as tracefs's `set_event_pid` with
+//!    `event-fork`, each with a stamp) are a hash and a bitmap tested
+//!    first, so a thread not followed costs no hash lookup ([`followed`];
+//!    no test at all when the source follows every task);
+//! 2. for `sched_process_fork`, follows the child with its
 //!    parent's stamp; for `sched_process_exit`, removes the thread and
 //!    emits nothing; following every exec ([`Scope::Execs`], the
 //!    daemon's scope), `sched_process_exec` is emitted for every task,
-//!    adds it to `tracked` with a new stamp (the exec's time) and wakes
+//!    follows it with a new stamp (the exec's time) and wakes
 //!    the reader at once, while the other records wait for the reader's
 //!    next poll (`BPF_RB_NO_WAKEUP`, unless the record takes the ring
 //!    past a multiple of [`WAKE_BYTES`] unread), unless the file name
@@ -46,7 +47,7 @@
 use crate::tracefs::decode::Decoder;
 use crate::tracefs::format::{parse_format, EventFormat};
 use crate::tracefs::{ensure_mounted, EventKind, LiveEvent, SourceStats};
-use outrider_sys::bpf::{helper, Asm, Map, MapType, Program, RingBuf, Size, FP, NO_PREALLOC};
+use outrider_sys::bpf::{helper, Asm, Map, MapType, Program, RingBuf, Size, FP};
 use outrider_sys::detach::detached;
 use outrider_sys::fdpass::Offer;
 use std::ffi::CString;
@@ -56,8 +57,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
 
+mod followed;
 mod hot;
 mod repeats;
+
+use followed::{Followed, Tables};
 
 /// Ring-buffer size: 1 MiB, ~16 000 records of 64 bytes. The busiest
 /// program of the live suite (tar of the source tree) makes 70 000 events
@@ -86,7 +90,7 @@ const NAME_BYTES: i16 = 128;
 /// The eBPF event source.
 pub struct EbpfSource {
     ring: RingBuf,
-    tracked: Map,
+    tracked: Followed,
     counters: Map,
     /// Exec names whose execs are dropped in the kernel until a time
     /// ([`Scope::Execs`] only).
@@ -146,8 +150,8 @@ pub enum Scope {
     /// Every task from its exec on, and the tasks it forks, until
     /// [`EbpfSource::untrack`]: the machine-wide daemon's scope, where a
     /// program it cannot help (its launch recorded, or never watched)
-    /// costs one hash lookup per event in the kernel and nothing in the
-    /// daemon. The tracefs source recorded every task's events for the
+    /// costs a bit test per event in the kernel ([`followed`]) and nothing
+    /// in the daemon. The tracefs source recorded every task's events for the
     /// daemon to drop; see `bench/results/daemon.md` for its CPU.
     Execs,
 }
@@ -239,9 +243,7 @@ impl EbpfSource {
             None => load(&formats, scope)?,
         };
         if let Some(tid) = follow {
-            parts
-                .tracked
-                .update(&tid.to_ne_bytes(), &1u64.to_ne_bytes())?;
+            parts.tracked.follow(tid, 1)?;
         }
         let emitted: Vec<EventFormat> = (formats.into_iter())
             .filter(|f| role_of(f).is_ok_and(|r| r != Role::Exit))
@@ -339,12 +341,12 @@ impl EbpfSource {
     /// launch was recorded). Its children forked before stay followed
     /// until they are untracked or exit.
     pub fn untrack(&self, tid: u32) {
-        let _ = self.tracked.delete(&tid.to_ne_bytes());
+        let _ = self.tracked.hash.delete(&tid.to_ne_bytes());
     }
 
     /// A handle that stops following threads, for another thread.
     pub fn untracker(&self) -> io::Result<Untracker> {
-        Ok(Untracker(self.tracked.try_clone()?))
+        Ok(Untracker(self.tracked.hash.try_clone()?))
     }
 
     /// Drop the execs of file name `name` (the hash in their
@@ -376,7 +378,7 @@ impl EbpfSource {
     /// otherwise. False when `tid` is not followed.
     pub fn keep_following(&self, tid: u32) -> bool {
         let (Some(stamps), Ok(Some(stamp))) =
-            (&self.stamps, self.tracked.lookup(&tid.to_ne_bytes()))
+            (&self.stamps, self.tracked.hash.lookup(&tid.to_ne_bytes()))
         else {
             return false;
         };
@@ -388,7 +390,7 @@ impl EbpfSource {
 
     /// The stamp thread `tid` is followed with, if it is. (Tests.)
     pub fn stamp_of(&self, tid: u32) -> Option<u64> {
-        let v = self.tracked.lookup(&tid.to_ne_bytes()).ok()??;
+        let v = self.tracked.hash.lookup(&tid.to_ne_bytes()).ok()??;
         Some(u64::from_ne_bytes(v[..8].try_into().ok()?))
     }
 
@@ -399,7 +401,14 @@ impl EbpfSource {
 
     /// Is thread `tid` followed now? (Tests.)
     pub fn follows(&self, tid: u32) -> bool {
-        matches!(self.tracked.lookup(&tid.to_ne_bytes()), Ok(Some(_)))
+        matches!(self.tracked.hash.lookup(&tid.to_ne_bytes()), Ok(Some(_)))
+    }
+
+    /// Whether the programs look thread `tid` up in the table of followed
+    /// threads (its bit is set, or it is past the bitmap), as every
+    /// followed thread must be ([`followed`]).
+    pub fn looked_up(&self, tid: u32) -> bool {
+        self.tracked.bit(tid).is_ok_and(|b| b != Some(false))
     }
 
     /// Detach the programs now; records already stored can still be read.
@@ -421,16 +430,14 @@ impl EbpfSource {
         if links.is_empty() {
             return;
         }
-        let mut fds = vec![
-            self.ring.fd(),
-            self.tracked.raw_fd(),
-            self.counters.raw_fd(),
-        ];
+        let mut fds = vec![self.ring.fd()];
+        fds.extend(self.tracked.raw_fds());
+        fds.push(self.counters.raw_fd());
         fds.extend(links.iter().map(|l| l.as_raw_fd()));
         let home = self.home.as_deref();
         if let Some(name) = &self.park {
             // Nothing of this run's is followed any more.
-            let _ = self.tracked.clear(4);
+            let _ = self.tracked.hash.clear(4);
             if let Ok(mut offer) = bind_park(name, &fds) {
                 let mut keep = fds.clone();
                 keep.push(offer.listener());
@@ -465,7 +472,7 @@ fn bind_park(name: &[u8], fds: &[i32]) -> io::Result<Offer> {
 /// What a source runs on: its maps, ring and attached programs.
 struct Parts {
     ring: RingBuf,
-    tracked: Map,
+    tracked: Followed,
     counters: Map,
     quiet: Option<Map>,
     stamps: Option<Map>,
@@ -476,14 +483,7 @@ struct Parts {
 /// Create the maps, load a program per format and attach it.
 fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
     let ring = RingBuf::create("outrider_ring", RING_BYTES)?;
-    let tracked = Map::create(
-        MapType::Hash,
-        "outrider_tids",
-        4,
-        8,
-        MAX_TRACKED,
-        NO_PREALLOC,
-    )?;
+    let tracked = Followed::create()?;
     let counters = Map::create(MapType::Array, "outrider_lost", 4, 8, 5, 0)?;
     let quiet = (scope == Scope::Execs)
         .then(|| Map::create(MapType::LruHash, "outrider_quiet", 8, 8, QUIET_MAX, 0))
@@ -494,7 +494,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
     let (mut links, mut programs) = (Vec::new(), Vec::new());
     let maps = Maps {
         ring: ring.map(),
-        tracked: &tracked,
+        tracked: tracked.tables(),
         counters: &counters,
         quiet: quiet.as_ref(),
         seen: seen.as_ref(),
@@ -540,11 +540,12 @@ fn park_name(events: &[(String, String)]) -> Vec<u8> {
 }
 
 /// The parked source's parts, when one is offered under `name` with a
-/// program per tracepoint: ring (its waiting records skipped), tracked
-/// threads (emptied), counters, then the attached programs' perf events.
+/// program per tracepoint: ring (its waiting records skipped), followed
+/// threads (emptied: their hash and bitmap), counters, then the attached
+/// programs' perf events.
 fn claim_parked(name: &[u8], programs: usize) -> Option<Parts> {
     let fds = outrider_sys::fdpass::claim(name, CLAIM_WAIT).ok()??;
-    if fds.len() != 3 + programs {
+    if fds.len() != 4 + programs {
         // Not what we would park: their slow detach goes elsewhere.
         let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();
         detached(c"outrider-bpf-end", &raw, None, || {});
@@ -552,8 +553,8 @@ fn claim_parked(name: &[u8], programs: usize) -> Option<Parts> {
     }
     let mut it = fds.into_iter();
     let ring = RingBuf::from_fd(it.next()?, RING_BYTES).ok()?;
-    let tracked = Map::from_fd(it.next()?, 8);
-    tracked.clear(4).ok()?;
+    let tracked = Followed::from_fds(it.next()?, it.next()?);
+    tracked.hash.clear(4).ok()?;
     let counters = Map::from_fd(it.next()?, 8);
     Some(Parts {
         ring,
@@ -577,7 +578,7 @@ impl Drop for EbpfSource {
 
 struct Maps<'a> {
     ring: &'a Map,
-    tracked: &'a Map,
+    tracked: Tables<'a>,
     counters: &'a Map,
     quiet: Option<&'a Map>,
     seen: Option<&'a Map>,
@@ -652,7 +653,7 @@ fn program(
         }
         (Scope::Everyone, _, _) | (Scope::Execs, Role::Exec, None) => {}
         (Scope::Execs, Role::Emit, _) => pass_tracked_or_switched_on(&mut a, m, out),
-        _ => pass_tracked(&mut a, m, out),
+        _ => followed::pass(&mut a, m.tracked, out),
     }
     let wake = match (scope, role) {
         (Scope::Execs, Role::Exec) => RB_FORCE_WAKEUP,
@@ -661,19 +662,19 @@ fn program(
     };
     match role {
         Role::Exit => {
-            untrack_current(&mut a, m.tracked);
+            followed::untrack_current(&mut a, m.tracked);
             a.ja(out);
         }
         Role::Fork(child_off) if scope != Scope::Everyone => {
             a.load(Size::W, 1, CTX, child_off);
             a.store(Size::W, FP, SLOT_CHILD, 1);
-            track(&mut a, m, SLOT_CHILD, lost);
+            followed::track(&mut a, m.tracked, SLOT_CHILD, lost);
         }
         Role::Exec if scope == Scope::Execs => {
             // A launch's stamp: the time of its exec.
             a.call(helper::KTIME_GET_NS);
             a.store(Size::DW, FP, SLOT_STAMP, 0);
-            track(&mut a, m, SLOT_TID, lost);
+            followed::track(&mut a, m.tracked, SLOT_TID, lost);
         }
         Role::Emit => {
             if let Some(seen) = m.seen {
@@ -752,14 +753,6 @@ fn count(a: &mut Asm, counters: &Map, key: u32, out: outrider_sys::bpf::Label) {
     a.atomic_add(0, 0, 1);
 }
 
-/// Stop following the current thread (at `SLOT_TID`).
-fn untrack_current(a: &mut Asm, tracked: &Map) {
-    a.ld_map(1, tracked);
-    a.mov_reg(2, FP);
-    a.add_imm(2, SLOT_TID.into());
-    a.call(helper::MAP_DELETE_ELEM);
-}
-
 /// r0 = the address of counter `key` of `counters`; to `none` when it
 /// is not there.
 fn counter_at(a: &mut Asm, counters: &Map, key: u32, none: outrider_sys::bpf::Label) {
@@ -771,23 +764,11 @@ fn counter_at(a: &mut Asm, counters: &Map, key: u32, none: outrider_sys::bpf::La
     a.jeq_imm(0, 0, none);
 }
 
-/// Go on only when the current thread (at `SLOT_TID`) is followed, its
-/// stamp copied to `SLOT_STAMP`; to `out` otherwise.
-fn pass_tracked(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf::Label) {
-    a.ld_map(1, m.tracked);
-    a.mov_reg(2, FP);
-    a.add_imm(2, SLOT_TID.into());
-    a.call(helper::MAP_LOOKUP_ELEM);
-    a.jeq_imm(0, 0, out);
-    a.load(Size::DW, 1, 0, 0);
-    a.store(Size::DW, FP, SLOT_STAMP, 1);
-}
-
-/// Go on as [`pass_tracked`], or, for a thread not followed, when the
+/// Go on as [`followed::pass`], or, for a thread not followed, when the
 /// record-everyone switch is on, with stamp 0.
 fn pass_tracked_or_switched_on(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf::Label) {
     let (untracked, pass) = (a.label(), a.label());
-    pass_tracked(a, m, untracked);
+    followed::pass(a, m.tracked, untracked);
     a.ja(pass);
     a.bind(untracked);
     counter_at(a, m.counters, EVERYONE_KEY, out);
@@ -795,19 +776,6 @@ fn pass_tracked_or_switched_on(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf
     a.jeq_imm(1, 0, out);
     a.store_imm(Size::DW, FP, SLOT_STAMP, 0);
     a.bind(pass);
-}
-
-/// Add the thread id at stack slot `slot` to `tracked`, with the stamp at
-/// `SLOT_STAMP`; to `lost` when the table is full.
-fn track(a: &mut Asm, m: &Maps<'_>, slot: i16, lost: outrider_sys::bpf::Label) {
-    a.ld_map(1, m.tracked);
-    a.mov_reg(2, FP);
-    a.add_imm(2, slot.into());
-    a.mov_reg(3, FP);
-    a.add_imm(3, SLOT_STAMP.into());
-    a.mov_imm(4, 0);
-    a.call(helper::MAP_UPDATE_ELEM);
-    a.jne_imm(0, 0, lost);
 }
 
 /// Reserve `[u64 time][header][fields][u64 name]` (the fields' `end`

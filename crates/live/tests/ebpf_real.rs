@@ -6,7 +6,7 @@
 use outrider_live::ebpf::{EbpfSource, Scope};
 use outrider_live::tracefs::{EventKind, LiveEvent, EVENTS, EXEC_EVENT};
 use outrider_sys::monotonic_ns;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
@@ -321,6 +321,42 @@ fn a_loop_of_quiet_execs_sends_the_pages_they_share_about_once() {
         (1..300).contains(&reads),
         "100 quiet runs of one program send its pages about once per CPU: {reads} records"
     );
+}
+
+/// The programs test a thread's bit before they look it up: a followed
+/// thread's bit is set, and a thread no longer followed clears its own
+/// at its next record (so an untracked program costs no hash lookup).
+#[test]
+fn a_followed_thread_has_its_bit_set_and_a_let_go_one_clears_it_itself() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let (_dir, path, md) = file_of_pages(4);
+    // SAFETY: no preconditions.
+    let tid = unsafe { libc::gettid() } as u32;
+    let mut src = EbpfSource::open(&events(), Some(tid), None, 0).expect("eBPF as root");
+    assert!(src.follows(tid) && src.looked_up(tid), "the opening thread");
+    let mut sh = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("read x; cat {}", path.display()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = sh.id();
+    assert!(src.follows(pid) && src.looked_up(pid), "a forked child");
+    src.untrack(pid);
+    assert!(!src.follows(pid), "untracked from user space");
+    assert!(src.looked_up(pid), "its bit is its own to clear");
+    writeln!(sh.stdin.take().unwrap(), "go").unwrap();
+    assert!(sh.wait().unwrap().success());
+    assert!(!src.looked_up(pid), "cleared at its next record");
+    let got = drain(&mut src);
+    let cat_read = got
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::GetPages { ino, .. } if ino == md.ino()));
+    assert!(!cat_read, "the cat it forked since is not followed");
 }
 
 #[test]

@@ -92,6 +92,8 @@ const OP_MUL: u8 = 0x20;
 const OP_AND: u8 = 0x50;
 const OP_RSH: u8 = 0x70;
 const OP_XOR: u8 = 0xa0;
+/// `BPF_FETCH`: an atomic operation that also returns the old value.
+const FETCH: u8 = 0x01;
 const OP_MOV: u8 = 0xb0;
 const JA: u8 = 0x00;
 const JEQ: u8 = 0x10;
@@ -237,20 +239,29 @@ impl Asm {
     }
     /// `lock *(u64 *)(dst + off) += src`.
     pub fn atomic_add(&mut self, dst: Reg, off: i16, src: Reg) {
-        let add = 0x00;
-        self.insns
-            .push(insn(STX | ATOMIC | Size::DW as u8, dst, src, off, add));
+        self.atomic(OP_ADD, dst, off, src);
+    }
+    /// `lock *(u64 *)(dst + off) |= src`.
+    pub fn atomic_or(&mut self, dst: Reg, off: i16, src: Reg) {
+        self.atomic(OP_OR, dst, off, src);
+    }
+    /// `lock *(u64 *)(dst + off) &= src`.
+    pub fn atomic_and(&mut self, dst: Reg, off: i16, src: Reg) {
+        self.atomic(OP_AND, dst, off, src);
     }
     /// `*(u64 *)(dst + off) += src` atomically, `src` then holding the
     /// value before the add (`BPF_ADD | BPF_FETCH`).
     pub fn atomic_fetch_add(&mut self, dst: Reg, off: i16, src: Reg) {
-        let add_fetch = 0x01;
+        self.atomic(OP_ADD | FETCH, dst, off, src);
+    }
+    /// A 64-bit atomic `op` (`BPF_ATOMIC`: the operation in `imm`).
+    fn atomic(&mut self, op: u8, dst: Reg, off: i16, src: Reg) {
         self.insns.push(insn(
             STX | ATOMIC | Size::DW as u8,
             dst,
             src,
             off,
-            add_fetch,
+            op.into(),
         ));
     }
     /// Call helper `id` (arguments in r1-r5, result in r0).

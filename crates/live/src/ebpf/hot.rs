@@ -29,7 +29,7 @@
 //! launch with a set of its own, whose replay judges it instead) is never
 //! let go here. A stamp evicted from the table starts counting again.
 
-use super::{CTX, SLOT_STAMP};
+use super::{Tables, CTX, SLOT_STAMP};
 use crate::tracefs::format::EventFormat;
 use outrider_sys::bpf::{helper, Asm, Label, Map, MapType, Size, FP};
 use std::io;
@@ -101,7 +101,7 @@ fn counts_of(f: &EventFormat) -> Option<Counts> {
 pub fn judge(
     a: &mut Asm,
     f: &EventFormat,
-    (stamps, counters, tracked): (&Map, &Map, &Map),
+    (stamps, counters, tracked): (&Map, &Map, Tables<'_>),
     out: Label,
 ) {
     let Some(counts) = counts_of(f) else { return };
@@ -127,7 +127,7 @@ pub fn judge(
     }
     a.ja(done);
     a.bind(gone);
-    super::untrack_current(a, tracked);
+    super::followed::untrack_current(a, tracked);
     a.ja(out);
     a.bind(done);
 }
@@ -173,7 +173,7 @@ fn read(
     a: &mut Asm,
     (index, last): ((i16, Size), (i16, Size)),
     counters: &Map,
-    tracked: &Map,
+    tracked: Tables<'_>,
     done: Label,
 ) {
     let (crossed, cold) = (a.label(), a.label());
@@ -197,7 +197,7 @@ fn read(
     a.load(Size::DW, 1, FP, W_PAGES);
     a.jlt_reg(1, 3, cold);
     a.store_imm(Size::DW, 8, STATE_AT as i16, LET_GO as i32);
-    super::untrack_current(a, tracked);
+    super::followed::untrack_current(a, tracked);
     a.ja(done);
     a.bind(cold);
     a.store_imm(Size::DW, 8, STATE_AT as i16, KEPT as i32);
