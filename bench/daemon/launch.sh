@@ -31,9 +31,15 @@
 #
 # Then programs the daemon cannot help (their data cached, or no I/O at
 # all), the daemon running (it saw each once: rg-tree cold, so its set
-# is recorded and each exec replays it, the others hot) against stopped, alternated, UNHELPED_REPS (default 11) each, hot:
-# any difference is the daemon's cost. Each arm waits a second, then
-# keeps a core busy 0.3 s just before its run. exec-storm is the worst case for
+# is recorded and each exec replays it, the others hot) against stopped,
+# and stopped again (control: the measurement's own noise), the order
+# turning, UNHELPED_REPS (default 11) each, hot: any difference is the
+# daemon's cost. Each arm waits a second, keeps a core busy 0.3 s, then
+# runs the program UNHELPED_RUNS (default 5) times in a row, its time
+# the median of those: this shared VM's speed drifts by tens of percent
+# from one run to the next (stopped against stopped, one run each:
+# 0.64x-1.78x in 15 pairs; the medians of 5 runs each: 0.91x-1.05x in
+# 8 pairs). exec-storm is the worst case for
 # a daemon that acts at every exec: 300 execs of /bin/true in a loop.
 # UNHELPED="" skips it.
 set -euo pipefail
@@ -48,6 +54,7 @@ DAY_PROGRAMS=${DAY_PROGRAMS-"file perl python-bare git-status gcc gxx node pytho
 DAY_REPS=${DAY_REPS:-5}
 UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached rg-tree"}
 UNHELPED_REPS=${UNHELPED_REPS:-11}
+UNHELPED_RUNS=${UNHELPED_RUNS:-5}
 OUT=${OUT:-bench/results/daemon.md}
 [ "$(id -u)" = 0 ] || { echo "launch.sh: needs root (the daemon traces the kernel)" >&2; exit 2; }
 cargo build --release --quiet -p outrider-cli
@@ -169,9 +176,16 @@ for rep in $(seq 1 "$DAY_REPS"); do
   echo "launch.sh: day rep $rep: $(awk -v r="$rep" '$2 == r { t[$1] += $4 } END { for (a in t) printf "%s %.2f  ", a, t[a] }' "$work/day")" >&2
 done
 # The daemon's CPU so far (ms, its exited threads' included; 0 when it
-# is stopped), in clock ticks of 10 ms.
+# is stopped), in clock ticks of 10 ms. Read by the shell itself: an
+# exec here, in the running arm only, would be a launch the daemon acts
+# on right before the timed run.
 daemon_cpu_ms() {
-  [ -n "$daemon_pid" ] && awk '{ print ($14 + $15) * 10 }' /proc/"$daemon_pid"/stat 2> /dev/null || echo 0
+  local f
+  if [ -n "$daemon_pid" ] && read -r -a f < /proc/"$daemon_pid"/stat 2> /dev/null; then
+    echo $(((f[13] + f[14]) * 10))
+  else
+    echo 0
+  fi
 }
 # Programs the daemon cannot help: "arm rep program wall daemon_cpu_ms"
 # (the daemon's CPU during the run) to $work/unhelped.
@@ -200,7 +214,13 @@ if [ -n "$UNHELPED" ]; then
     for q in $UNHELPED; do
       unhelped_cmd "$q"
       timed "${CMD[@]}" # hot
-      for arm in $([ $((rep % 2)) = 1 ] && echo "stopped running" || echo "running stopped"); do
+      # The order of the arms turns with each repetition.
+      case $((rep % 3)) in
+        1) arms="stopped running control" ;;
+        2) arms="running control stopped" ;;
+        0) arms="control stopped running" ;;
+      esac
+      for arm in $arms; do
         # Started a second before: its own start-up is not what is
         # measured. Both arms wait that second, then keep a core busy
         # 0.3 s right before the run: a run after an idle second was ~5%
@@ -209,9 +229,11 @@ if [ -n "$UNHELPED" ]; then
         # cpu-python 0.95x); the running arm alone used to wait.
         [ "$arm" = running ] && start_daemon
         sleep 1; spin 300
-        c0=$(daemon_cpu_ms)
-        timed "${CMD[@]}"
-        echo "$arm $rep $q $WALL $(($(daemon_cpu_ms) - c0))" >> "$work/unhelped"
+        for k in $(seq 1 "$UNHELPED_RUNS"); do
+          c0=$(daemon_cpu_ms)
+          timed "${CMD[@]}"
+          echo "$arm $rep $q $WALL $(($(daemon_cpu_ms) - c0))" >> "$work/unhelped"
+        done
         [ "$arm" = running ] && stop_daemon
       done
     done

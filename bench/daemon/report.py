@@ -118,13 +118,17 @@ def unhelped_section(work):
     path = os.path.join(work, "unhelped")
     if not os.path.exists(path) or os.path.getsize(path) == 0:
         return
-    runs = {}  # program -> rep -> arm -> wall
+    walls = {}  # program -> rep -> arm -> the walls of its runs
     cpu = {}  # program -> the daemon's CPU (ms) during each running run
     for line in open(path):
         arm, rep, prog, w, ms = line.split()
-        runs.setdefault(prog, {}).setdefault(rep, {})[arm] = float(w)
+        walls.setdefault(prog, {}).setdefault(rep, {}).setdefault(arm, []).append(float(w))
         if arm == "running":
             cpu.setdefault(prog, []).append(int(ms))
+    # An arm's time in a repetition: the median of its runs in a row.
+    runs = {p: {r: {a: med(w) for a, w in arms.items()} for r, arms in reps.items()}
+            for p, reps in walls.items()}
+    per_arm = max((len(w) for reps in walls.values() for arms in reps.values() for w in arms.values()), default=1)
     print("## Programs it cannot help: the daemon running vs stopped")
     print()
     print("Hot cache (each program run once just before), so there is nothing to prefetch: the difference is "
@@ -137,24 +141,27 @@ def unhelped_section(work):
           "`true` are launches, recorded and replayed, the repeats are quieted in the kernel; the worst case for a "
           "daemon that acts at execs); **cpu-python**: `python3 -c 'sum(i * i for i in range(3 * 10**6))'`; "
           "**sha-cached**: `sha256sum` of a cached 64 MiB file; **rg-tree**: `rg -uu` (2 threads) of a string found "
-          "nowhere over the suite's source tree (31 k files) in memory. The two arms alternate which goes first; each waits a "
-          "second (the daemon starting, or not), then keeps a core busy 0.3 s right before the run (a run after an "
-          "idle second was ~5% slower than one right after another run, daemon or not); ratio = "
-          "median of each repetition's stopped / running. The daemon's CPU during the running arm's run: "
-          "`/proc/PID/stat` in 10 ms ticks, median and most.")
+          "nowhere over the suite's source tree (31 k files) in memory. Three arms, their order turning with each "
+          "repetition: the daemon running, stopped, and stopped again (**control**: what this shared VM's drift alone "
+          "makes of two arms that do the same). Each waits a second (the daemon starting, or not), keeps a core busy "
+          "0.3 s (a run after an idle second was ~5% slower than one right after another run, daemon or not), then "
+          f"runs the program {per_arm} times in a row; the arm's time is the median of those. Ratio = median of each "
+          "repetition's stopped / running (and stopped / control). The daemon's CPU during each of the running arm's "
+          "runs: `/proc/PID/stat` in 10 ms ticks, median and most.")
     print()
-    print("| program | stopped (s) | running (s) | stopped / running | repetitions | daemon CPU in the run (ms) | "
-          "misses |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+    print("| program | stopped (s) | running (s) | stopped / running | stopped / control | repetitions | "
+          "daemon CPU in the run (ms) | misses |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
     for prog, reps in runs.items():
         ok = [r for r in reps.values() if "stopped" in r and "running" in r]
         if not ok:
             continue
         x = med([r["stopped"] / r["running"] for r in ok])
+        ctl = [r["stopped"] / r["control"] for r in ok if "control" in r]
         miss = f"**{x:.2f}x**" if x < SPEEDUP_MIN else "none"
         ms = cpu.get(prog, [0])
         print(f"| {prog} | {med([r['stopped'] for r in ok]):.3f} | {med([r['running'] for r in ok]):.3f} | "
-              f"{x:.2f}x | {len(ok)} | {med(ms):.0f} (most {max(ms)}) | {miss} |")
+              f"{x:.2f}x | {f'{med(ctl):.2f}x' if ctl else '-'} | {len(ok)} | {med(ms):.0f} (most {max(ms)}) | {miss} |")
     print()
     bpf_section(work)
 
