@@ -40,6 +40,10 @@
 //!    a record whose reservation fails (buffer full) is counted in
 //!    `lost`.
 //!
+//! Under [`Scope::Execs`] the page reads, faults and fault-around maps
+//! run on raw tracepoints where the kernel has BTF, and build that
+//! record themselves ([`raw`]).
+//!
 //! So a record in the ring is `[u64 time][the tracepoint record as
 //! tracefs lays it out]`, decoded by the tracefs [`Decoder`]. The
 //! programs detach when the source is dropped.
@@ -59,6 +63,7 @@ use std::time::Duration;
 
 mod followed;
 mod hot;
+mod raw;
 mod repeats;
 
 use followed::{Followed, Tables};
@@ -107,6 +112,8 @@ pub struct EbpfSource {
     park: Option<Vec<u8>>,
     /// The programs were claimed from a parked source.
     reused: bool,
+    /// Programs on raw tracepoints ([`raw`]).
+    raw: usize,
     /// How long the parked source waits for the next run.
     linger_ms: u64,
     /// The lost-record count when the source was opened (a claimed
@@ -260,12 +267,18 @@ impl EbpfSource {
             _programs: parts.programs,
             park,
             reused,
+            raw: parts.raw,
             linger_ms,
             home: home.and_then(|h| CString::new(h.as_os_str().as_bytes()).ok()),
             stats: SourceStats::default(),
         };
         src.lost_base = src.lost()?;
         Ok(src)
+    }
+
+    /// How many of its programs run on raw tracepoints ([`raw`]).
+    pub fn raw_tracepoints(&self) -> usize {
+        self.raw
     }
 
     /// Whether the programs came attached from the previous run's parked
@@ -478,6 +491,8 @@ struct Parts {
     stamps: Option<Map>,
     links: Vec<OwnedFd>,
     programs: Vec<Program>,
+    /// Programs on raw tracepoints ([`raw`]).
+    raw: usize,
 }
 
 /// Create the maps, load a program per format and attach it.
@@ -500,13 +515,28 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         seen: seen.as_ref(),
         stamps: stamps.as_ref(),
     };
+    let offsets = (scope == Scope::Execs)
+        .then(raw::Offsets::of_running_kernel)
+        .flatten();
+    let mut raw_programs = 0;
     for format in formats {
         let role = role_of(format)?;
-        let insns = program(format, role, scope, &maps)?;
-        let prog = Program::load_tracepoint(&format.name, &insns)?;
-        let link = prog
-            .attach_tracepoint(u32::from(format.id))
-            .map_err(|e| io::Error::new(e.kind(), format!("attaching to {}: {e}", format.name)))?;
+        let raw = offsets.and_then(|o| Some((raw::layout(format, record_end(format))?, o)));
+        let (prog, link) = match raw.map(|r| attach_raw(format, role, scope, &maps, r)) {
+            Some(Ok(attached)) => {
+                raw_programs += 1;
+                attached
+            }
+            // No raw tracepoint (or its program refused): the tracepoint.
+            None | Some(Err(_)) => {
+                let insns = program(format, role, scope, &maps, None)?;
+                let prog = Program::load_tracepoint(&format.name, &insns)?;
+                let link = prog.attach_tracepoint(u32::from(format.id)).map_err(|e| {
+                    io::Error::new(e.kind(), format!("attaching to {}: {e}", format.name))
+                })?;
+                (prog, link)
+            }
+        };
         links.push(link);
         programs.push(prog);
     }
@@ -518,7 +548,22 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         stamps,
         links,
         programs,
+        raw: raw_programs,
     })
+}
+
+/// `format`'s program on its raw tracepoint ([`raw`]).
+fn attach_raw(
+    format: &EventFormat,
+    role: Role,
+    scope: Scope,
+    maps: &Maps<'_>,
+    raw: (raw::Layout, raw::Offsets),
+) -> io::Result<(Program, OwnedFd)> {
+    let insns = program(format, role, scope, maps, Some(raw))?;
+    let prog = Program::load_raw_tracepoint(&format.name, &insns)?;
+    let link = prog.attach_raw_tracepoint(&format.name)?;
+    Ok((prog, link))
 }
 
 /// The name a source of these events is parked under: the programs differ
@@ -564,6 +609,7 @@ fn claim_parked(name: &[u8], programs: usize) -> Option<Parts> {
         stamps: None,
         links: it.collect(),
         programs: Vec::new(),
+        raw: 0,
     })
 }
 
@@ -627,6 +673,7 @@ fn program(
     role: Role,
     scope: Scope,
     m: &Maps<'_>,
+    raw: Option<(raw::Layout, raw::Offsets)>,
 ) -> io::Result<Vec<outrider_sys::bpf::Insn>> {
     let end = record_end(f);
     if end > 512 {
@@ -654,6 +701,9 @@ fn program(
         (Scope::Everyone, _, _) | (Scope::Execs, Role::Exec, None) => {}
         (Scope::Execs, Role::Emit, _) => pass_tracked_or_switched_on(&mut a, m, out),
         _ => followed::pass(&mut a, m.tracked, out),
+    }
+    if let Some((layout, offsets)) = raw {
+        raw::record(&mut a, layout, offsets);
     }
     let wake = match (scope, role) {
         (Scope::Execs, Role::Exec) => RB_FORCE_WAKEUP,

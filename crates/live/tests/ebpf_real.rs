@@ -38,6 +38,32 @@ fn drain(src: &mut EbpfSource) -> Vec<LiveEvent> {
     out
 }
 
+/// A source following every exec, as the daemon's, and the lock that
+/// keeps the other tests' such sources closed while it is held: it
+/// follows every exec on the machine, theirs too, whose records would
+/// crowd its per-CPU table of pages sent.
+fn execs_source() -> (std::sync::MutexGuard<'static, ()>, EbpfSource) {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut evs = events();
+    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
+    let src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    (guard, src)
+}
+
+/// The records sent while `child` runs, read as they come (a cold read
+/// fills more than the ring), and a moment after.
+fn gathered_while(src: &mut EbpfSource, mut child: std::process::Child) -> Vec<LiveEvent> {
+    let mut got = Vec::new();
+    while child.try_wait().unwrap().is_none() {
+        src.wait(None, Duration::from_millis(5));
+        got.extend(drain(src));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    got.extend(drain(src));
+    got
+}
+
 #[test]
 fn a_followed_thread_and_its_children_are_seen_and_no_one_else() {
     if !is_root() {
@@ -183,9 +209,7 @@ fn a_quiet_exec_name_is_dropped_in_the_kernel_until_its_time() {
     let (a, b) = (dir.path().join("quiet-a"), dir.path().join("quiet-b"));
     std::fs::copy("/bin/true", &a).unwrap();
     std::fs::copy("/bin/true", &b).unwrap();
-    let mut evs = events();
-    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
-    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    let (_one, mut src) = execs_source();
     let name = exec_of(&mut src, run(&a)).expect("an exec is seen");
     assert_ne!(name, 0, "the exec carries its name's hash");
     assert_eq!(
@@ -238,9 +262,7 @@ fn a_launch_sends_a_page_it_read_again_once_per_cpu_and_the_next_launch_sends_it
         return;
     }
     let (_dir, path, md) = file_of_pages(4);
-    let mut evs = events();
-    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
-    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    let (_one, mut src) = execs_source();
     // dash's `read` reads one byte per system call: 300 reads of page 0
     // per line, by one process.
     let script = format!(
@@ -288,9 +310,7 @@ fn a_loop_of_quiet_execs_sends_the_pages_they_share_about_once() {
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let exe = dir.path().join("quiet-loop");
     std::fs::copy("/bin/true", &exe).unwrap();
-    let mut evs = events();
-    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
-    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    let (_one, mut src) = execs_source();
     let name = exec_of(&mut src, run(&exe)).expect("an exec is seen");
     src.quiet(name, monotonic_ns() + 60_000_000_000);
     let sh = run_sh(&format!("for i in $(seq 100); do {}; done", exe.display()));
@@ -348,7 +368,6 @@ fn a_followed_thread_has_its_bit_set_and_a_let_go_one_clears_it_itself() {
     assert!(src.follows(pid) && src.looked_up(pid), "a forked child");
     src.untrack(pid);
     assert!(!src.follows(pid), "untracked from user space");
-    assert!(src.looked_up(pid), "its bit is its own to clear");
     writeln!(sh.stdin.take().unwrap(), "go").unwrap();
     assert!(sh.wait().unwrap().success());
     assert!(!src.looked_up(pid), "cleared at its next record");
@@ -365,9 +384,7 @@ fn an_untracker_stops_following_a_process_from_another_thread() {
         eprintln!("skipped: needs root for eBPF");
         return;
     }
-    let mut evs = events();
-    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
-    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    let (_one, mut src) = execs_source();
     let mut child = std::process::Command::new("sleep")
         .arg("30")
         .spawn()
@@ -400,9 +417,7 @@ fn a_ring_filling_up_wakes_its_reader_with_no_exec() {
     }
     let pages = 2 * outrider_live::ebpf::WAKE_BYTES / 64;
     let (_dir, path, _) = file_of_pages(pages);
-    let mut evs = events();
-    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
-    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    let (_one, mut src) = execs_source();
     // One exec, then a page per `read` (a record each) once a line comes.
     let reader = format!(
         "import sys\nsys.stdin.readline()\nf = open({:?}, 'rb')\nwhile f.read(4096): pass\n",
@@ -437,16 +452,9 @@ fn a_ring_filling_up_wakes_its_reader_with_no_exec() {
     );
 }
 
-/// Pages of (`ino`) sent in read records while `child` runs (read as it
-/// goes: a cold read of its file fills more than the ring).
-fn sent_while(src: &mut EbpfSource, mut child: std::process::Child, ino: u64) -> u64 {
-    let mut got = Vec::new();
-    while child.try_wait().unwrap().is_none() {
-        src.wait(None, Duration::from_millis(5));
-        got.extend(drain(src));
-    }
-    std::thread::sleep(Duration::from_millis(20));
-    got.extend(drain(src));
+/// Pages of (`ino`) sent in read records while `child` runs.
+fn sent_while(src: &mut EbpfSource, child: std::process::Child, ino: u64) -> u64 {
+    let got = gathered_while(src, child);
     reads_of(&got, ino).iter().map(|r| r.2).sum()
 }
 
@@ -471,9 +479,7 @@ fn an_image_reading_from_memory_is_let_go_unless_it_misses_or_is_kept() {
     }
     let pages = 32 * 1024;
     let (_dir, path, md) = file_of_pages(pages);
-    let mut evs = events();
-    evs.push((EXEC_EVENT.0.into(), EXEC_EVENT.1.into()));
-    let mut src = EbpfSource::open_scoped(&evs, Scope::Execs, None, 0).expect("eBPF as root");
+    let (_one, mut src) = execs_source();
     src.let_go_from_memory(8192, 8).unwrap();
     let dd = || {
         std::process::Command::new("dd")
@@ -527,4 +533,55 @@ fn an_image_reading_from_memory_is_let_go_unless_it_misses_or_is_kept() {
         kept_sent >= all * 9 / 10,
         "kept: {kept_sent} of {all} pages sent"
     );
+}
+
+/// Following every exec, the page reads, faults and fault-around maps
+/// come from raw tracepoints where the kernel has BTF, their records
+/// built by the programs: the same file (inode and device) and pages as
+/// the tracepoints' own records say.
+#[test]
+fn a_launchs_reads_and_faults_from_raw_tracepoints_name_its_file_and_pages() {
+    if !is_root() || !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        eprintln!("skipped: needs root for eBPF and the kernel's BTF");
+        return;
+    }
+    let (_dir, path, md) = file_of_pages(64);
+    let (_one, mut src) = execs_source();
+    assert_eq!(src.raw_tracepoints(), 3, "reads, faults and maps");
+    evict(&path);
+    let cat = std::process::Command::new("cat")
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (cat_pid, read) = (cat.id(), sent_while(&mut src, cat, md.ino()));
+    assert!(read >= 64, "cat's reads of the file's 64 pages: {read}");
+    let script = format!(
+        "import mmap; f = open('{}', 'rb'); m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n\
+         s = sum(m[i * 4096] for i in range(64))",
+        path.display()
+    );
+    let py = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", &script])
+        .spawn()
+        .unwrap();
+    let py_pid = py.id();
+    let got = gathered_while(&mut src, py);
+    let mapped: Vec<&LiveEvent> = (got.iter())
+        .filter(|e| {
+            e.pid == py_pid
+                && matches!(e.kind, EventKind::Fault { ino, dev, .. } | EventKind::MapPages { ino, dev, .. }
+                    if ino == md.ino() && dev == md.dev())
+        })
+        .collect();
+    assert!(!mapped.is_empty(), "python's faults in the mapped file");
+    let in_file = mapped.iter().all(|e| match e.kind {
+        EventKind::Fault { index, .. } => index < 64,
+        EventKind::MapPages {
+            index, last_index, ..
+        } => index <= last_index && last_index < 64,
+        _ => false,
+    });
+    assert!(in_file, "pages within the file: {mapped:?}");
+    assert_ne!(cat_pid, py_pid);
 }

@@ -64,6 +64,9 @@ pub mod helper {
     /// `bpf_probe_read_kernel_str` (dst, size, unsafe_ptr): the bytes
     /// copied, the NUL included, or a negative error.
     pub const PROBE_READ_KERNEL_STR: i32 = 115;
+    /// `bpf_probe_read_kernel(dst, size, unsafe_ptr)`: 0 or a negative
+    /// error (`dst` zeroed).
+    pub const PROBE_READ_KERNEL: i32 = 113;
 }
 
 /// Registers: r0 return value, r1-r5 arguments (clobbered by calls), r6-r9
@@ -347,6 +350,8 @@ const BPF_MAP_DELETE_ELEM: i64 = 3;
 const BPF_MAP_GET_NEXT_KEY: i64 = 4;
 const BPF_PROG_LOAD: i64 = 5;
 const PROG_TYPE_TRACEPOINT: u32 = 5;
+const PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
+const BPF_RAW_TRACEPOINT_OPEN: i64 = 17;
 
 /// `union bpf_attr` as the commands used here lay it out; larger than any
 /// of them, zero beyond what they set (the kernel requires that).
@@ -533,10 +538,20 @@ impl Program {
     /// its `format` file lays it out, from offset 8 on). On a rejection
     /// the error carries the verifier's log.
     pub fn load_tracepoint(name: &str, insns: &[Insn]) -> io::Result<Program> {
+        Program::load(PROG_TYPE_TRACEPOINT, name, insns)
+    }
+
+    /// Load a raw tracepoint program (its context: the tracepoint's
+    /// arguments, a `u64` each).
+    pub fn load_raw_tracepoint(name: &str, insns: &[Insn]) -> io::Result<Program> {
+        Program::load(PROG_TYPE_RAW_TRACEPOINT, name, insns)
+    }
+
+    fn load(ty: u32, name: &str, insns: &[Insn]) -> io::Result<Program> {
         let license = c"GPL";
         let attempt = |log: &mut [u8]| {
             let mut a = Attr::new()
-                .u32(0, PROG_TYPE_TRACEPOINT)
+                .u32(0, ty)
                 .u32(4, insns.len() as u32)
                 .u64(8, insns.as_ptr() as u64)
                 .u64(16, license.as_ptr() as u64)
@@ -589,6 +604,21 @@ impl Program {
         ioctl(&fd, PERF_EVENT_IOC_ENABLE, 0)
             .map_err(|e| io::Error::new(e.kind(), format!("PERF_EVENT_IOC_ENABLE: {e}")))?;
         Ok(fd)
+    }
+}
+
+impl Program {
+    /// Run the program at every hit of raw tracepoint `name` (as
+    /// `events/*/NAME`); detached when the returned descriptor is closed.
+    pub fn attach_raw_tracepoint(&self, name: &str) -> io::Result<OwnedFd> {
+        let c = std::ffi::CString::new(name).map_err(io::Error::other)?;
+        let mut a = Attr::new()
+            .u64(0, c.as_ptr() as u64)
+            .u32(8, self.fd.as_raw_fd() as u32);
+        let fd = sys_bpf(BPF_RAW_TRACEPOINT_OPEN, &mut a).map_err(|e| {
+            io::Error::new(e.kind(), format!("attaching to raw tracepoint {name}: {e}"))
+        })?;
+        Ok(owned(fd))
     }
 }
 

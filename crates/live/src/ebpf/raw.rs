@@ -1,0 +1,191 @@
+//! The page reads, faults and fault-around maps through raw tracepoints
+//! ([`Scope::Execs`](super::Scope::Execs), the daemon's scope).
+//!
+//! Why: a program on a tracepoint runs after the kernel built the
+//! tracepoint's record for it, for every task, followed or not; on a raw
+//! tracepoint it is handed the tracepoint's arguments and nothing is
+//! built. A one-byte `pread` of a cached page, 557 ns with nothing
+//! attached: 705 ns with a tracepoint program that tested its thread's
+//! bit ([`followed`](super::followed)) and left, 640 ns with the same
+//! program on the raw tracepoint (minima of 5 × 200 000 calls, 8
+//! alternations, this 2-core VM). These three events are the ones every
+//! page-cache read and mapped-file fault of every task fires. With the
+//! daemon's programs (the thread not followed): 1 004 ns per call on the
+//! tracepoints, 923 on the raw tracepoints, 772 with no daemon (means of
+//! the minima of 6 alternations, one sitting).
+//!
+//! How: their arguments are `(mapping, index, last_index)`
+//! (`mm_filemap_get_pages`, `mm_filemap_map_pages`) and `(mapping,
+//! index)` (`mm_filemap_fault`). Once the thread passed, the program
+//! builds on its stack the record tracefs would have made (its `format`
+//! file's offsets): `i_ino` = `mapping->host->i_ino`, `s_dev` =
+//! `host->i_sb->s_dev` (`host->i_rdev` without a super block), as the
+//! tracepoints' own `TP_fast_assign` does, read with
+//! `bpf_probe_read_kernel` at the member offsets of the running kernel's
+//! BTF; then it points its context register there, and the rest of the
+//! program is the tracepoint's. Without BTF, or a member not found, the
+//! tracepoints are used.
+
+use super::{CTX, SLOT_SCRATCH};
+use crate::tracefs::format::EventFormat;
+use btf_rs::{Btf, Type};
+use outrider_sys::bpf::{helper, Asm, Size, FP};
+
+/// The BTF of the running kernel.
+const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+/// Bytes of a record built here at most.
+const RECORD_MAX: i16 = 64;
+/// Where it is built: below every other slot.
+const SLOT_REC: i16 = SLOT_SCRATCH - RECORD_MAX;
+/// The host inode, then its super block, as read.
+const SLOT_HOST: i16 = SLOT_REC - 8;
+const SLOT_SB: i16 = SLOT_REC - 16;
+
+/// Byte offsets of the members the records are made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Offsets {
+    /// `address_space.host`.
+    host: i16,
+    /// `inode.i_ino`, `inode.i_sb`, `inode.i_rdev`.
+    ino: i16,
+    sb: i16,
+    rdev: i16,
+    /// `super_block.s_dev`.
+    dev: i16,
+}
+
+impl Offsets {
+    /// The running kernel's, from its BTF; `None` without it.
+    pub fn of_running_kernel() -> Option<Offsets> {
+        let btf = Btf::from_file(VMLINUX).ok()?;
+        Some(Offsets {
+            host: member(&btf, "address_space", "host")?,
+            ino: member(&btf, "inode", "i_ino")?,
+            sb: member(&btf, "inode", "i_sb")?,
+            rdev: member(&btf, "inode", "i_rdev")?,
+            dev: member(&btf, "super_block", "s_dev")?,
+        })
+    }
+}
+
+/// The byte offset of member `name` of struct `st` (a direct member, not
+/// a bit field).
+fn member(btf: &Btf, st: &str, name: &str) -> Option<i16> {
+    let types = btf.resolve_types_by_name(st).ok()?;
+    types.iter().find_map(|t| {
+        let Type::Struct(s) = t else { return None };
+        let m = (s.members.iter()).find(|m| btf.resolve_name(*m).is_ok_and(|n| n == name))?;
+        let bits = m.bit_offset();
+        (bits % 8 == 0 && m.bitfield_size().unwrap_or(0) == 0)
+            .then(|| i16::try_from(bits / 8).ok())
+            .flatten()
+    })
+}
+
+/// Where `f`'s record takes what: the byte offsets of `i_ino` (8 bytes),
+/// `s_dev` (4), `index` (8) and `last_index` (8, when the event has it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    ino: i16,
+    dev: i16,
+    index: i16,
+    last: Option<i16>,
+    /// The record's fixed fields end here.
+    end: i16,
+}
+
+/// `f`'s layout when it is one of the three page events, its fields as
+/// this module fills them.
+pub fn layout(f: &EventFormat, end: usize) -> Option<Layout> {
+    let with_last = match f.name.as_str() {
+        "mm_filemap_get_pages" | "mm_filemap_map_pages" => true,
+        "mm_filemap_fault" => false,
+        _ => return None,
+    };
+    let at = |name: &str, size: usize| {
+        let x = f.fields.iter().find(|x| x.name == name)?;
+        (x.size == size && !x.data_loc && x.offset % size == 0).then_some(x.offset as i16)
+    };
+    let last = if with_last {
+        Some(at("last_index", 8)?)
+    } else {
+        None
+    };
+    let end = i16::try_from(end).ok().filter(|&e| e <= RECORD_MAX)?;
+    Some(Layout {
+        ino: at("i_ino", 8)?,
+        dev: at("s_dev", 4)?,
+        index: at("index", 8)?,
+        last,
+        end,
+    })
+}
+
+/// Build the record on the stack from the arguments (the context in
+/// `CTX`), then point `CTX` at it. Uses r1-r5.
+pub fn record(a: &mut Asm, l: Layout, off: Offsets) {
+    let (host, no_sb, done) = (a.label(), a.label(), a.label());
+    for at in (0..(l.end + 7) / 8 * 8).step_by(8) {
+        a.store_imm(Size::DW, FP, SLOT_REC + at, 0);
+    }
+    a.load(Size::DW, 1, CTX, 8);
+    a.store(Size::DW, FP, SLOT_REC + l.index, 1);
+    if let Some(last) = l.last {
+        a.load(Size::DW, 1, CTX, 16);
+        a.store(Size::DW, FP, SLOT_REC + last, 1);
+    }
+    a.load(Size::DW, 3, CTX, 0);
+    probe(a, (SLOT_HOST, 8), off.host);
+    a.load(Size::DW, 3, FP, SLOT_HOST);
+    a.jne_imm(3, 0, host);
+    a.ja(done);
+    a.bind(host);
+    probe(a, (SLOT_REC + l.ino, 8), off.ino);
+    a.load(Size::DW, 3, FP, SLOT_HOST);
+    probe(a, (SLOT_SB, 8), off.sb);
+    a.load(Size::DW, 3, FP, SLOT_SB);
+    a.jeq_imm(3, 0, no_sb);
+    probe(a, (SLOT_REC + l.dev, 4), off.dev);
+    a.ja(done);
+    a.bind(no_sb);
+    a.load(Size::DW, 3, FP, SLOT_HOST);
+    probe(a, (SLOT_REC + l.dev, 4), off.rdev);
+    a.bind(done);
+    a.mov_reg(CTX, FP);
+    a.add_imm(CTX, SLOT_REC.into());
+}
+
+/// `bpf_probe_read_kernel` of `bytes` at r3 + `member` to stack slot
+/// `slot` (zeroed when the read fails).
+fn probe(a: &mut Asm, (slot, bytes): (i16, i32), member: i16) {
+    a.add_imm(3, member.into());
+    a.mov_reg(1, FP);
+    a.add_imm(1, slot.into());
+    a.mov_imm(2, bytes);
+    a.call(helper::PROBE_READ_KERNEL);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tracefs::format::{parse_format, tests::GET_PAGES};
+
+    #[test]
+    fn the_record_of_get_pages_is_laid_out_as_its_format_says() {
+        let f = parse_format(GET_PAGES, "t").unwrap();
+        let l = layout(&f, super::super::record_end(&f)).unwrap();
+        assert_eq!((l.ino, l.dev, l.index, l.last), (8, 16, 24, Some(32)));
+        assert!(l.end <= RECORD_MAX && SLOT_SB >= -512);
+    }
+
+    #[test]
+    fn the_running_kernels_members_are_found_where_it_has_btf() {
+        if !std::path::Path::new(VMLINUX).exists() {
+            return;
+        }
+        let o = Offsets::of_running_kernel().expect("address_space, inode and super_block");
+        // i_ino, i_sb and i_rdev are distinct members of one struct.
+        assert!(o.ino != o.sb && o.sb != o.rdev && o.ino != o.rdev);
+        assert!(o.host >= 0 && o.dev >= 0);
+    }
+}
