@@ -29,7 +29,8 @@
 //! launch with a set of its own, whose replay judges it instead) is never
 //! let go here. A stamp evicted from the table starts counting again.
 
-use super::{Tables, CTX, SLOT_STAMP};
+use super::followed::Tables;
+use super::{CTX, SLOT_STAMP};
 use crate::tracefs::format::EventFormat;
 use outrider_sys::bpf::{helper, Asm, Label, Map, MapType, Size, FP};
 use std::io;
@@ -134,7 +135,7 @@ pub fn judge(
 
 /// r0 = counters[key]'s value; to `none` when it is not there.
 fn counter(a: &mut Asm, counters: &Map, key: u32, none: Label) {
-    super::counter_at(a, counters, key, none);
+    super::programs::counter_at(a, counters, key, none);
     a.load(Size::DW, 0, 0, 0);
 }
 
