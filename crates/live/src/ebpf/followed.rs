@@ -83,22 +83,23 @@ impl Followed {
     /// while nothing else is followed (the module comment).
     pub fn follow(&self, tid: u32, stamp: u64) -> io::Result<()> {
         self.hash.update(&tid.to_ne_bytes(), &stamp.to_ne_bytes())?;
-        let key = (tid / 64).to_ne_bytes();
-        let Some(word) = self.bits.lookup(&key)? else {
+        let Some(word) = self.word(tid)? else {
             return Ok(()); // past the bitmap: the hash alone
         };
-        let word = u64::from_ne_bytes(word[..8].try_into().expect("8-byte words"));
+        let key = (tid / 64).to_ne_bytes();
         self.bits
             .update(&key, &(word | 1 << (tid % 64)).to_ne_bytes())
     }
 
     /// Whether thread `tid`'s bit is set (`None`: past the bitmap).
     pub fn bit(&self, tid: u32) -> io::Result<Option<bool>> {
+        Ok(self.word(tid)?.map(|w| w & 1 << (tid % 64) != 0))
+    }
+
+    /// The bitmap word of thread `tid` (`None`: past the bitmap).
+    fn word(&self, tid: u32) -> io::Result<Option<u64>> {
         let word = self.bits.lookup(&(tid / 64).to_ne_bytes())?;
-        Ok(word.map(|w| {
-            let w = u64::from_ne_bytes(w[..8].try_into().expect("8-byte words"));
-            w & 1 << (tid % 64) != 0
-        }))
+        Ok(word.map(|w| u64::from_ne_bytes(w[..8].try_into().expect("8-byte words"))))
     }
 
     /// The programs' view of them.

@@ -96,29 +96,25 @@ pub struct Layout {
     end: i16,
 }
 
-/// `f`'s layout when it is one of the three page events, its fields as
-/// this module fills them.
+/// `f`'s layout when it is one of the three page events, its fields
+/// ([`repeats::pages_of`](super::repeats)) as this module fills them.
 pub fn layout(f: &EventFormat, end: usize) -> Option<Layout> {
     let with_last = match f.name.as_str() {
         "mm_filemap_get_pages" | "mm_filemap_map_pages" => true,
         "mm_filemap_fault" => false,
         _ => return None,
     };
-    let at = |name: &str, size: usize| {
-        let x = f.fields.iter().find(|x| x.name == name)?;
-        (x.size == size && !x.data_loc && x.offset % size == 0).then_some(x.offset as i16)
-    };
-    let last = if with_last {
-        Some(at("last_index", 8)?)
-    } else {
-        None
-    };
+    let p = super::repeats::pages_of(f)?;
+    let sized = |(at, size): (i16, Size), want: Size| (size == want).then_some(at);
+    let index = sized(p.index, Size::DW)?;
+    let last = sized(p.last, Size::DW)?;
     let end = i16::try_from(end).ok().filter(|&e| e <= RECORD_MAX)?;
     Some(Layout {
-        ino: at("i_ino", 8)?,
-        dev: at("s_dev", 4)?,
-        index: at("index", 8)?,
-        last,
+        ino: sized(p.ino, Size::DW)?,
+        dev: sized(p.dev, Size::W)?,
+        index,
+        // Without `last_index`, pages_of gives the index again.
+        last: (with_last && last != index).then_some(last),
         end,
     })
 }
@@ -126,7 +122,7 @@ pub fn layout(f: &EventFormat, end: usize) -> Option<Layout> {
 /// Build the record on the stack from the arguments (the context in
 /// `CTX`), then point `CTX` at it. Uses r1-r5.
 pub fn record(a: &mut Asm, l: Layout, off: Offsets) {
-    let (host, no_sb, done) = (a.label(), a.label(), a.label());
+    let (no_sb, done) = (a.label(), a.label());
     for at in (0..(l.end + 7) / 8 * 8).step_by(8) {
         a.store_imm(Size::DW, FP, SLOT_REC + at, 0);
     }
@@ -139,9 +135,7 @@ pub fn record(a: &mut Asm, l: Layout, off: Offsets) {
     a.load(Size::DW, 3, CTX, 0);
     probe(a, (SLOT_HOST, 8), off.host);
     a.load(Size::DW, 3, FP, SLOT_HOST);
-    a.jne_imm(3, 0, host);
-    a.ja(done);
-    a.bind(host);
+    a.jeq_imm(3, 0, done);
     probe(a, (SLOT_REC + l.ino, 8), off.ino);
     a.load(Size::DW, 3, FP, SLOT_HOST);
     probe(a, (SLOT_SB, 8), off.sb);

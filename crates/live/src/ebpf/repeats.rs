@@ -83,8 +83,8 @@ pub fn create() -> io::Result<Map> {
 /// `index` again).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Pages {
-    dev: (i16, Size),
-    ino: (i16, Size),
+    pub(super) dev: (i16, Size),
+    pub(super) ino: (i16, Size),
     pub(super) index: (i16, Size),
     pub(super) last: (i16, Size),
 }
