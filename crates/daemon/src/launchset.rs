@@ -429,13 +429,22 @@ mod tests {
         }
     }
 
-    /// Drop file `p`'s pages from the page cache.
+    /// Drop file `p`'s pages from the page cache. Pages still being read
+    /// (a replay's WILLNEED just before) are not dropped: asked again
+    /// until none is cached, for up to a second.
     fn drop_cached(p: &std::path::Path) {
-        use std::os::fd::AsRawFd;
+        use std::os::fd::{AsFd, AsRawFd};
         let f = std::fs::File::open(p).unwrap();
         f.sync_all().unwrap();
-        // SAFETY: a valid descriptor; advice only.
-        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        for _ in 0..100 {
+            // SAFETY: a valid descriptor; advice only.
+            unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            let cached = outrider_sys::cachestat::cachestat(f.as_fd(), 0, 0).map(|c| c.cache);
+            if cached.is_ok_and(|c| c == 0) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     /// A file read from start to end is left to the kernel's readahead
