@@ -170,13 +170,18 @@ fn waste_halves_admission_and_use_restores_it() {
     );
     start(&mut d);
     let mut k = Fake::default();
-    // An interval with only waste: one request in two is admitted next.
-    k.c.prefetched_blocks = 8;
-    k.c.prefetched_unused_blocks = 8;
+    // Waste too small to judge by changes nothing.
+    k.c.prefetched_blocks = QC_MIN_WASTE - 1;
+    k.c.prefetched_unused_blocks = QC_MIN_WASTE - 1;
     d.poll(&mut k, 200 * ms);
+    assert_eq!(d.stats().admit_shift, 0);
+    // An interval with only waste: one request in two is admitted next.
+    k.c.prefetched_blocks += QC_MIN_WASTE;
+    k.c.prefetched_unused_blocks += QC_MIN_WASTE;
+    d.poll(&mut k, 400 * ms);
     assert_eq!(d.stats().admit_shift, 1);
     for i in 0..4 {
-        d.access(&mut k, &access(i * 10, 201 * ms), &Outcome::default());
+        d.access(&mut k, &access(i * 10, 401 * ms), &Outcome::default());
     }
     assert_eq!(d.stats().throttled_requests, 2);
     assert_eq!(k.fetched.len(), 2);
@@ -184,16 +189,16 @@ fn waste_halves_admission_and_use_restores_it() {
     k.c.prefetched_unused_blocks += k.pending + 100;
     k.c.prefetched_blocks += 100;
     k.pending = 0;
-    for t in 2..12 {
+    for t in 3..13 {
         d.poll(&mut k, t * 200 * ms);
-        k.c.prefetched_unused_blocks += 1;
-        k.c.prefetched_blocks += 1;
+        k.c.prefetched_unused_blocks += QC_MIN_WASTE;
+        k.c.prefetched_blocks += QC_MIN_WASTE;
     }
     assert_eq!(d.stats().admit_shift, MAX_ADMIT_SHIFT);
     // Use above twice the waste steps it back by one per interval.
-    k.c.prefetched_used_blocks += 50;
-    k.c.prefetched_blocks += 50;
-    d.poll(&mut k, 13 * 200 * ms);
+    k.c.prefetched_used_blocks += 2 * QC_MIN_WASTE + 1;
+    k.c.prefetched_blocks += 2 * QC_MIN_WASTE + 1;
+    d.poll(&mut k, 14 * 200 * ms);
     assert_eq!(d.stats().admit_shift, MAX_ADMIT_SHIFT - 1);
 }
 
