@@ -40,7 +40,9 @@
 # from one run to the next (stopped against stopped, one run each:
 # 0.64x-1.78x in 15 pairs; the medians of 5 runs each: 0.91x-1.05x in
 # 8 pairs). exec-storm is the worst case for
-# a daemon that acts at every exec: 300 execs of /bin/true in a loop.
+# a daemon that acts at every exec: 300 execs of /bin/true in a loop;
+# rg-unseen the same rg as rg-tree, as an executable never seen (each
+# run is a new launch, followed until it is judged to read from memory).
 # UNHELPED="" skips it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -52,7 +54,7 @@ SHORT_REPS=$REPS
 PROGRAMS=${PROGRAMS:-"gcc gxx rustc java node python python-bare perl file git-status wc"}
 DAY_PROGRAMS=${DAY_PROGRAMS-"file perl python-bare git-status gcc gxx node python java rustc find rg"}
 DAY_REPS=${DAY_REPS:-5}
-UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached rg-tree"}
+UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached rg-tree rg-unseen"}
 UNHELPED_REPS=${UNHELPED_REPS:-11}
 UNHELPED_RUNS=${UNHELPED_RUNS:-5}
 OUT=${OUT:-bench/results/daemon.md}
@@ -195,7 +197,21 @@ unhelped_cmd() {
     cpu-python) CMD=(/usr/bin/python3 -c 'sum(i * i for i in range(3 * 10**6))') ;;
     sha-cached) CMD=(sha256sum "$DATA_DIR/unhelped-64m") ;;
     rg-tree) suite_install rg:ripgrep; suite_tree; CMD=(rg -uu -F -e outrider-suite-no-such-string "$src") ;;
+    rg-unseen) unhelped_cmd rg-tree ;; # run as copies: fresh_copies, copy_cmd
   esac
+}
+# rg-unseen runs rg as an executable the daemon never saw: a fresh copy
+# of it per run (a launch is keyed by its executable's path), made
+# before the arm starts, as copies an exec would make the daemon act on.
+fresh_copies() { # program
+  [ "$1" = rg-unseen ] || return 0
+  rm -rf "$work/unseen"; mkdir -p "$work/unseen"
+  local k
+  for k in $(seq 1 "$UNHELPED_RUNS"); do cp "$(command -v rg)" "$work/unseen/rg-$k"; done
+}
+copy_cmd() { # program run
+  [ "$1" = rg-unseen ] && CMD[0]=$work/unseen/rg-$2
+  return 0
 }
 : > "$work/unhelped"
 if [ -n "$UNHELPED" ]; then
@@ -204,6 +220,7 @@ if [ -n "$UNHELPED" ]; then
   conf=$work/day.toml
   start_daemon
   for q in $UNHELPED; do # seen once; rg-tree cold, so it is recorded
+    [ "$q" = rg-unseen ] && continue
     unhelped_cmd "$q"
     [ "$q" = rg-tree ] && cold
     timed "${CMD[@]}"
@@ -227,9 +244,11 @@ if [ -n "$UNHELPED" ]; then
         # slower than one right after another run, daemon or not (a
         # python3 loop sleeping 0.1 s at a time in the background "cost"
         # cpu-python 0.95x); the running arm alone used to wait.
+        fresh_copies "$q"
         [ "$arm" = running ] && start_daemon
         sleep 1; spin 300
         for k in $(seq 1 "$UNHELPED_RUNS"); do
+          copy_cmd "$q" "$k"
           c0=$(daemon_cpu_ms)
           timed "${CMD[@]}"
           echo "$arm $rep $q $WALL $(($(daemon_cpu_ms) - c0))" >> "$work/unhelped"
@@ -256,6 +275,7 @@ if [ -n "$UNHELPED" ] && [ -w /proc/sys/kernel/bpf_stats_enabled ]; then
   for q in $UNHELPED; do
     unhelped_cmd "$q"
     timed "${CMD[@]}" # hot
+    fresh_copies "$q"; copy_cmd "$q" 1
     sleep 1; echo 1 > /proc/sys/kernel/bpf_stats_enabled
     read -r t0 n0 <<< "$(bpf_time)"
     timed "${CMD[@]}"

@@ -29,8 +29,9 @@
 //!    past a multiple of [`WAKE_BYTES`] unread), unless the file name
 //!    the exec was given is quiet ([`EbpfSource::quiet`]); a switch
 //!    ([`EbpfSource::record_everyone`]) lets every task's records
-//!    through; under [`Scope::Execs`] a record of pages that stamp sent
-//!    already is dropped ([`repeats`]), and the pages each stamp read and
+//!    through; under [`Scope::Execs`] a thread's sequential read of one
+//!    file is sent up to a bound ([`runs`]), a record of pages that stamp
+//!    sent already is dropped ([`repeats`]), and the pages each stamp read and
 //!    missed are counted, a stamp that read its first pages from memory
 //!    being let go ([`hot`]);
 //! 3. reserves a ring-buffer record, writes the CLOCK_MONOTONIC time
@@ -66,6 +67,7 @@ mod hot;
 mod programs;
 mod raw;
 mod repeats;
+pub mod runs;
 
 use followed::Followed;
 use programs::{
@@ -473,6 +475,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
     // Held by the programs that use it once they are loaded.
     let seen = (scope == Scope::Execs).then(repeats::create).transpose()?;
     let stamps = (scope == Scope::Execs).then(hot::create).transpose()?;
+    let runs = (scope == Scope::Execs).then(runs::create).transpose()?;
     let (mut links, mut programs) = (Vec::new(), Vec::new());
     let maps = Maps {
         ring: ring.map(),
@@ -481,6 +484,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         quiet: quiet.as_ref(),
         seen: seen.as_ref(),
         stamps: stamps.as_ref(),
+        runs: runs.as_ref(),
     };
     let offsets = (scope == Scope::Execs)
         .then(raw::Offsets::of_running_kernel)

@@ -481,17 +481,29 @@ fn an_image_reading_from_memory_is_let_go_unless_it_misses_or_is_kept() {
     let (_dir, path, md) = file_of_pages(pages);
     let (_one, mut src) = execs_source();
     src.let_go_from_memory(8192, 8).unwrap();
-    let dd = || {
-        std::process::Command::new("dd")
-            .arg(format!("if={}", path.display()))
-            .args(["of=/dev/null", "bs=64k", "status=none"])
+    // Backwards, 64 KiB at a time: a sequential read is cut short
+    // (`a_sequential_read_is_sent_up_to_its_bound`).
+    let python = std::path::Path::new("/usr/bin/python3");
+    if !python.exists() {
+        eprintln!("skipped: needs /usr/bin/python3");
+        return;
+    }
+    let backwards = |wait: bool| {
+        let script = format!(
+            "import os, sys\n{}f = os.open({:?}, os.O_RDONLY)\n\
+             for o in range(os.fstat(f).st_size - 65536, -1, -65536): os.pread(f, 65536, o)\n",
+            if wait { "sys.stdin.readline()\n" } else { "" },
+            path.display().to_string()
+        );
+        (std::process::Command::new(python).args(["-c", &script]))
+            .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap()
     };
     std::fs::read(&path).unwrap();
-    let hot = sent_while(&mut src, dd(), md.ino());
+    let hot = sent_while(&mut src, backwards(false), md.ino());
     evict(&path);
-    let cold = sent_while(&mut src, dd(), md.ino());
+    let cold = sent_while(&mut src, backwards(false), md.ino());
     let all = pages as u64;
     assert!(
         hot > 0 && hot < all / 2,
@@ -503,21 +515,8 @@ fn an_image_reading_from_memory_is_let_go_unless_it_misses_or_is_kept() {
     );
     // Kept: a reader that waits for a line before reading (no wrapper
     // that execs it: a `python3` shim would be the image kept).
-    let python = std::path::Path::new("/usr/bin/python3");
-    if !python.exists() {
-        eprintln!("skipped the kept reader: needs /usr/bin/python3");
-        return;
-    }
     std::fs::read(&path).unwrap();
-    let reader = format!(
-        "import sys\nsys.stdin.readline()\nf = open({:?}, 'rb')\nwhile f.read(65536): pass\n",
-        path.display().to_string()
-    );
-    let mut py = std::process::Command::new(python)
-        .args(["-c", &reader])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut py = backwards(true);
     let followed = (0..200).any(|_| {
         std::thread::sleep(Duration::from_millis(5));
         src.stamp_of(py.id()).is_some()
@@ -584,4 +583,54 @@ fn a_launchs_reads_and_faults_from_raw_tracepoints_name_its_file_and_pages() {
     });
     assert!(in_file, "pages within the file: {mapped:?}");
     assert_ne!(cat_pid, py_pid);
+}
+
+/// A launch reading a file from start to end is sent its first
+/// `runs::SENT_PAGES` (16 MiB) of it; one reading it backwards, reading
+/// one 16 KiB in every 64 KiB forwards (a stride: it skips more than it
+/// reads), or reading it forwards from 8 MiB (a run the daemon replays),
+/// all it read.
+#[test]
+fn a_sequential_read_is_sent_up_to_its_bound() {
+    if !is_root() || !std::path::Path::new("/usr/bin/python3").exists() {
+        eprintln!("skipped: needs root for eBPF and /usr/bin/python3");
+        return;
+    }
+    let pages = 12 * 1024;
+    let (_dir, path, md) = file_of_pages(pages);
+    let (_one, mut src) = execs_source();
+    let read = |order: &str, step: u32, from: u32| {
+        let script = format!(
+            "import os\nf = os.open({:?}, os.O_RDONLY)\n\
+             for o in {order}(range({from}, os.fstat(f).st_size, {step})): os.pread(f, 16384, o)\n",
+            path.display().to_string()
+        );
+        (std::process::Command::new("/usr/bin/python3").args(["-c", &script]))
+            .spawn()
+            .unwrap()
+    };
+    let forwards = sent_while(&mut src, read("", 16384, 0), md.ino());
+    let backwards = sent_while(&mut src, read("reversed", 16384, 0), md.ino());
+    evict(&path);
+    let strided = sent_while(&mut src, read("", 65536, 0), md.ino());
+    evict(&path);
+    let from_8m = sent_while(&mut src, read("", 16384, 8 << 20), md.ino());
+    assert!(
+        (3072..=4096 + 64).contains(&forwards),
+        "forwards: {forwards} of {pages} pages sent"
+    );
+    assert!(
+        backwards >= pages as u64,
+        "backwards: {backwards} of {pages} pages sent"
+    );
+    assert!(
+        strided >= pages as u64 / 4,
+        "strided: {strided} of the {} pages read sent",
+        pages / 4
+    );
+    assert!(
+        from_8m >= pages as u64 - 2048,
+        "from 8 MiB: {from_8m} of the {} pages read sent",
+        pages - 2048
+    );
 }

@@ -6,7 +6,7 @@
 use super::idle::{io_fields, IdleClass, IdleDisks};
 use super::{around, PAGE};
 use outrider_core::FileId;
-use outrider_live::ebpf::Untracker;
+use outrider_live::ebpf::{runs, Untracker};
 use outrider_live::files::{FileTable, FileTableOptions};
 use outrider_live::history;
 use outrider_live::metawalk::{self, MetaWalk, WalkStats};
@@ -101,10 +101,13 @@ pub fn sequential_files(accesses: &[AccessRecord]) -> rustc_hash::FxHashSet<u32>
 /// file, 16 KiB a read, was recorded with 1-3 pages missing every
 /// 256-1024 (tracefs showed the same holes), its file taken for no run
 /// and replayed whole beside the kernel's readahead. A folio is at most
-/// 2 MiB.
-const HOLE_PAGES: u64 = 512;
+/// 2 MiB. The same bounds as the eBPF programs', which stop sending a
+/// followed thread's run once it is surely one of these.
+const HOLE_PAGES: u64 = runs::HOLE_PAGES as u64;
 /// A run skips at most one in this many of its pages.
-const HOLES_SHARE: u64 = 16;
+const HOLES_SHARE: u64 = 1 << runs::HOLES_SHIFT;
+// The programs send a run's first pages, enough to be seen as one here.
+const _: () = assert!(runs::SENT_PAGES as u64 > READAHEAD_PAGES);
 
 /// How a replay may go.
 #[derive(Clone, Debug)]

@@ -5,7 +5,7 @@
 //! [`super::repeats`].
 
 use super::followed::{self, Tables};
-use super::{hot, raw, repeats, Scope, NAME_BYTES, WAKE_SHIFT};
+use super::{hot, raw, repeats, runs, Scope, NAME_BYTES, WAKE_SHIFT};
 use crate::tracefs::format::EventFormat;
 use outrider_sys::bpf::{helper, Asm, Map, Size, FP};
 use std::io;
@@ -55,6 +55,7 @@ pub(super) struct Maps<'a> {
     pub(super) quiet: Option<&'a Map>,
     pub(super) seen: Option<&'a Map>,
     pub(super) stamps: Option<&'a Map>,
+    pub(super) runs: Option<&'a Map>,
 }
 
 pub(super) fn role_of(f: &EventFormat) -> io::Result<Role> {
@@ -120,6 +121,11 @@ pub(super) fn program(
         (Scope::Everyone, _, _) | (Scope::Execs, Role::Exec, None) => {}
         (Scope::Execs, Role::Emit, _) => pass_tracked_or_switched_on(&mut a, m, out),
         _ => followed::pass(&mut a, m.tracked, out),
+    }
+    // Before anything is built for the record: most of a long run's go.
+    let reads = (m.runs).zip(runs::reads_of(f, raw.is_some()));
+    if let (Role::Emit, Some((table, r))) = (role, reads) {
+        runs::cut(&mut a, &r, table, out);
     }
     if let Some((layout, offsets)) = raw {
         raw::record(&mut a, layout, offsets);
