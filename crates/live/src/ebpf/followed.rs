@@ -186,13 +186,7 @@ pub fn pass(a: &mut Asm, t: Tables<'_>, out: Label) {
 /// full.
 pub fn track(a: &mut Asm, t: Tables<'_>, slot: i16, lost: Label) {
     let done = a.label();
-    a.ld_map(1, t.hash);
-    a.mov_reg(2, FP);
-    a.add_imm(2, slot.into());
-    a.mov_reg(3, FP);
-    a.add_imm(3, SLOT_STAMP.into());
-    a.mov_imm(4, 0);
-    a.call(helper::MAP_UPDATE_ELEM);
+    super::programs::update_from_stack(a, t.hash, (slot, SLOT_STAMP), 0);
     a.jne_imm(0, 0, lost);
     word_of(a, t.bits, slot);
     a.jeq_imm(0, 0, done);

@@ -155,13 +155,8 @@ fn entry(a: &mut Asm, stamps: &Map, none: Label) {
     for w in 0..3 {
         a.store_imm(Size::DW, FP, W_ZEROS + 8 * w, 0);
     }
-    a.ld_map(1, stamps);
-    a.mov_reg(2, FP);
-    a.add_imm(2, SLOT_STAMP.into());
-    a.mov_reg(3, FP);
-    a.add_imm(3, W_ZEROS.into());
-    a.mov_imm(4, 1); // BPF_NOEXIST: another CPU may have made it
-    a.call(helper::MAP_UPDATE_ELEM);
+    // BPF_NOEXIST: another CPU may have made it.
+    super::programs::update_from_stack(a, stamps, (SLOT_STAMP, W_ZEROS), 1);
     lookup(a);
     a.jeq_imm(0, 0, none);
     a.bind(have);

@@ -239,6 +239,18 @@ pub(super) fn counter_at(a: &mut Asm, counters: &Map, key: u32, none: outrider_s
     a.jeq_imm(0, 0, none);
 }
 
+/// `bpf_map_update_elem(map, FP + key, FP + value, flags)`: r0 = 0 when
+/// done. Uses r1-r5.
+pub(super) fn update_from_stack(a: &mut Asm, map: &Map, (key, value): (i16, i16), flags: i32) {
+    a.ld_map(1, map);
+    a.mov_reg(2, FP);
+    a.add_imm(2, key.into());
+    a.mov_reg(3, FP);
+    a.add_imm(3, value.into());
+    a.mov_imm(4, flags);
+    a.call(helper::MAP_UPDATE_ELEM);
+}
+
 /// Go on as [`followed::pass`], or, for a thread not followed, when the
 /// record-everyone switch is on, with stamp 0.
 fn pass_tracked_or_switched_on(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf::Label) {

@@ -218,11 +218,5 @@ fn start(a: &mut Asm, r: &Reads, runs: &Map) {
     a.ld_imm64(3, NEVER_CUT);
     a.bind(near);
     a.store(Size::DW, FP, W_NEW + HOLES_AT, 3);
-    a.ld_map(1, runs);
-    a.mov_reg(2, FP);
-    a.add_imm(2, SLOT_TID.into());
-    a.mov_reg(3, FP);
-    a.add_imm(3, W_NEW.into());
-    a.mov_imm(4, 0);
-    a.call(helper::MAP_UPDATE_ELEM);
+    super::programs::update_from_stack(a, runs, (SLOT_TID, W_NEW), 0);
 }
