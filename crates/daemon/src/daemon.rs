@@ -398,6 +398,7 @@ impl Daemon {
             for e in &events {
                 self.on_event(e);
             }
+            self.mark_while_recording();
             self.take_dirs();
             self.status.events = stats.events;
             self.status.lost_events = stats.lost_events;

@@ -23,10 +23,8 @@
 //! it is skipped and the watch sees less. Read-only: nothing is written.
 
 use std::collections::HashSet;
-use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
@@ -69,6 +67,8 @@ pub struct DirWatch {
     /// so the last close is the saver's, in the background.
     fan: Arc<OwnedFd>,
     marked: Vec<Marked>,
+    /// The marks are held ([`DirWatch::set_marked`]).
+    on: bool,
     /// Written to stop the reader (an eventfd it polls beside fanotify's).
     stop: Arc<OwnedFd>,
     reader: Option<JoinHandle<Vec<DirOpen>>>,
@@ -130,6 +130,7 @@ impl DirWatch {
         Some(DirWatch {
             fan,
             marked,
+            on: true,
             stop,
             reader: Some(reader),
         })
@@ -139,23 +140,30 @@ impl DirWatch {
     /// (pid, directory) once.
     pub fn finish(&mut self) -> Vec<DirOpen> {
         // No more events (the marks' own release is deferred by the kernel).
-        let flush = libc::FAN_MARK_FLUSH | libc::FAN_MARK_FILESYSTEM;
-        // SAFETY: plain system call on our descriptor.
-        unsafe {
-            libc::fanotify_mark(
-                self.fan.as_raw_fd(),
-                flush,
-                0,
-                libc::AT_FDCWD,
-                std::ptr::null(),
-            )
-        };
+        flush_marks(&self.fan);
         let one = 1u64.to_ne_bytes();
         // SAFETY: an 8-byte write to our eventfd.
         unsafe { libc::write(self.stop.as_raw_fd(), one.as_ptr().cast(), 8) };
         (self.reader.take())
             .and_then(|r| r.join().ok())
             .unwrap_or_default()
+    }
+
+    /// Hold the marks (`true`, as after start) or remove them (`false`)
+    /// until told again: a marked file system costs every open and read
+    /// there (the module comment), so a watch needed only at times is
+    /// marked only then. Directories opened while unmarked are not seen;
+    /// [`DirWatch::path_of`] still works. Whether the marks are held.
+    pub fn set_marked(&mut self, on: bool) -> bool {
+        if on != self.on {
+            if on {
+                self.on = self.marked.iter().all(|m| add_marks(&self.fan, &m.dir));
+            } else {
+                flush_marks(&self.fan);
+                self.on = false;
+            }
+        }
+        self.on
     }
 
     /// The path of a directory now (`None`: deleted, or its file system
@@ -188,26 +196,7 @@ impl Drop for DirWatch {
 /// Mark the file system of `path`; its fsid and a descriptor of `path`.
 fn mark(fd: &OwnedFd, path: &Path) -> Option<Marked> {
     let dir = File::open(path).ok()?;
-    let c = CString::new(path.as_os_str().as_bytes()).ok()?;
-    let add = libc::FAN_MARK_ADD | libc::FAN_MARK_FILESYSTEM;
-    // SAFETY: valid descriptors and a NUL-terminated path.
-    let ok = unsafe {
-        libc::fanotify_mark(
-            fd.as_raw_fd(),
-            add,
-            libc::FAN_OPEN | libc::FAN_ONDIR,
-            libc::AT_FDCWD,
-            c.as_ptr(),
-        ) == 0
-            && libc::fanotify_mark(
-                fd.as_raw_fd(),
-                add | libc::FAN_MARK_IGNORE_SURV,
-                libc::FAN_OPEN,
-                libc::AT_FDCWD,
-                c.as_ptr(),
-            ) == 0
-    };
-    if !ok {
+    if !add_marks(fd, &dir) {
         return None;
     }
     // SAFETY: a stat buffer we own and a valid descriptor.
@@ -218,6 +207,33 @@ fn mark(fd: &OwnedFd, path: &Path) -> Option<Marked> {
     // SAFETY: fsid_t is two ints.
     let fsid: [i32; 2] = unsafe { std::mem::transmute(sfs.f_fsid) };
     Some(Marked { fsid, dir })
+}
+
+/// Mark the file system of `dir` (a descriptor of it): directory opens
+/// reported, file opens ignored. Whether both marks were made.
+fn add_marks(fd: &OwnedFd, dir: &File) -> bool {
+    let add = libc::FAN_MARK_ADD | libc::FAN_MARK_FILESYSTEM;
+    let at = |flags, mask| {
+        // SAFETY: valid descriptors; a null path marks `dir`'s object.
+        unsafe {
+            libc::fanotify_mark(
+                fd.as_raw_fd(),
+                flags,
+                mask,
+                dir.as_raw_fd(),
+                std::ptr::null(),
+            ) == 0
+        }
+    };
+    at(add, libc::FAN_OPEN | libc::FAN_ONDIR)
+        && at(add | libc::FAN_MARK_IGNORE_SURV, libc::FAN_OPEN)
+}
+
+/// Remove every file-system mark of the group `fd`.
+fn flush_marks(fd: &OwnedFd) {
+    let flush = libc::FAN_MARK_FLUSH | libc::FAN_MARK_FILESYSTEM;
+    // SAFETY: plain system call on our descriptor.
+    unsafe { libc::fanotify_mark(fd.as_raw_fd(), flush, 0, libc::AT_FDCWD, std::ptr::null()) };
 }
 
 /// Where a watch's reader puts the directory opens it reads.
@@ -438,5 +454,31 @@ mod tests {
             .collect();
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(paths.contains(&dir.join("sub")), "{paths:?}");
+    }
+
+    #[test]
+    fn an_unmarked_watch_sees_nothing_until_marked_again() {
+        let dir = std::env::temp_dir().join(format!("outrider-dirwatch-un-{}", std::process::id()));
+        for d in ["off", "on"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        let Some(mut w) = DirWatch::start([dir.as_path()]) else {
+            eprintln!("skipped: fanotify needs CAP_SYS_ADMIN");
+            return;
+        };
+        assert!(!w.set_marked(false));
+        let _ = std::fs::read_dir(dir.join("off")).unwrap().count();
+        assert!(w.set_marked(true));
+        let _ = std::fs::read_dir(dir.join("on")).unwrap().count();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let me = std::process::id();
+        let got = w.finish();
+        let paths: Vec<PathBuf> = (got.iter())
+            .filter(|d| d.pid == me)
+            .filter_map(|d| w.path_of(d))
+            .collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(paths.contains(&dir.join("on")), "{paths:?}");
+        assert!(!paths.contains(&dir.join("off")), "{paths:?}");
     }
 }

@@ -43,6 +43,21 @@ impl Daemon {
         }
     }
 
+    /// Hold the watch's mark only while a launch records what it opens:
+    /// a marked file system costs every open and read there. `rg` over a
+    /// source tree in memory, its launch found there and not recorded:
+    /// 0.88x of its time with no daemon with the mark held for good,
+    /// 0.96x with no watch (medians of 6, 5 runs each, alternated).
+    pub(super) fn mark_while_recording(&mut self) {
+        // A launch whose replay found its set in memory records nothing
+        // more (its threads were let go at once).
+        let recording = (self.launches.values())
+            .any(|l| !l.full && !l.resident.load(std::sync::atomic::Ordering::Relaxed));
+        if let Some(w) = &mut self.dir_watch {
+            w.watch.set_marked(recording);
+        }
+    }
+
     /// Record the directories opened since the last look in the launches
     /// of the processes that opened them (and the launches that exec'd
     /// those, as [`Daemon::record_read`] does reads), each up to the
