@@ -73,6 +73,61 @@ fn the_directories_a_launch_opened_are_walked_at_its_next_launch() {
     }
 }
 
+/// Whether the daemon `pid`'s fanotify group holds a file-system mark
+/// (its `fdinfo` lists one `fanotify sdev:` line per mark).
+fn holds_a_mark(pid: u32) -> bool {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap();
+    fds.flatten().any(|fd| {
+        let fanotify =
+            std::fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy().contains("fanotify"));
+        let info = format!("/proc/{pid}/fdinfo/{}", fd.file_name().to_string_lossy());
+        fanotify && std::fs::read_to_string(info).is_ok_and(|t| t.contains("fanotify sdev:"))
+    })
+}
+
+/// Whether `pred` holds within `secs` seconds (looked at every 20 ms).
+fn within(secs: f64, mut pred: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+    while std::time::Instant::now() < end {
+        if pred() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    pred()
+}
+
+/// The file system is marked only while a launch records: not with none,
+/// from a watched launch's exec to the end of its window, not after.
+#[test]
+fn the_file_system_is_marked_only_while_a_launch_records() {
+    let Some((py, _dir, cfg, state)) = watching_python("") else {
+        return;
+    };
+    // The other test's daemon watches python too: one at a time.
+    let _one = cold_lock();
+    let d = Daemon::start(&cfg, &state);
+    assert!(
+        within(3.0, || !holds_a_mark(d.pid())),
+        "marked with no launch"
+    );
+    let mut c = Command::new(&py)
+        .args(["-c", "import time; time.sleep(0.8)"])
+        .spawn()
+        .unwrap();
+    assert!(
+        within(0.7, || holds_a_mark(d.pid())),
+        "not marked in a launch"
+    );
+    assert!(c.wait().unwrap().success());
+    // The window: 3 s from the exec (common::daemon::write_config).
+    assert!(
+        within(5.0, || !holds_a_mark(d.pid())),
+        "marked after the window"
+    );
+    drop(d);
+}
+
 /// Every directory under `root`, itself included, each opened and listed.
 fn walkdir(root: &Path) -> Vec<PathBuf> {
     let mut out = vec![root.to_path_buf()];

@@ -48,6 +48,12 @@ pub fn evict(path: &Path) {
 pub struct Daemon(Child);
 
 impl Daemon {
+    /// Its process id.
+    #[allow(dead_code)] // not every test binary asks
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
     /// Start it and wait for its first status file (tracing is on then).
     pub fn start(config: &Path, state: &Path) -> Daemon {
         let before = status(state).map(|s| s["pid"].clone());
