@@ -17,7 +17,8 @@
 //! system has watchers, so each read takes fsnotify's slow path to find
 //! that no mark wants `FAN_ACCESS` (a one-byte `pread` of a cached page,
 //! 25-60 ns more with the daemon's mark than without it, on Linux 6.18:
-//! minima of 7 × 100 000 calls, 5 alternations). Events of other processes are dropped by the
+//! minima of 7 × 100 000 calls, 5 alternations); hence
+//! [`DirWatch::set_marked`]. Events of other processes are dropped by the
 //! caller, which knows the program's process tree. Needs `CAP_SYS_ADMIN`;
 //! where a file system cannot be marked (no file handles, not permitted)
 //! it is skipped and the watch sees less. Read-only: nothing is written.

@@ -47,10 +47,13 @@ impl Daemon {
     /// a marked file system costs every open and read there. `rg` over a
     /// source tree in memory, its launch found there and not recorded:
     /// 0.88x of its time with no daemon with the mark held for good,
-    /// 0.96x with no watch (medians of 6, 5 runs each, alternated).
+    /// 0.96x-1.03x with no watch, 0.93x-1.06x with the mark held only
+    /// so, in two sittings (medians of 5-6, 5 runs each, alternated):
+    /// another program's launch recording in its window holds it too.
     pub(super) fn mark_while_recording(&mut self) {
         // A launch whose replay found its set in memory records nothing
-        // more (its threads were let go at once).
+        // more (its threads were let go at once, so no read of theirs
+        // comes to flag it hot).
         let recording = (self.launches.values())
             .any(|l| !l.full && !l.resident.load(std::sync::atomic::Ordering::Relaxed));
         if let Some(w) = &mut self.dir_watch {
