@@ -398,6 +398,7 @@ impl Daemon {
             for e in &events {
                 self.on_event(e);
             }
+            self.hot_if_found_resident();
             self.mark_while_recording();
             self.take_dirs();
             self.status.events = stats.events;
@@ -616,10 +617,35 @@ impl Daemon {
             return;
         };
         let resident = l.resident.load(Ordering::Relaxed);
-        if !(crossed && in_memory && !s.known || resident) {
-            return;
+        if crossed && in_memory && !s.known || resident {
+            self.make_hot(id);
         }
-        (l.hot, l.full, s.hot) = (true, true, true);
+    }
+
+    /// Turn hot the launches whose replay found their set in memory: the
+    /// replay let their threads go at once, so no read of theirs comes to
+    /// [`Daemon::stop_if_hot`], and they would count as recording (and
+    /// hold the metadata walk's mark) for their whole window.
+    fn hot_if_found_resident(&mut self) {
+        let found: Vec<u64> = (self.launches.iter())
+            .filter(|(_, l)| !l.hot && l.resident.load(Ordering::Relaxed))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in found {
+            self.make_hot(id);
+        }
+    }
+
+    /// Launch `id` reads from memory: record nothing more of it, follow
+    /// its tasks no longer.
+    fn make_hot(&mut self, id: u64) {
+        let Some(l) = self.launches.get_mut(&id).filter(|l| !l.hot) else {
+            return;
+        };
+        (l.hot, l.full) = (true, true);
+        if let Some(s) = status_of(&mut self.status, id) {
+            s.hot = true;
+        }
         self.status.launches_hot += 1;
         self.untrack_launch(id);
     }

@@ -51,11 +51,7 @@ impl Daemon {
     /// so, in two sittings (medians of 5-6, 5 runs each, alternated):
     /// another program's launch recording in its window holds it too.
     pub(super) fn mark_while_recording(&mut self) {
-        // A launch whose replay found its set in memory records nothing
-        // more (its threads were let go at once, so no read of theirs
-        // comes to flag it hot).
-        let recording = (self.launches.values())
-            .any(|l| !l.full && !l.resident.load(std::sync::atomic::Ordering::Relaxed));
+        let recording = self.launches.values().any(|l| !l.full);
         if let Some(w) = &mut self.dir_watch {
             w.watch.set_marked(recording);
         }
