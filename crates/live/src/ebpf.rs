@@ -49,7 +49,7 @@
 //! tracefs lays it out]`, decoded by the tracefs [`Decoder`]. The
 //! programs detach when the source is dropped.
 
-use crate::tracefs::decode::Decoder;
+use crate::tracefs::decode::{Continuations, Decoder};
 use crate::tracefs::format::{parse_format, EventFormat};
 use crate::tracefs::{ensure_mounted, EventKind, LiveEvent, SourceStats};
 use outrider_sys::bpf::{Map, MapType, Program, RingBuf};
@@ -111,6 +111,7 @@ pub struct EbpfSource {
     /// only).
     stamps: Option<Map>,
     decoder: Decoder,
+    continuations: Continuations,
     /// Perf events holding the programs attached (closed first on drop).
     links: Vec<OwnedFd>,
     _programs: Vec<Program>,
@@ -226,6 +227,7 @@ impl EbpfSource {
             .collect();
         let mut src = EbpfSource {
             decoder: Decoder::new(&emitted).map_err(io::Error::other)?,
+            continuations: Continuations::default(),
             lost_base: 0,
             ring: parts.ring,
             tracked: parts.tracked,
@@ -276,6 +278,7 @@ impl EbpfSource {
                 }
             }
         });
+        self.continuations.drop_from(out, before);
         self.stats.events += (out.len() - before) as u64;
         let pages = bytes.div_ceil(POLL_UNIT);
         self.stats.pages += pages as u64;

@@ -291,6 +291,37 @@ fn a_launch_sends_a_page_it_read_again_once_per_cpu_and_the_next_launch_sends_it
     );
 }
 
+/// One `read` of 4 MiB is one record naming all of it: the kernel
+/// reports it again from each batch of folios it fills, to the same last
+/// page, and those are dropped (`Continuations`).
+#[test]
+fn one_large_read_is_one_record() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    // Written a page at a time, the file is held in small folios: a
+    // batch is then far less than the read (one write of it all made
+    // folios large enough for one batch).
+    let (_dir, path, _) = file_of_pages(0);
+    let mut f = std::fs::File::create(&path).unwrap();
+    for _ in 0..1024 {
+        f.write_all(&[7u8; 4096]).unwrap();
+    }
+    drop(f);
+    let md = std::fs::metadata(&path).unwrap();
+    let (_one, mut src) = execs_source();
+    let script = format!(
+        "dd if={} of=/dev/null bs=4M count=1 status=none",
+        path.display()
+    );
+    run_sh(&script);
+    std::thread::sleep(Duration::from_millis(50));
+    let got = reads_of(&drain(&mut src), md.ino());
+    assert_eq!(got.len(), 1, "one record: {got:?}");
+    assert_eq!((got[0].1, got[0].2), (0, 1024), "{got:?}");
+}
+
 /// Run `sh -c script` to its end; its pid.
 fn run_sh(script: &str) -> u32 {
     let mut c = (std::process::Command::new("/bin/sh").arg("-c").arg(script))

@@ -265,6 +265,7 @@ pub struct Instance {
     cpus: Vec<File>,
     layout: format::PageLayout,
     decoder: decode::Decoder,
+    continuations: decode::Continuations,
     page: Vec<u8>,
     at_end: AtEnd,
     detached_home: Option<std::ffi::CString>,
@@ -312,6 +313,7 @@ impl Instance {
                 data_size: 0,
             },
             decoder: decode::Decoder::new(&[])?,
+            continuations: Default::default(),
             page: vec![0u8; outrider_sys::page_size()],
             at_end: opts.at_end,
             detached_home: opts.detached_home.as_deref().and_then(cstring),
@@ -464,6 +466,7 @@ impl Instance {
                 }
             });
             if self.marker.as_ref().is_some_and(|m| m.synced) {
+                self.continuations.drop_from(&mut pending, 0);
                 let offset = self.clock_offset_ns;
                 for e in &mut pending {
                     e.ts_ns = e.ts_ns.saturating_add_signed(offset);
@@ -532,6 +535,7 @@ impl Instance {
                 out.push(e);
             }
         })?;
+        self.continuations.drop_from(out, before);
         let offset = self.clock_offset_ns;
         for e in &mut out[before..] {
             e.ts_ns = e.ts_ns.saturating_add_signed(offset);
