@@ -100,8 +100,9 @@ fn within(secs: f64, mut pred: impl FnMut() -> bool) -> bool {
 }
 
 /// The file system is marked only while a launch records: not with none,
-/// from a watched launch's exec to the end of its window, not after; and
-/// not for the window of a launch whose replay found its set in memory.
+/// from a watched launch's exec to the end of its window, not after; not
+/// for the window of a launch whose replay found its set in memory; not
+/// once a launch's launcher exited.
 #[test]
 fn the_file_system_is_marked_only_while_a_launch_records() {
     let Some((py, dir, cfg, state)) = watching_python("") else {
@@ -157,6 +158,22 @@ fn the_file_system_is_marked_only_while_a_launch_records() {
         unmarked && running,
         "marked through a launch found in memory: {l}"
     );
+    // A new application's launch records, but only while its launcher
+    // runs: the mark goes at its exit, well inside its window.
+    let mut c = (Command::new(&py).args(["-c", "import time; time.sleep(0.5)"]))
+        .spawn()
+        .unwrap();
+    assert!(
+        within(0.4, || holds_a_mark(d.pid())),
+        "not marked in a launch"
+    );
+    assert!(c.wait().unwrap().success());
+    let exited = std::time::Instant::now();
+    assert!(
+        within(1.5, || !holds_a_mark(d.pid())),
+        "marked after the launcher exited"
+    );
+    assert!(exited.elapsed().as_secs_f64() < 1.5);
     drop(d);
 }
 

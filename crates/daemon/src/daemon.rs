@@ -98,6 +98,8 @@ struct Launch {
     exe: String,
     /// The process that exec'd it.
     pid: u32,
+    /// A pidfd of `pid` (`None`: it was gone at the exec's handling).
+    launcher: Option<std::os::fd::OwnedFd>,
     started_ns: u64,
     /// When it exec'd (the event's time).
     exec_ns: u64,

@@ -369,3 +369,15 @@ pub fn pidfd(pid: u32) -> Option<OwnedFd> {
     // SAFETY: a fresh descriptor we own.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
+
+/// Has the process of `pidfd` exited (its pidfd readable: a zombie
+/// too)?
+pub fn pidfd_exited(pidfd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: pidfd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 }
+}

@@ -8,6 +8,7 @@
 //! a separate `/home`) would keep it from being unmounted.
 
 use super::{log, Daemon, ANCESTORS_MAX};
+use outrider_live::session::pidfd_exited;
 use outrider_sys::dirwatch::{DirOpen, DirWatch};
 use rustc_hash::FxHashSet;
 use std::path::{Path, PathBuf};
@@ -43,15 +44,19 @@ impl Daemon {
         }
     }
 
-    /// Hold the watch's mark only while a launch records what it opens:
-    /// a marked file system costs every open and read there. `rg` over a
+    /// Hold the watch's mark only while a launch records what it opens
+    /// (its set not full, its launcher still running: a short program
+    /// found in memory, `sleep` or `grep`, is not always found so, and
+    /// its window held the mark after it was gone): a marked file system
+    /// costs every open and read there. `rg` over a
     /// source tree in memory, its launch found there and not recorded:
     /// 0.88x of its time with no daemon with the mark held for good,
     /// 0.96x-1.03x with no watch, 0.93x-1.06x with the mark held only
     /// so, in two sittings (medians of 5-6, 5 runs each, alternated):
     /// another program's launch recording in its window holds it too.
     pub(super) fn mark_while_recording(&mut self) {
-        let recording = self.launches.values().any(|l| !l.full);
+        let recording = (self.launches.values())
+            .any(|l| !l.full && (l.launcher.as_ref()).is_some_and(|f| !pidfd_exited(f)));
         if let Some(w) = &mut self.dir_watch {
             w.watch.set_marked(recording);
         }

@@ -160,6 +160,7 @@ impl Daemon {
             Launch {
                 exe,
                 pid,
+                launcher: outrider_live::session::pidfd(pid),
                 started_ns: monotonic_ns(),
                 exec_ns,
                 rec: Recorder::new(self.cfg.launch_cap_mib << 20, self.cfg.launch_files_max),

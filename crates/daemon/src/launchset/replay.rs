@@ -10,6 +10,7 @@ use outrider_live::ebpf::{runs, Untracker};
 use outrider_live::files::{FileTable, FileTableOptions};
 use outrider_live::history;
 use outrider_live::metawalk::{self, MetaWalk, WalkStats};
+use outrider_live::session::pidfd_exited as exited;
 use outrider_store::{AccessRecord, AppHistory};
 use outrider_sys::launch::Credentials;
 use outrider_sys::Fetch;
@@ -312,18 +313,6 @@ pub const MISS_SHARE: u64 = 32;
 
 /// Pages asked for between two looks at whether the launcher exited.
 pub const EXIT_EVERY_PAGES: u64 = 256;
-
-/// Has the process of `pidfd` exited (its pidfd readable)?
-fn exited(pidfd: &std::os::fd::OwnedFd) -> bool {
-    use std::os::fd::AsRawFd;
-    let mut p = libc::pollfd {
-        fd: pidfd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no wait.
-    unsafe { libc::poll(&mut p, 1, 0) == 1 }
-}
 
 /// Pages asked for between two looks at the memory pressure.
 pub const PRESSURE_EVERY_PAGES: u64 = 1024;
