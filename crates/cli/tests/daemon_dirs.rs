@@ -158,13 +158,16 @@ fn the_file_system_is_marked_only_while_a_launch_records() {
         unmarked && running,
         "marked through a launch found in memory: {l}"
     );
-    // A new application's launch records, but only while its launcher
-    // runs: the mark goes at its exit, well inside its window.
-    let mut c = (Command::new(&py).args(["-c", "import time; time.sleep(0.5)"]))
+    // A new application's launch (`-B -c`: another shape of arguments),
+    // cold, records, but only while its launcher runs: the mark goes at
+    // its exit, well inside its window. (In memory, it would follow the
+    // first application's set, in memory, and record nothing.)
+    drop_caches();
+    let mut c = (Command::new(&py).args(["-B", "-c", "import time; time.sleep(1)"]))
         .spawn()
         .unwrap();
     assert!(
-        within(0.4, || holds_a_mark(d.pid())),
+        within(0.8, || holds_a_mark(d.pid())),
         "not marked in a launch"
     );
     assert!(c.wait().unwrap().success());

@@ -18,7 +18,7 @@ pub use status::{BootStatus, LaunchStatus, Status};
 use crate::clients::Listener;
 use crate::config::Config;
 use crate::launchset::{
-    replay, LaunchReads, PagesRead, Recorder, ReplayOptions, ReplayStats, MISS_SHARE,
+    replay, LaunchReads, PagesRead, Recorder, ReplayOptions, ReplayStats, Verdict, MISS_SHARE,
 };
 use crate::sets::Sets;
 use crate::shared::{Index, Matcher};
@@ -35,7 +35,7 @@ use outrider_sys::monotonic_ns;
 use outrider_sys::taskstats::{self, TaskDelay, Taskstats};
 use rustc_hash::FxHashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -119,7 +119,7 @@ struct Launch {
     reads: Arc<LaunchReads>,
     /// Set by its replay once it found the set in memory
     /// ([`ReplayOptions::found_resident`]): it is then hot.
-    resident: Arc<AtomicBool>,
+    resident: Arc<Verdict>,
     /// The streaks of the set it had before (`None`: it had none).
     prev: Option<Streaks>,
     /// The launch whose process tree exec'd it, if one was recording: its
@@ -618,7 +618,7 @@ impl Daemon {
         let Some(l) = self.launches.get_mut(&id).filter(|l| !l.hot) else {
             return;
         };
-        let resident = l.resident.load(Ordering::Relaxed);
+        let resident = l.resident.get() == Some(true);
         if crossed && in_memory && !s.known || resident {
             self.make_hot(id);
         }
@@ -630,7 +630,7 @@ impl Daemon {
     /// hold the metadata walk's mark) for their whole window.
     fn hot_if_found_resident(&mut self) {
         let found: Vec<u64> = (self.launches.iter())
-            .filter(|(_, l)| !l.hot && l.resident.load(Ordering::Relaxed))
+            .filter(|(_, l)| !l.hot && l.resident.get() == Some(true))
             .map(|(&id, _)| id)
             .collect();
         for id in found {

@@ -28,8 +28,9 @@ mod replay;
 #[cfg(test)]
 use replay::{batches, merged_ranges};
 pub use replay::{
-    replay, sequential_files, Backoff, LaunchReads, ReplayOptions, ReplayStats, EXIT_EVERY_PAGES,
-    MISS_SHARE, PRESSURE_EVERY_PAGES, READAHEAD_PAGES, RESIDENT_PROBES, WALK_DIRS_MIN,
+    replay, sequential_files, Backoff, LaunchReads, ReplayOptions, ReplayStats, Verdict,
+    EXIT_EVERY_PAGES, MISS_SHARE, PRESSURE_EVERY_PAGES, READAHEAD_PAGES, RESIDENT_PROBES,
+    WALK_DIRS_MIN,
 };
 
 /// The application a launch belongs to, the key of its launch set: the
@@ -603,7 +604,7 @@ mod tests {
         };
         let st = replay(&h, &big);
         assert!(st.rest_resident, "{st:?}");
-        assert!(big.found_resident.load(Ordering::SeqCst));
+        assert_eq!(big.found_resident.get(), Some(true));
         assert_eq!((st.pages_requested, st.pages_skipped), (0, 1024));
         // Its launch's own reads not yet seen to come from memory, or
         // another replay read from storage just now: no look.
@@ -621,7 +622,7 @@ mod tests {
         for o in [&unseen, &beside] {
             let st = replay(&h, o);
             assert!(!st.rest_resident, "{st:?}");
-            assert!(!o.found_resident.load(Ordering::SeqCst));
+            assert_eq!(o.found_resident.get(), Some(false));
             assert_eq!(st.pages_requested, 1024, "{st:?}");
         }
         // Ahead of its launch there are no launch reads: the probes decide.

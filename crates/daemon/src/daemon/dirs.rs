@@ -44,19 +44,25 @@ impl Daemon {
         }
     }
 
-    /// Hold the watch's mark only while a launch records what it opens
-    /// (its set not full, its launcher still running: a short program
+    /// Hold the watch's mark only while a launch records what it opens:
+    /// its set not full, its launcher still running (a short program
     /// found in memory, `sleep` or `grep`, is not always found so, and
-    /// its window held the mark after it was gone): a marked file system
-    /// costs every open and read there. `rg` over a
-    /// source tree in memory, its launch found there and not recorded:
-    /// 0.88x of its time with no daemon with the mark held for good,
-    /// 0.96x-1.03x with no watch, 0.93x-1.06x with the mark held only
-    /// so, in two sittings (medians of 5-6, 5 runs each, alternated):
-    /// another program's launch recording in its window holds it too.
+    /// its window held the mark after it was gone), and, with a set of
+    /// its own replayed, once that replay found the set not in memory
+    /// (until then, 20-280 ms of a launch in memory: the first `rg` over
+    /// a tree in memory after a pause was marked for 33 of its 46 5-ms
+    /// samples). A marked file system costs every open and read there.
+    /// `rg` over a source tree in memory, its launch found there and not
+    /// recorded: 0.88x of its time with no daemon with the mark held for
+    /// good, 0.96x-1.03x with no watch, 0.93x-1.06x with the mark held
+    /// only for launches in their windows, in two sittings (medians of
+    /// 5-6, 5 runs each, alternated).
     pub(super) fn mark_while_recording(&mut self) {
-        let recording = (self.launches.values())
-            .any(|l| !l.full && (l.launcher.as_ref()).is_some_and(|f| !pidfd_exited(f)));
+        let recording = (self.launches.values()).any(|l| {
+            let looked_cold = l.replayed.is_none() || l.resident.get() == Some(false);
+            let running = (l.launcher.as_ref()).is_some_and(|f| !pidfd_exited(f));
+            !l.full && running && looked_cold
+        });
         if let Some(w) = &mut self.dir_watch {
             w.watch.set_marked(recording);
         }

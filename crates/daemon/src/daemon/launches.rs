@@ -5,7 +5,7 @@
 
 use super::status::{level_name, status_of, verdict_name, LaunchStatus};
 use super::{log, Daemon, Done, Launch, Pending};
-use crate::launchset::{replay, LaunchReads, Recorder};
+use crate::launchset::{replay, LaunchReads, Recorder, Verdict};
 use crate::sets::Cached;
 use crate::shared::{self, Matcher};
 use crate::store;
@@ -14,7 +14,6 @@ use outrider_driver::benefit::{Evidence, Gate, Level};
 use outrider_store::AppHistory;
 use outrider_sys::launch::Credentials;
 use outrider_sys::monotonic_ns;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Applications whose last launch is remembered at most (older ones are
@@ -276,8 +275,8 @@ impl Daemon {
         (own, next): (Option<Replay>, Vec<Replay>),
         user: Option<Credentials>,
         dirs: Arc<Vec<std::path::PathBuf>>,
-    ) -> Arc<AtomicBool> {
-        let resident = Arc::<AtomicBool>::default();
+    ) -> Arc<Verdict> {
+        let resident = Arc::<Verdict>::default();
         let cap = self.cfg.launch_cap_mib << 20;
         let options = |share: f64| {
             let mut o = self.replay_options(share, user.clone());

@@ -17,7 +17,7 @@ use outrider_sys::Fetch;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// What one replay did.
@@ -151,8 +151,9 @@ pub struct ReplayOptions {
     /// What its launch read so far, kept by the daemon: a set is looked
     /// for in memory only once the launch's own reads came from there.
     pub launch_reads: Arc<LaunchReads>,
-    /// Set once this replay found its set in memory, before it ends.
-    pub found_resident: Arc<AtomicBool>,
+    /// Whether this replay found its set in memory, once it looked
+    /// (before it asks for any of it).
+    pub found_resident: Arc<Verdict>,
     /// Then the launcher's threads are no longer followed, from this
     /// thread: the daemon's main thread, at nice 19 beside a launch that
     /// keeps every core busy, came to it 7-121 ms after the exec (`rg`
@@ -219,6 +220,33 @@ fn evidence_of((read, missed): (u64, u64)) -> Option<bool> {
         return Some(false);
     }
     (read >= EVIDENCE_PAGES).then_some(true)
+}
+
+/// Whether a replay found its set in memory: not known until it looked.
+#[derive(Debug, Default)]
+pub struct Verdict(std::sync::atomic::AtomicU8);
+
+impl Verdict {
+    const IN_MEMORY: u8 = 1;
+    const NOT: u8 = 2;
+
+    /// The replay looked: the set was in memory or not.
+    pub fn set(&self, in_memory: bool) {
+        let v = if in_memory {
+            Self::IN_MEMORY
+        } else {
+            Self::NOT
+        };
+        self.0.store(v, Ordering::SeqCst);
+    }
+
+    /// `None` until the replay looked.
+    pub fn get(&self) -> Option<bool> {
+        match self.0.load(Ordering::SeqCst) {
+            0 => None,
+            v => Some(v == Self::IN_MEMORY),
+        }
+    }
 }
 
 /// Pages a process's `read`s returned and pages it read from storage,
@@ -426,6 +454,7 @@ fn replay_from(
 ) -> ReplayStats {
     let _idle_class = o.ahead.then(IdleClass::enter);
     let Some(backoff) = Backoff::start(o.pressure_max_pct) else {
+        o.found_resident.set(false);
         return ReplayStats {
             stopped_by_pressure: true,
             pages_skipped: h.accesses.iter().map(|a| u64::from(a.pages)).sum(),
@@ -478,9 +507,10 @@ fn replay_from(
     let accesses = &accesses[..within(&accesses, r.budget)];
     let batches = batches(accesses);
     let first = batches.first().copied().unwrap_or_default();
-    if r.in_memory(h, (first, &accesses[first.len()..]), o) {
+    let in_memory = r.in_memory(h, (first, &accesses[first.len()..]), o);
+    o.found_resident.set(in_memory);
+    if in_memory {
         r.st.rest_resident = true;
-        o.found_resident.store(true, Ordering::SeqCst);
         if let Some((u, pid)) = &o.stop_following {
             u.untrack_threads_of(*pid);
         }
