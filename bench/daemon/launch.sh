@@ -44,6 +44,12 @@
 # rg-unseen the same rg as rg-tree, as an executable never seen (each
 # run is a new launch, followed until it is judged to read from memory).
 # UNHELPED="" skips it.
+#
+# Then the daemon on a busy machine: two busy loops keep both cores
+# busy (PSI cpu `some` well over cpu_busy_pct) from 11 s before a fresh
+# daemon's day 1 to the end of its day 2 (caches dropped before each);
+# the daemon's CPU over that stretch against its cap (cpu_max_pct, 5% of
+# a core), and its launches left alone over the cap. BUSY=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DATA_DIR=${DATA_DIR:-/var/tmp/outrider-suite}
@@ -284,6 +290,27 @@ if [ -n "$UNHELPED" ] && [ -w /proc/sys/kernel/bpf_stats_enabled ]; then
     echo "$q $((t1 - t0)) $((n1 - n0)) $WALL" >> "$work/unhelped-bpf"
   done
   stop_daemon
+fi
+# The daemon on a busy machine: "cpu_ms wall_ms launches_over_cpu
+# launches_seen" to $work/busy.
+: > "$work/busy"
+if [ "${BUSY:-1}" != 0 ] && [ -n "$DAY_PROGRAMS" ]; then
+  rm -rf "$work/state"
+  conf=$work/day.toml
+  start_daemon
+  busy=()
+  for k in 1 2; do sh -c 'while :; do :; done' & busy+=($!); done
+  sleep 11
+  c0=$(daemon_cpu_ms); t0=$EPOCHREALTIME
+  cold; day busy1 1
+  wait_saved
+  cold; day busy 1
+  c1=$(daemon_cpu_ms); t1=$EPOCHREALTIME
+  kill "${busy[@]}"; wait "${busy[@]}" 2> /dev/null || true
+  status | python3 -c 'import json,sys; s=json.load(sys.stdin)["status"]; print(s["launches_over_cpu"], s["launches_seen"])' |
+    { read -r over seen; echo "$((c1 - c0)) $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", (b - a) * 1000 }') $over $seen" >> "$work/busy"; }
+  stop_daemon
+  echo "launch.sh: busy machine: $(cat "$work/busy")" >&2
 fi
 cut -d' ' -f1-3 /proc/loadavg >> "$work/load"
 elapsed=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')

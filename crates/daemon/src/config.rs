@@ -29,7 +29,8 @@
 //! | `repeat_window_s` | `2` | a launch of an application this soon after its last one is neither recorded nor replayed (its pages are still cached; a loop of short programs would pay the daemon's work at every exec); such an exec, or one of an executable not watched, quiets the file name it was given until the window ends: the eBPF source drops that name's execs in the kernel, with no wake-up (so another application of the same executable is no launch until then either); `0`: every launch is |
 //! | `successor_prefetch` | `true` | predict the next launches (up to 3) from the order launches came in (EPCM over launches, [`crate::successors`]) and replay their sets right after the current launch's own, before their execs |
 //! | `successor_threshold` | `0.6` | the least likelihood of a predicted launch for its set to be replayed (EPCM's prefetch threshold, §2.3; above 0.5 one launch is predicted per step) |
-//! | `cpu_max_pct` | `5` | the daemon's own CPU (all its threads), percent of one core over the last 10 s, above which new launches are neither recorded nor replayed until it is under again (the systemd unit also caps it with `CPUQuota=20%`) |
+//! | `cpu_max_pct` | `5` | the daemon's own CPU (all its threads), percent of one core over the last 10 s, above which, while the machine is busy (`cpu_busy_pct`), new launches are neither recorded nor replayed until it is under again (the systemd unit also caps it with `CPUQuota=20%`) |
+//! | `cpu_busy_pct` | `25` | the machine is busy while some task waited for a CPU (PSI `cpu` `some`) more than this percent of the same 10 s; only then does `cpu_max_pct` hold, as the daemon's work then takes a CPU from a program (the day in miniature, one program after another on 2 cores, waited 3-17% of each second, 35-38% under `rg`'s threads; three busy loops on 2 cores 50-54%); `0`: it always holds, as when the machine cannot tell (no PSI) |
 //! | `delay_accounting` | `true` | turn the kernel's delay accounting on (`kernel.task_delayacct`, put back at exit) and report each launch's wait for block I/O, and per application the stall time its replays saved |
 //! | `event_source` | `"auto"` | `"ebpf"`: programs on the tracepoints follow each program from its exec and filter in the kernel ([`outrider_live::ebpf::Scope::Execs`]); `"tracefs"`: a tracing instance records every task and the daemon drops what it does not follow; `"auto"`: eBPF, else tracefs |
 //!
@@ -101,6 +102,8 @@ pub struct Config {
     pub successor_threshold: f64,
     /// CPU cap, percent of one core.
     pub cpu_max_pct: f64,
+    /// CPU pressure above which the cap holds, percent.
+    pub cpu_busy_pct: f64,
     /// Delay accounting on, for the stall time saved.
     pub delay_accounting: bool,
     /// `auto`, `ebpf` or `tracefs`.
@@ -137,6 +140,7 @@ impl Default for Config {
             successor_prefetch: true,
             successor_threshold: 0.6,
             cpu_max_pct: 5.0,
+            cpu_busy_pct: 25.0,
             delay_accounting: true,
             event_source: "auto".into(),
         }
@@ -276,6 +280,9 @@ impl Config {
                 "a percentage of one core, more than 0 and at most 100",
             );
         }
+        if !(0.0..=100.0).contains(&self.cpu_busy_pct) {
+            return bad("cpu_busy_pct", "a percentage of the time, from 0 to 100");
+        }
         if self.source().is_err() {
             return bad("event_source", "\"auto\", \"ebpf\" or \"tracefs\"");
         }
@@ -369,6 +376,11 @@ mod tests {
         assert_eq!(
             e,
             "/etc/d.toml: key `launch_files_max`: expected a number of files from 1 to 1048576"
+        );
+        let e = parse("cpu_busy_pct = 101").unwrap_err();
+        assert_eq!(
+            e,
+            "/etc/d.toml: key `cpu_busy_pct`: expected a percentage of the time, from 0 to 100"
         );
         let e = parse("watch = [\"python3\"]").unwrap_err();
         assert!(e.contains("`watch`") && e.contains("absolute"), "{e}");
