@@ -117,8 +117,8 @@ struct Launch {
     hot: bool,
     /// What it read so far, for its replay ([`ReplayOptions::launch_reads`]).
     reads: Arc<LaunchReads>,
-    /// Set by its replay once it found the set in memory
-    /// ([`ReplayOptions::found_resident`]): it is then hot.
+    /// Set by its replay once it looked whether the set is in memory
+    /// ([`ReplayOptions::found_resident`]): found there, it is then hot.
     resident: Arc<Verdict>,
     /// The streaks of the set it had before (`None`: it had none).
     prev: Option<Streaks>,
