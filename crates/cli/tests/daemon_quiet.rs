@@ -1,0 +1,112 @@
+//! What `outrider daemon` leaves alone, against the real kernel: launches
+//! while it is over its CPU cap on a busy machine, and a launch of an
+//! application right after its last one (its name then quieted in the
+//! kernel until the repeat window ends). Tracing needs root: without it
+//! the tests return early.
+
+mod common;
+
+use common::daemon::{cold_lock, wait_for, watching_python, Daemon};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn over_its_cpu_cap_the_daemon_leaves_launches_alone() {
+    // A cap its own start-up (loading its programs, reading its store)
+    // is over; the machine counted busy always (`cpu_busy_pct = 0`).
+    let s = launch_over_a_tiny_cap("cpu_busy_pct = 0\n");
+    if s.is_null() {
+        return;
+    }
+    assert_eq!(s["launches_over_cpu"], 1, "{s}");
+    assert_eq!(s["launches"], Value::Array(vec![]), "{s}");
+}
+
+/// The cap holds only while the machine is busy: a machine that is
+/// never (no task can wait for a CPU more than all of the time) leaves
+/// the launch to the daemon however much CPU it used.
+#[test]
+fn over_its_cpu_cap_on_a_machine_not_busy_the_daemon_still_works() {
+    let s = launch_over_a_tiny_cap("cpu_busy_pct = 100\n");
+    if s.is_null() {
+        return;
+    }
+    assert_eq!(s["launches_over_cpu"], 0, "{s}");
+    assert_eq!(s["launches"].as_array().map(Vec::len), Some(1), "{s}");
+}
+
+/// The status once the daemon, with a CPU cap its start-up is over and
+/// `extra`, saw one launch of python (`Null`: skipped, not root).
+fn launch_over_a_tiny_cap(extra: &str) -> Value {
+    let Some((py, _dir, cfg, state)) = watching_python(&format!("cpu_max_pct = 0.0001\n{extra}"))
+    else {
+        return Value::Null;
+    };
+    let _cold = cold_lock();
+    let d = Daemon::start(&cfg, &state);
+    std::thread::sleep(Duration::from_millis(2200));
+    let ok = Command::new(&py).args(["-c", "pass"]).status().unwrap();
+    assert!(ok.success());
+    let s = wait_for(&state, "the launch seen", |s| s["launches_seen"] == 1);
+    drop(d);
+    s
+}
+
+/// `python3 -c pass` once as a user starts it.
+fn launch_python(py: &Path) {
+    assert!(Command::new(py)
+        .args(["-c", "pass"])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// The daemon watching Python with `repeat_window_s = window`: two
+/// launches (the second repeated), then a third once the daemon saw the
+/// repeat, which quiets the executable's name: that exec is dropped in
+/// the kernel, never seen (the count is machine-wide: other tests' execs
+/// of the name count too). The daemon, its state and its status then.
+fn quieted_python(window: u32) -> Option<(PathBuf, tempfile::TempDir, Daemon, PathBuf, Value)> {
+    let (py, dir, cfg, state) = watching_python(&format!("repeat_window_s = {window}\n"))?;
+    let d = Daemon::start(&cfg, &state);
+    launch_python(&py);
+    launch_python(&py);
+    wait_for(&state, "the second launch repeated", |s| {
+        s["launches_repeated"] == 1
+    });
+    launch_python(&py);
+    let s = wait_for(&state, "the third exec quieted", |s| {
+        s["execs_quieted"].as_u64() >= Some(1)
+    });
+    Some((py, dir, d, state, s))
+}
+
+#[test]
+fn a_launch_right_after_the_last_one_is_left_alone() {
+    let _cold = cold_lock();
+    let Some((_py, _dir, d, _state, s)) = quieted_python(30) else {
+        return;
+    };
+    drop(d);
+    assert_eq!(s["launches_seen"], 2, "{s}");
+    assert_eq!(s["launches"].as_array().unwrap().len(), 1, "{s}");
+}
+
+/// A name is quiet until the repeat window of the launch that quieted
+/// it ends; the next exec after it is a launch again.
+#[test]
+fn a_quiet_name_launches_again_after_the_repeat_window() {
+    let _cold = cold_lock();
+    let Some((py, _dir, d, state, _)) = quieted_python(1) else {
+        return;
+    };
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    launch_python(&py);
+    let s = wait_for(&state, "a launch after the window", |s| {
+        s["launches"].as_array().is_some_and(|l| l.len() == 2)
+    });
+    drop(d);
+    assert_eq!(s["launches_repeated"], 1, "{s}");
+}

@@ -1,0 +1,250 @@
+//! The daemon's events: execs start launches, forks join a launch's
+//! tree, reads are recorded in its set (and the boot set), misses count
+//! against its replay's evidence; a launch that reads from memory is
+//! turned hot and no longer followed.
+
+use super::launches::NotLaunch;
+use super::status::status_of;
+use super::{Daemon, ANCESTORS_MAX, HOT_PAGES, RECORDING_PAGES_MAX};
+use crate::launchset::{PagesRead, MISS_SHARE};
+use outrider_live::tracefs::{EventKind, LiveEvent};
+use std::sync::atomic::Ordering;
+
+impl Daemon {
+    pub(super) fn on_event(&mut self, e: &LiveEvent) {
+        let read = match e.kind {
+            EventKind::Exec { pid, name } => return self.on_exec(pid, name, e.ts_ns),
+            EventKind::Fork { parent, child } => {
+                if let Some(&id) = self.tree.get(&parent) {
+                    self.tree.insert(child, id);
+                    if self.launches.get(&id).is_some_and(|l| l.full) {
+                        self.untrack(child);
+                    }
+                }
+                return;
+            }
+            EventKind::GetPages {
+                dev,
+                ino,
+                index,
+                last_index,
+            }
+            | EventKind::MapPages {
+                dev,
+                ino,
+                index,
+                last_index,
+            } => Some(PagesRead {
+                dev,
+                ino,
+                index,
+                pages: last_index.saturating_sub(index) + 1,
+                mapped: matches!(e.kind, EventKind::MapPages { .. }),
+            }),
+            EventKind::Fault { dev, ino, index } => Some(PagesRead {
+                dev,
+                ino,
+                index,
+                pages: 1,
+                mapped: true,
+            }),
+            EventKind::AddToCache { order, .. } => {
+                self.on_miss(e.pid, 1u64 << order.min(20));
+                None
+            }
+            _ => None,
+        };
+        let Some(read) = read else {
+            return;
+        };
+        if let Some(&id) = self.tree.get(&e.pid) {
+            self.record_read(id, e.pid, read);
+        }
+        if self.boot.is_some() && !self.is_own(e.pid) {
+            if let Some((_, rec)) = self.boot.as_mut() {
+                rec.read(e.pid, read);
+                self.status.boot.recorded_pages = rec.pages;
+                if rec.is_full() {
+                    self.end_boot();
+                }
+            }
+        }
+    }
+
+    /// Task `pid` of launch `id` read `pages` pages of (dev, ino) from
+    /// `index`: record them in its set and in the sets of the launches
+    /// that exec'd it, up to [`ANCESTORS_MAX`] up (as FAST and IORap
+    /// record a start with the processes it spawns): a launch of `gcc`
+    /// then holds what `cc1`, `as` and `ld` read, and its replay asks for
+    /// them at `gcc`'s exec rather than at each child's.
+    fn record_read(&mut self, id: u64, pid: u32, read: PagesRead) {
+        let PagesRead {
+            dev, ino, pages, ..
+        } = read;
+        let mut at = Some(id);
+        for depth in 0..=ANCESTORS_MAX {
+            let room = RECORDING_PAGES_MAX.saturating_sub(self.recording_pages);
+            let Some(a) = at.filter(|a| room > 0 && self.launches.contains_key(a)) else {
+                return;
+            };
+            if let Some(s) = status_of(&mut self.status, a) {
+                s.read_pages += pages;
+            }
+            if depth == 0 {
+                self.stop_if_hot(a, pages);
+            }
+            let l = self.launches.get_mut(&a).expect("present");
+            if depth == 0 {
+                l.reads.read.fetch_add(pages, Ordering::Relaxed);
+            }
+            at = l.parent;
+            let before = l.rec.pages;
+            if !l.hot {
+                l.rec.read(pid, read);
+            }
+            let recorded = l.rec.pages;
+            self.recording_pages += recorded - before;
+            let matched = (l.matcher.as_mut())
+                .filter(|_| depth == 0)
+                .and_then(|m| m.read(&self.index, (dev, ino)));
+            if let Some(s) = status_of(&mut self.status, a) {
+                s.recorded_pages = recorded;
+            }
+            if let Some((key, from)) = matched {
+                self.replay_shared(a, &key, from);
+            }
+            self.untrack_if_full(a);
+        }
+    }
+
+    /// Stop recording launch `id` once it reads from memory: with no set
+    /// of its own, once the first [`HOT_PAGES`] pages its tree read came
+    /// from there (at most 1 in [`MISS_SHARE`] missed), before the read
+    /// of `read` pages that reached them is recorded; with one, once its
+    /// replay found the set there. Its tasks are no longer followed and
+    /// nothing it read is saved.
+    fn stop_if_hot(&mut self, id: u64, read: u64) {
+        let Some(s) = status_of(&mut self.status, id) else {
+            return;
+        };
+        let crossed = s.read_pages >= HOT_PAGES && s.read_pages - read < HOT_PAGES;
+        let in_memory = s.missed_pages * MISS_SHARE <= s.read_pages;
+        let Some(l) = self.launches.get_mut(&id).filter(|l| !l.hot) else {
+            return;
+        };
+        let resident = l.resident.get() == Some(true);
+        if crossed && in_memory && !s.known || resident {
+            self.make_hot(id);
+        }
+    }
+
+    /// Turn hot the launches whose replay found their set in memory: the
+    /// replay let their threads go at once, so no read of theirs comes to
+    /// [`Daemon::stop_if_hot`], and they would count as recording (and
+    /// hold the metadata walk's mark) for their whole window.
+    pub(super) fn hot_if_found_resident(&mut self) {
+        let found: Vec<u64> = (self.launches.iter())
+            .filter(|(_, l)| !l.hot && l.resident.get() == Some(true))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in found {
+            self.make_hot(id);
+        }
+    }
+
+    /// Launch `id` reads from memory: record nothing more of it, follow
+    /// its tasks no longer.
+    fn make_hot(&mut self, id: u64) {
+        let Some(l) = self.launches.get_mut(&id).filter(|l| !l.hot) else {
+            return;
+        };
+        (l.hot, l.full) = (true, true);
+        if let Some(s) = status_of(&mut self.status, id) {
+            s.hot = true;
+        }
+        self.status.launches_hot += 1;
+        self.untrack_launch(id);
+    }
+
+    /// Once launch `id`'s set is full its tasks are no longer followed
+    /// in the kernel: their reads could add nothing (a tree walker's
+    /// launch went on sending ten times its set's events, `rg` over a
+    /// source tree in the day in miniature). Their exits still count.
+    fn untrack_if_full(&mut self, id: u64) {
+        let Some(l) = self.launches.get_mut(&id) else {
+            return;
+        };
+        if l.full || !l.rec.is_full() {
+            return;
+        }
+        l.full = true;
+        self.untrack_launch(id);
+    }
+
+    /// Stop following launch `id`'s tasks in the kernel: those its
+    /// events named so far, and the threads its launcher has now. The
+    /// events come late when the daemon waits for a CPU the launch keeps
+    /// busy, and the kernel follows a thread from its fork: `rg`, marked
+    /// hot 24 ms after its exec with 17 pages read by then, went on to
+    /// send 163 000 pages' events from threads the daemon had not yet
+    /// seen forked.
+    fn untrack_launch(&self, id: u64) {
+        let Some(src) = &self.src else {
+            return;
+        };
+        for (&tid, _) in self.tree.iter().filter(|(_, v)| **v == id) {
+            src.untrack(tid);
+        }
+        if let (Some(u), Some(l)) = (&self.untracker, self.launches.get(&id)) {
+            u.untrack_threads_of(l.pid);
+        }
+    }
+
+    fn on_miss(&mut self, pid: u32, pages: u64) {
+        if let Some(&id) = self.tree.get(&pid) {
+            if let Some(s) = status_of(&mut self.status, id) {
+                s.missed_pages += pages;
+            }
+            if let Some(l) = self.launches.get(&id) {
+                l.reads.missed.fetch_add(pages, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Is `tid` one of the daemon's own threads (its reads are its
+    /// replays and its store)?
+    fn is_own(&mut self, tid: u32) -> bool {
+        if self.own.len() > 4096 {
+            self.own.clear();
+        }
+        *self
+            .own
+            .entry(tid)
+            .or_insert_with(|| std::path::Path::new(&format!("/proc/self/task/{tid}")).exists())
+    }
+
+    /// An exec: a new launch if it is one, else the process is no longer
+    /// followed (unless it is part of a launch being recorded).
+    ///
+    /// An exec that is not a launch for a while (its application launched
+    /// within the repeat window, or it is not watched) has its file name
+    /// `name` quieted in the kernel that long: the execs of that name are
+    /// then dropped there, with no wake-up of the daemon and nothing
+    /// followed. Waking for each of a loop's 300 execs of `true`, only to
+    /// find it repeated, made the loop 0.83x of its speed with no daemon
+    /// (the wake-up, `/proc` reads and the untrack per exec: ~67 µs of
+    /// daemon CPU each, `bench/daemon/launch.sh`'s exec-storm). The
+    /// price: another application of the same executable (`python3 b.py`
+    /// after two quick `python3 a.py`) is not a launch either until then.
+    fn on_exec(&mut self, pid: u32, name: u64, ts_ns: u64) {
+        let Err(not) = self.start_launch(pid, ts_ns) else {
+            return;
+        };
+        if let (NotLaunch::Quiet { until_ns }, Some(src)) = (not, &self.src) {
+            src.quiet(name, until_ns);
+        }
+        if !self.tree.contains_key(&pid) {
+            self.untrack(pid);
+        }
+    }
+}
