@@ -401,7 +401,7 @@ impl Daemon {
             for e in &events {
                 self.on_event(e);
             }
-            self.hot_if_found_resident();
+            self.judge_by_replays();
             self.mark_while_recording();
             self.take_dirs();
             self.status.events = stats.events;

@@ -6,7 +6,7 @@
 use super::launches::NotLaunch;
 use super::status::status_of;
 use super::{Daemon, ANCESTORS_MAX, HOT_PAGES, RECORDING_PAGES_MAX};
-use crate::launchset::{PagesRead, MISS_SHARE};
+use crate::launchset::{PagesRead, EVIDENCE_PAGES, MISS_SHARE};
 use outrider_live::tracefs::{EventKind, LiveEvent};
 use std::sync::atomic::Ordering;
 
@@ -102,18 +102,53 @@ impl Daemon {
             if !l.hot {
                 l.rec.read(pid, read);
             }
-            let recorded = l.rec.pages;
-            self.recording_pages += recorded - before;
+            self.recording_pages += l.rec.pages - before;
             let matched = (l.matcher.as_mut())
                 .filter(|_| depth == 0)
                 .and_then(|m| m.read(&self.index, (dev, ino)));
-            if let Some(s) = status_of(&mut self.status, a) {
-                s.recorded_pages = recorded;
-            }
             if let Some((key, from)) = matched {
                 self.replay_shared(a, &key, from);
             }
+            self.commit_if_cold(a);
+            self.show_recorded(a);
             self.untrack_if_full(a);
+        }
+    }
+
+    /// Record what launch `id` holds ([`Recorder::holding`](crate::launchset::Recorder::holding))
+    /// once it is known to read from storage: its replay found its set
+    /// not in memory, its tree missed more than one page in
+    /// [`MISS_SHARE`] of at least [`EVIDENCE_PAGES`], or it read
+    /// [`HOT_PAGES`] and was not judged hot. Else it is recorded at the
+    /// end of its window, after the program ran, unless judged hot.
+    pub(super) fn commit_if_cold(&mut self, id: u64) {
+        let Some(s) = status_of(&mut self.status, id) else {
+            return;
+        };
+        let (read, missed) = (s.read_pages, s.missed_pages);
+        let Some(l) = self.launches.get_mut(&id) else {
+            return;
+        };
+        let cold = l.resident.get() == Some(false)
+            || missed * MISS_SHARE > read.max(EVIDENCE_PAGES)
+            || read >= HOT_PAGES;
+        if l.hot || !l.rec.is_holding() || !cold {
+            return;
+        }
+        let before = l.rec.pages;
+        l.rec.commit();
+        self.recording_pages += l.rec.pages - before;
+        self.show_recorded(id);
+        self.untrack_if_full(id);
+    }
+
+    /// Launch `id`'s recorded pages in its status.
+    fn show_recorded(&mut self, id: u64) {
+        let Some(l) = self.launches.get(&id) else {
+            return;
+        };
+        if let Some(s) = status_of(&mut self.status, id) {
+            s.recorded_pages = l.rec.pages;
         }
     }
 
@@ -138,17 +173,22 @@ impl Daemon {
         }
     }
 
-    /// Turn hot the launches whose replay found their set in memory: the
-    /// replay let their threads go at once, so no read of theirs comes to
-    /// [`Daemon::stop_if_hot`], and they would count as recording (and
-    /// hold the metadata walk's mark) for their whole window.
-    pub(super) fn hot_if_found_resident(&mut self) {
-        let found: Vec<u64> = (self.launches.iter())
-            .filter(|(_, l)| !l.hot && l.resident.get() == Some(true))
-            .map(|(&id, _)| id)
+    /// Judge the launches whose replay looked for their set in memory
+    /// since: found there, turned hot (the replay let their threads go
+    /// at once, so no read of theirs comes to [`Daemon::stop_if_hot`],
+    /// and they would count as recording, and hold the metadata walk's
+    /// mark, for their whole window); not, their held reads recorded.
+    pub(super) fn judge_by_replays(&mut self) {
+        let looked: Vec<(u64, bool)> = (self.launches.iter())
+            .filter(|(_, l)| !l.hot && l.rec.is_holding())
+            .filter_map(|(&id, l)| Some((id, l.resident.get()?)))
             .collect();
-        for id in found {
-            self.make_hot(id);
+        for (id, in_memory) in looked {
+            if in_memory {
+                self.make_hot(id);
+            } else {
+                self.commit_if_cold(id);
+            }
         }
     }
 
@@ -159,6 +199,7 @@ impl Daemon {
             return;
         };
         (l.hot, l.full) = (true, true);
+        l.rec.discard();
         if let Some(s) = status_of(&mut self.status, id) {
             s.hot = true;
         }
@@ -208,6 +249,7 @@ impl Daemon {
             if let Some(l) = self.launches.get(&id) {
                 l.reads.missed.fetch_add(pages, Ordering::Relaxed);
             }
+            self.commit_if_cold(id);
         }
     }
 

@@ -162,7 +162,7 @@ impl Daemon {
                 launcher: outrider_live::session::pidfd(pid),
                 started_ns: monotonic_ns(),
                 exec_ns,
-                rec: Recorder::new(self.cfg.launch_cap_mib << 20, self.cfg.launch_files_max),
+                rec: Recorder::holding(self.cfg.launch_cap_mib << 20, self.cfg.launch_files_max),
                 gate,
                 matcher: (!known).then(Matcher::default),
                 replayed,
@@ -442,12 +442,16 @@ impl Daemon {
     /// set for saving.
     pub(super) fn end_launch(&mut self, id: u64, stopping: bool) {
         self.add_running_waits(id);
-        let l = self.launches.remove(&id).expect("listed");
+        let mut l = self.launches.remove(&id).expect("listed");
         debug_assert!(
             self.recording_pages >= l.rec.pages,
             "recorded pages are counted"
         );
         self.recording_pages -= l.rec.pages;
+        // What it held is recorded now, after its run (unless hot).
+        if !l.hot {
+            l.rec.commit();
+        }
         let src = self.src.as_ref();
         self.tree.retain(|&tid, v| {
             if *v == id {
@@ -457,6 +461,7 @@ impl Daemon {
         });
         if let Some(s) = status_of(&mut self.status, id) {
             s.finished = true;
+            s.recorded_pages = l.rec.pages;
         }
         if !stopping {
             self.maybe_follow(id, &l);
