@@ -734,6 +734,15 @@ mod tests {
 
     /// Pages are recorded once, in first-touch order, up to the cap; the
     /// history names the file so a replay finds it again (as root).
+    /// A file of `pages` pages in a directory of its own.
+    fn file_of_pages(pages: usize) -> (tempfile::TempDir, std::fs::Metadata) {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![1u8; pages * 4096]).unwrap();
+        let md = std::fs::metadata(&p).unwrap();
+        (dir, md)
+    }
+
     /// A holding recorder opens no file until it commits, then records
     /// what it held in its order; one that discards records nothing.
     #[test]
@@ -741,10 +750,7 @@ mod tests {
         if unsafe { libc::geteuid() } != 0 {
             return; // files are found by inode, which needs root
         }
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let p = dir.path().join("f");
-        std::fs::write(&p, vec![1u8; 16 * 4096]).unwrap();
-        let md = std::fs::metadata(&p).unwrap();
+        let (_dir, md) = file_of_pages(16);
         let me = std::process::id();
         let mut r = Recorder::holding(1 << 20, 8192);
         r.read(me, read_of(&md, 8, 2));
@@ -772,10 +778,7 @@ mod tests {
         if unsafe { libc::geteuid() } != 0 {
             return;
         }
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let p = dir.path().join("f");
-        std::fs::write(&p, vec![1u8; 4096]).unwrap();
-        let md = std::fs::metadata(&p).unwrap();
+        let (_dir, md) = file_of_pages(1);
         let mut r = Recorder::holding(1 << 30, 8192);
         for _ in 0..HELD_MAX - 1 {
             r.read(1, read_of(&md, 0, 1));
