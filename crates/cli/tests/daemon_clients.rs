@@ -218,9 +218,10 @@ fn an_unprivileged_client_is_served_as_itself_and_never_beyond_its_rights() {
     let s = status(&state).unwrap();
     let before = s["launches"].as_array().unwrap().len();
     drop_caches();
-    // `cat a -`: alive until its standard input closes, so the replay
+    // `cat ./a -` (a path: the same application as root's `cat
+    // /…/closed`): alive until its standard input closes, so the replay
     // (which stops when its launcher exits) runs its course.
-    let mut c = user.command(cat.to_str().unwrap(), &["a", "-"], &socket);
+    let mut c = user.command(cat.to_str().unwrap(), &["./a", "-"], &socket);
     let mut c = c
         .current_dir(&data)
         .stdin(std::process::Stdio::piped())

@@ -9,7 +9,7 @@
 //! | `pressure_max_pct` | `10` | memory pressure (PSI `some`, percent of the time some task waited on memory) above which no replay starts and a running one stops |
 //! | `state_dir` | `/var/lib/outrider` | where the history store (`history.db`) lives |
 //! | `history_max_apps` | `512` | launch sets kept; beyond it the least recently launched are forgotten |
-//! | `launch_key_args` | `2` | command-line words in an application's name besides its executable: `argv[0]`'s name, then arguments, files written `<file>` ([`crate::launchset::app_name`]); `0`: the executable alone |
+//! | `launch_key_args` | `2` | command-line words in an application's name besides its executable: `argv[0]`'s name, then arguments, paths (a `/`, or a name with an extension: told from the word, nothing looked up) written `<file>` ([`crate::launchset::app_name`]); `0`: the executable alone |
 //! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set |
 //! | `launch_cap_mib` | `256` | bytes one launch set holds at most |
 //! | `launch_files_max` | `32768` | files one launch set (and the boot set) holds at most: the daemon's work goes by files as much as by bytes (each is opened, stamped and named when recorded, verified, mapped and opened again when replayed); `rg` over a tree of 31 479 small files in the day in miniature ran its day 2 in 0.48-0.57 of its day-1 time with 32 768, 0.86-0.89 with 8 192, and the daemon used 2.8 s of CPU over that day 2 against 1.5 s |

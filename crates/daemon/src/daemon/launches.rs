@@ -493,7 +493,7 @@ impl Daemon {
 }
 
 /// The application process `pid` runs ([`crate::launchset::app_name`]),
-/// from its command line and working directory.
+/// from its command line.
 fn app_of(pid: u32, exe: &str, args: usize) -> String {
     if args == 0 {
         return exe.to_string();
@@ -507,6 +507,5 @@ fn app_of(pid: u32, exe: &str, args: usize) -> String {
                 .collect()
         })
         .unwrap_or_default();
-    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
-    crate::launchset::app_name(exe, &argv, &cwd, args)
+    crate::launchset::app_name(exe, &argv, args)
 }
