@@ -33,8 +33,9 @@
 # all), the daemon running (it saw each once: rg-tree cold, so its set
 # is recorded and each exec replays it, the others hot) against stopped,
 # and stopped again (control: the measurement's own noise), the order
-# turning, UNHELPED_REPS (default 11) each, hot: any difference is the
-# daemon's cost. Each arm waits a second, keeps a core busy 0.3 s, then
+# turning, UNHELPED_REPS (default 15; with 11, cpu-python's ratio was
+# 0.88x in one bench and 0.93x-1.09x in A/Bs of 5-20 alternations after
+# it) each, hot: any difference is the daemon's cost. Each arm waits a second, keeps a core busy 0.3 s, then
 # runs the program UNHELPED_RUNS (default 5) times in a row, its time
 # the median of those: this shared VM's speed drifts by tens of percent
 # from one run to the next (stopped against stopped, one run each:
@@ -61,7 +62,7 @@ PROGRAMS=${PROGRAMS:-"gcc gxx rustc java node python python-bare perl file git-s
 DAY_PROGRAMS=${DAY_PROGRAMS-"file perl python-bare git-status gcc gxx node python java rustc find rg"}
 DAY_REPS=${DAY_REPS:-5}
 UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached rg-tree rg-unseen"}
-UNHELPED_REPS=${UNHELPED_REPS:-11}
+UNHELPED_REPS=${UNHELPED_REPS:-15}
 UNHELPED_RUNS=${UNHELPED_RUNS:-5}
 OUT=${OUT:-bench/results/daemon.md}
 [ "$(id -u)" = 0 ] || { echo "launch.sh: needs root (the daemon traces the kernel)" >&2; exit 2; }
