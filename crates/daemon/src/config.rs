@@ -12,7 +12,7 @@
 //! | `launch_key_args` | `2` | command-line words in an application's name besides its executable: `argv[0]`'s name, then arguments, paths (a `/`, or a name with an extension: told from the word, nothing looked up) written `<file>` ([`crate::launchset::app_name`]); `0`: the executable alone |
 //! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set |
 //! | `launch_cap_mib` | `256` | bytes one launch set holds at most |
-//! | `launch_files_max` | `32768` | files one launch set (and the boot set) holds at most: the daemon's work goes by files as much as by bytes (each is opened, stamped and named when recorded, verified, mapped and opened again when replayed); `rg` over a tree of 31 479 small files in the day in miniature ran its day 2 in 0.48-0.57 of its day-1 time with 32 768, 0.86-0.89 with 8 192, and the daemon used 2.8 s of CPU over that day 2 against 1.5 s |
+//! | `launch_files_max` | `8192` | files one launch set (and the boot set) holds at most: the daemon's work goes by files as much as by bytes (each is opened, stamped and named when recorded, verified, mapped and opened again when replayed, and the whole set handled at each launch); `rg` over a tree of 31 479 small files, its set whole at 32 768: its day 2 in the day in miniature took 0.48-0.57 of its day-1 time (0.86-0.89 at 8 192), but each of its launches from memory cost the daemon 78 ms of CPU (19 ms), the daemon held 84 MiB (27 MiB), and `rg` over the tree in memory ran at 0.92x of its speed with no daemon |
 //! | `read_around` | `false` | a replay asks for each mapped file (an executable, a library) no larger than half its disk's readahead window whole, at its first access, as the kernel reads it at the first page fault in it ([`crate::launchset`], module `around`, with what it cost); `false`: only the pages the launch touched |
 //! | `metadata_walk` | `true` | record the directories each launch's process tree opens on the root file system (fanotify, one event per directory opened there by any process, and 25-60 ns more per read of any file there, `outrider_sys::dirwatch`) and, at the next launch of one that opened at least 4 ([`crate::launchset::WALK_DIRS_MIN`]), list them and look the set's files up in them beside the replay, until the launcher exits ([`crate::launchset`]): a tree walker waits on directory blocks and inodes, which no launch set of file pages holds |
 //! | `max_recording` | `64` | launches recorded at once at most (more are not recorded) |
@@ -122,7 +122,7 @@ impl Default for Config {
             launch_key_args: 2,
             launch_window_s: 5.0,
             launch_cap_mib: 256,
-            launch_files_max: 32768,
+            launch_files_max: 8192,
             read_around: false,
             metadata_walk: true,
             max_recording: 64,

@@ -65,12 +65,15 @@
 //!   alternated, `bench/daemon/launch.sh`). The set holds pages the launch
 //!   touched, not the kernel's readahead around them, nor the pages a
 //!   read asked for past the end of its file. It also holds at most
-//!   [`config::Config::launch_files_max`] files (32 768): the daemon's
+//!   [`config::Config::launch_files_max`] files (8 192): the daemon's
 //!   work goes by files (each opened, stamped and named when recorded,
-//!   verified, mapped and opened again when replayed); `rg`'s set of
-//!   31 479 files whole cost it 1.3 s more CPU over the day in miniature's
-//!   day 2 than one cut at 8 192, and took rg's day 2 from 0.86-0.89 of its
-//!   day-1 time to 0.48-0.57 (two day pairs each). A set that reaches
+//!   verified, mapped and opened again when replayed, and the whole set
+//!   handled at each launch). `rg`'s set of 31 479 files whole (a bound
+//!   of 32 768) took its day 2 in the day in miniature from 0.86-0.89 of
+//!   its day-1 time to 0.48-0.57, but cost the daemon 78 ms of CPU at each
+//!   of its launches from memory (19 ms at 8 192) and 84 MiB of memory
+//!   (27 MiB); `rg` over the tree in memory then ran at 0.92x of its
+//!   speed with no daemon. A set that reaches
 //!   either cap records nothing more, and its process tree is no longer
 //!   followed in the kernel (`rg` over a source tree went on sending ten
 //!   times its set's events, and resolving their files was most of the
