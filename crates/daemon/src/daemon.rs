@@ -122,7 +122,7 @@ struct Launch {
     /// ([`ReplayOptions::found_resident`]): found there, it is then hot.
     resident: Arc<Verdict>,
     /// The streaks of the set it had before (`None`: it had none).
-    prev: Option<Streaks>,
+    prev: Option<Arc<Streaks>>,
     /// The launch whose process tree exec'd it, if one was recording: its
     /// reads are that launch's too ([`Daemon::record_read`]).
     parent: Option<u64>,

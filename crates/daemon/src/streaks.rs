@@ -57,7 +57,7 @@ impl Streaks {
     /// more launches behind it, only its files read [`STABLE`] launches
     /// in a row and their accesses; else all of it.
     pub fn stable_part(&self, mut h: AppHistory) -> AppHistory {
-        if h.runs < 2 {
+        if self.keeps_all(&h) {
             return h;
         }
         let keep: FxHashSet<u32> = (h.files.iter())
@@ -67,6 +67,11 @@ impl Streaks {
         h.files.retain(|f| keep.contains(&f.id));
         h.accesses.retain(|a| keep.contains(&a.file));
         h
+    }
+
+    /// Is [`Streaks::stable_part`] of `h` all of it?
+    pub fn keeps_all(&self, h: &AppHistory) -> bool {
+        h.runs < 2 || (h.files.iter()).all(|f| self.of(f.dev, f.ino) >= STABLE)
     }
 
     /// The stored form: 20-byte records (dev, ino: u64 LE; streak: u32

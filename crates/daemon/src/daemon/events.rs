@@ -115,7 +115,7 @@ impl Daemon {
         }
     }
 
-    /// Record what launch `id` holds ([`Recorder::holding`](crate::launchset::Recorder::holding))
+    /// Record what launch `id` holds ([`crate::launchset::Recorder::holding`](crate::launchset::Recorder::holding))
     /// once it is known to read from storage: its replay found its set
     /// not in memory, its tree missed more than one page in
     /// [`MISS_SHARE`] of at least [`EVIDENCE_PAGES`], or it read
@@ -178,10 +178,17 @@ impl Daemon {
     /// at once, so no read of theirs comes to [`Daemon::stop_if_hot`],
     /// and they would count as recording, and hold the metadata walk's
     /// mark, for their whole window); not, their held reads recorded.
+    /// A launch that read more than [`crate::launchset::Recorder::holding`] holds before
+    /// its replay looked is recording already, and turns hot all the
+    /// same: left recording, `rg` found in memory saved 3 391 of its
+    /// pages as its set, over the 65 536 of its cold launch.
     pub(super) fn judge_by_replays(&mut self) {
         let looked: Vec<(u64, bool)> = (self.launches.iter())
-            .filter(|(_, l)| !l.hot && l.rec.is_holding())
-            .filter_map(|(&id, l)| Some((id, l.resident.get()?)))
+            .filter(|(_, l)| !l.hot)
+            .filter_map(|(&id, l)| {
+                let in_memory = l.resident.get()?;
+                (in_memory || l.rec.is_holding()).then_some((id, in_memory))
+            })
             .collect();
         for (id, in_memory) in looked {
             if in_memory {

@@ -34,6 +34,10 @@ const SUCCESSOR_TRIAL: u64 = 8;
 /// Bytes in a page.
 const PAGE_BYTES: u64 = 4096;
 
+/// The part of a set to replay and the streaks of the whole set
+/// ([`Daemon::load_set`]).
+type Part = (Option<Arc<AppHistory>>, Option<Arc<Streaks>>);
+
 /// A set to replay and its share of the memory budget.
 type Replay = (Arc<AppHistory>, f64);
 
@@ -67,7 +71,6 @@ impl Daemon {
         else {
             return;
         };
-        let part = Arc::new(part);
         let resident = self.spawn_replay(
             id,
             watch,
@@ -134,7 +137,7 @@ impl Daemon {
         let ahead = (self.read_ahead.remove(&key))
             .is_some_and(|at| monotonic_ns().saturating_sub(at) < AHEAD_VALID_NS);
         self.status.launches_read_ahead += u64::from(ahead && known);
-        let own = (loaded.filter(|_| share > 0.0)).map(|h| (Arc::new(h), share));
+        let own = (loaded.filter(|_| share > 0.0)).map(|h| (h, share));
         let replayed = own.as_ref().map(|(h, _)| Arc::clone(h));
         let next = self.successor_sets(&key);
         let reads = Arc::<LaunchReads>::default();
@@ -213,7 +216,7 @@ impl Daemon {
     /// ([`Streaks::stable_part`]), and the streaks of the whole set (all 1
     /// for a set saved without them, which replays whole); `(None, None)`
     /// when there is no such set.
-    fn load_set(&mut self, key: &str, from: usize) -> (Option<AppHistory>, Option<Streaks>) {
+    fn load_set(&mut self, key: &str, from: usize) -> Part {
         match self.sets.get(&self.store, key) {
             Some(c) => Self::part_of(c, from),
             None => (None, None),
@@ -221,19 +224,14 @@ impl Daemon {
     }
 
     /// [`Daemon::load_set`] of a set in memory.
-    fn part_of(c: Cached, from: usize) -> (Option<AppHistory>, Option<Streaks>) {
-        let h = if from > 0 {
-            shared::from_position(&c.set, from)
-        } else {
-            Arc::unwrap_or_clone(c.set)
+    fn part_of(c: Cached, from: usize) -> Part {
+        let part = match (from, &c.streaks) {
+            (0, _) => c.part,
+            (_, Some(s)) => Arc::new(s.stable_part(shared::from_position(&c.set, from))),
+            (_, None) => Arc::new(shared::from_position(&c.set, from)),
         };
-        match c.streaks {
-            Some(s) => (Some(s.stable_part(h)), Some(s)),
-            None => {
-                let all = Streaks::all(&h, 1);
-                (Some(h), Some(all))
-            }
-        }
+        let streaks = (c.streaks).unwrap_or_else(|| Arc::new(Streaks::all(&part, 1)));
+        (Some(part), Some(streaks))
     }
 
     /// When application `app` launched last, if less than
@@ -350,8 +348,7 @@ impl Daemon {
             Level::Reduced => 0.25,
             Level::Off => return None,
         };
-        let (set, _) = Self::part_of(c, 0);
-        let set = Arc::new(set?);
+        let set = Self::part_of(c, 0).0?;
         self.read_ahead.insert(next, now);
         Some((set, share))
     }
@@ -474,7 +471,7 @@ impl Daemon {
         let gate = self.judge(id, &l);
         if l.rec.pages > 0 {
             let set = l.rec.finish(&l.exe);
-            let streaks = Streaks::after(l.prev.as_ref(), &set);
+            let streaks = Streaks::after(l.prev.as_deref(), &set);
             let dirs = self.dir_paths(&l.dirs);
             if let Some(s) = status_of(&mut self.status, id) {
                 s.dirs_opened = dirs.len() as u64;

@@ -474,11 +474,8 @@ fn replay_from(
         user: o.user.clone(),
         tables: Vec::new(),
         table_of: FxHashMap::default(),
-        readahead: if o.ahead {
-            FxHashSet::default()
-        } else {
-            sequential_files(&h.accesses)
-        },
+        // Found after the look in memory, which has no use for it.
+        readahead: FxHashSet::default(),
         launcher: o.launcher.map(outrider_live::session::pidfd),
         backoff,
         budget: o.budget_bytes / PAGE,
@@ -516,6 +513,9 @@ fn replay_from(
         }
         r.st.pages_skipped += accesses.iter().map(|a| u64::from(a.pages)).sum::<u64>();
         return r.st;
+    }
+    if !o.ahead {
+        r.readahead = sequential_files(&h.accesses);
     }
     walk();
     for (i, b) in batches.iter().copied().enumerate() {
