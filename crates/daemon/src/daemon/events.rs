@@ -115,12 +115,25 @@ impl Daemon {
         }
     }
 
-    /// Record what launch `id` holds ([`crate::launchset::Recorder::holding`](crate::launchset::Recorder::holding))
-    /// once it is known to read from storage: its replay found its set
-    /// not in memory, its tree missed more than one page in
-    /// [`MISS_SHARE`] of at least [`EVIDENCE_PAGES`], or it read
-    /// [`HOT_PAGES`] and was not judged hot. Else it is recorded at the
-    /// end of its window, after the program ran, unless judged hot.
+    /// Record what launch `id` holds
+    /// ([`crate::launchset::Recorder::holding`]) once it is seen to read
+    /// from storage: its tree missed [`EVIDENCE_PAGES`] or more, over one
+    /// page in [`MISS_SHARE`] of those it read, or it read [`HOT_PAGES`]
+    /// and was not judged hot. Recorded, a set that fills up stops its
+    /// launch being followed ([`Daemon::untrack_if_full`]). Else what it
+    /// holds is recorded at the end of its window, after the program ran,
+    /// unless it was judged hot (or the recorder, at its bound, records
+    /// as the reads come).
+    ///
+    /// Neither its replay finding its set not in memory nor a few first
+    /// misses are enough, to record it on the program's cores: on this
+    /// machine the page cache loses a few hundred pages a second with no
+    /// memory pressure, so a set of thousands of files looked at seconds
+    /// after its last launch has a probe or two missing, and the first
+    /// files read a few pages missing. `rg` over a tree it read 6 s
+    /// before, recorded at either, had thousands of files opened and its
+    /// set saved again with 934 of 167 600 pages missed, the daemon's CPU
+    /// 190 ms a launch (8 launches 6 s apart, 2 of them so, perf).
     pub(super) fn commit_if_cold(&mut self, id: u64) {
         let Some(s) = status_of(&mut self.status, id) else {
             return;
@@ -129,9 +142,7 @@ impl Daemon {
         let Some(l) = self.launches.get_mut(&id) else {
             return;
         };
-        let cold = l.resident.get() == Some(false)
-            || missed * MISS_SHARE > read.max(EVIDENCE_PAGES)
-            || read >= HOT_PAGES;
+        let cold = missed >= EVIDENCE_PAGES && missed * MISS_SHARE > read || read >= HOT_PAGES;
         if l.hot || !l.rec.is_holding() || !cold {
             return;
         }
@@ -152,12 +163,12 @@ impl Daemon {
         }
     }
 
-    /// Stop recording launch `id` once it reads from memory: with no set
-    /// of its own, once the first [`HOT_PAGES`] pages its tree read came
-    /// from there (at most 1 in [`MISS_SHARE`] missed), before the read
-    /// of `read` pages that reached them is recorded; with one, once its
-    /// replay found the set there. Its tasks are no longer followed and
-    /// nothing it read is saved.
+    /// Stop recording launch `id` once it reads from memory: once the
+    /// first [`HOT_PAGES`] pages its tree read came from there (at most 1
+    /// in [`MISS_SHARE`] missed), before the read of `read` pages that
+    /// reached them is recorded, or once its replay found its set there.
+    /// Its tasks are no longer followed and nothing it read is saved (its
+    /// set, if it has one, stands).
     fn stop_if_hot(&mut self, id: u64, read: u64) {
         let Some(s) = status_of(&mut self.status, id) else {
             return;
@@ -168,34 +179,27 @@ impl Daemon {
             return;
         };
         let resident = l.resident.get() == Some(true);
-        if crossed && in_memory && !s.known || resident {
+        if crossed && in_memory || resident {
             self.make_hot(id);
         }
     }
 
-    /// Judge the launches whose replay looked for their set in memory
-    /// since: found there, turned hot (the replay let their threads go
-    /// at once, so no read of theirs comes to [`Daemon::stop_if_hot`],
-    /// and they would count as recording, and hold the metadata walk's
-    /// mark, for their whole window); not, their held reads recorded.
-    /// A launch that read more than [`crate::launchset::Recorder::holding`] holds before
-    /// its replay looked is recording already, and turns hot all the
-    /// same: left recording, `rg` found in memory saved 3 391 of its
-    /// pages as its set, over the 65 536 of its cold launch.
+    /// Turn hot the launches whose replay found their set in memory
+    /// since: the replay let their threads go at once, so no read of
+    /// theirs comes to [`Daemon::stop_if_hot`], and they would count as
+    /// recording, and hold the metadata walk's mark, for their whole
+    /// window. So also a launch that read more than a holding
+    /// [`Recorder`](crate::launchset::Recorder::holding) holds before its
+    /// replay looked, recording already: left recording, `rg` found in
+    /// memory saved 3 391 of its pages as its set, over the 65 536 of its
+    /// cold launch.
     pub(super) fn judge_by_replays(&mut self) {
-        let looked: Vec<(u64, bool)> = (self.launches.iter())
-            .filter(|(_, l)| !l.hot)
-            .filter_map(|(&id, l)| {
-                let in_memory = l.resident.get()?;
-                (in_memory || l.rec.is_holding()).then_some((id, in_memory))
-            })
+        let found: Vec<u64> = (self.launches.iter())
+            .filter(|(_, l)| !l.hot && l.resident.get() == Some(true))
+            .map(|(&id, _)| id)
             .collect();
-        for (id, in_memory) in looked {
-            if in_memory {
-                self.make_hot(id);
-            } else {
-                self.commit_if_cold(id);
-            }
+        for id in found {
+            self.make_hot(id);
         }
     }
 

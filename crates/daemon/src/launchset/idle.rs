@@ -21,6 +21,15 @@ use std::path::Path;
 pub(super) const IDLE_WAIT_MAX_NS: u64 = 500_000_000;
 /// Between two looks at a busy disk's requests in flight.
 const IDLE_POLL: std::time::Duration = std::time::Duration::from_millis(2);
+/// How long a look that found the disk idle stands while this thread
+/// read nothing from storage since. A replay ahead verifies each file of
+/// its set with the disk idle: looked at for each, three files read each
+/// time (`inflight`, `stat`, `/proc/thread-self/io`), the idle looks were
+/// a fifth of the daemon's CPU over `rg` launches 6 s apart (its set of
+/// 8 192 files read ahead at each `sleep` between them, the cache having
+/// lost some of it; perf), with every inode in memory. A file whose
+/// inode is not reads from the disk, and the next look is made.
+const LOOK_STANDS_NS: u64 = 1_000_000;
 
 /// The disks a replay ahead of its launch reads, by device number, and
 /// how long it waited for them. A predicted launch's set is read in the
@@ -48,9 +57,17 @@ impl IdleDisks {
             return true;
         };
         let start = outrider_sys::monotonic_ns();
+        let stands = |(at, read)| {
+            start.saturating_sub(at) < LOOK_STANDS_NS && outrider_sys::thread_bytes_read() == read
+        };
+        if disk.idle_at.is_some_and(stands) {
+            return true;
+        }
         loop {
             if requests_in_flight(&disk.inflight) == Some(0) && !disk.others_read() {
-                self.waited_ns += outrider_sys::monotonic_ns().saturating_sub(start);
+                let now = outrider_sys::monotonic_ns();
+                disk.idle_at = Some((now, outrider_sys::thread_bytes_read()));
+                self.waited_ns += now.saturating_sub(start);
                 return true;
             }
             let waited = self.waited_ns + outrider_sys::monotonic_ns().saturating_sub(start);
@@ -93,6 +110,9 @@ struct Disk {
     stat: std::path::PathBuf,
     /// Bytes others had read at the last idle look (`None`: no look yet).
     others: Option<u64>,
+    /// When the last look found it idle, and this thread's bytes read
+    /// from storage then ([`LOOK_STANDS_NS`]).
+    idle_at: Option<(u64, u64)>,
 }
 
 impl Disk {
@@ -103,6 +123,7 @@ impl Disk {
             inflight,
             stat,
             others: None,
+            idle_at: None,
         })
     }
 
@@ -230,6 +251,7 @@ mod tests {
             inflight,
             stat,
             others: None,
+            idle_at: None,
         };
         assert!(d.others_read(), "the first look has nothing to compare");
         d
@@ -280,11 +302,33 @@ mod tests {
         assert!(disks.wait(1), "no one read since");
         assert!(disks.waited_ns < poll, "not held: {}", disks.waited_ns);
         set_sectors(&stat, 808);
+        std::thread::sleep(std::time::Duration::from_nanos(LOOK_STANDS_NS));
         assert!(disks.wait(1), "no one read since the look after");
         assert!(disks.waited_ns >= poll, "held back one look");
         std::fs::remove_file(&stat).unwrap();
         let before = disks.waited_ns;
         assert!(disks.wait(1));
         assert!(disks.waited_ns - before < poll, "no stat: not held");
+    }
+
+    /// A look that found the disk idle stands (for [`LOOK_STANDS_NS`])
+    /// while this thread read nothing from storage: the disk, busy since,
+    /// is not looked at again; once the thread read, it is, and waited for.
+    #[test]
+    fn an_idle_look_stands_until_this_thread_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut busy = disk(dir.path(), "busy", 3, 8);
+        let read = outrider_sys::thread_bytes_read();
+        let far = outrider_sys::monotonic_ns() + 3_600_000_000_000;
+        busy.idle_at = Some((far, read));
+        let mut disks = IdleDisks::default();
+        disks.disks.insert(1, Some(busy));
+        assert!(disks.wait(1), "the look stands");
+        assert_eq!(disks.waited_ns, 0);
+        if let Some(Some(d)) = disks.disks.get_mut(&1) {
+            d.idle_at = Some((far, read + 4096));
+        }
+        assert!(!disks.wait(1), "read since: looked at, busy past the bound");
+        assert!(disks.waited_ns >= IDLE_WAIT_MAX_NS);
     }
 }
