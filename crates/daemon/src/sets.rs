@@ -175,8 +175,8 @@ impl Sets {
         self.bytes = self.cached.values().map(|c| c.bytes).sum();
     }
 
-    /// Keep `set` in memory under `key` (a set larger than the whole
-    /// cache is not kept); returns it.
+    /// Keep `set` in memory under `key`, with the part a launch replays
+    /// made now ([`Sets::keep`]); returns it.
     fn insert(
         &mut self,
         key: &str,
@@ -184,10 +184,6 @@ impl Sets {
         (streaks, gate): (Option<Streaks>, Gate),
         dirs: Vec<PathBuf>,
     ) -> Cached {
-        if let Some(old) = self.cached.remove(key) {
-            self.bytes -= old.bytes;
-        }
-        self.clock += 1;
         let set = Arc::new(set);
         let part = match &streaks {
             Some(s) if !s.keeps_all(&set) => Arc::new(s.stable_part((*set).clone())),
@@ -207,8 +203,19 @@ impl Sets {
             streaks: streaks.map(Arc::new),
             gate,
             dirs: Arc::new(dirs),
-            used: self.clock,
+            used: 0,
         };
+        self.keep(key, c)
+    }
+
+    /// Keep `c` in memory under `key`, as the most recently used (a set
+    /// larger than the whole cache is not kept); returns it.
+    fn keep(&mut self, key: &str, mut c: Cached) -> Cached {
+        if let Some(old) = self.cached.remove(key) {
+            self.bytes -= old.bytes;
+        }
+        self.clock += 1;
+        c.used = self.clock;
         if c.bytes > CACHE_MAX_BYTES {
             return c;
         }
@@ -258,9 +265,7 @@ impl Sets {
         taken.sort_unstable_by_key(|(_, c)| c.used);
         for (key, c) in taken {
             if !self.cached.contains_key(&key) {
-                let set = Arc::unwrap_or_clone(c.set);
-                let streaks = c.streaks.map(Arc::unwrap_or_clone);
-                self.insert(&key, set, (streaks, c.gate), Arc::unwrap_or_clone(c.dirs));
+                self.keep(&key, c);
             }
         }
     }

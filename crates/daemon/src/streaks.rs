@@ -57,7 +57,7 @@ impl Streaks {
     /// more launches behind it, only its files read [`STABLE`] launches
     /// in a row and their accesses; else all of it.
     pub fn stable_part(&self, mut h: AppHistory) -> AppHistory {
-        if self.keeps_all(&h) {
+        if h.runs < 2 {
             return h;
         }
         let keep: FxHashSet<u32> = (h.files.iter())
