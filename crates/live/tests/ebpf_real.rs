@@ -620,7 +620,14 @@ fn a_launchs_reads_and_faults_from_raw_tracepoints_name_its_file_and_pages() {
 /// `runs::SENT_PAGES` (16 MiB) of it; one reading it backwards, reading
 /// one 16 KiB in every 64 KiB forwards (a stride: it skips more than it
 /// reads), or reading it forwards from 8 MiB (a run the daemon replays),
-/// all it read.
+/// every read.
+///
+/// Every read, not every page: a cold read whose readahead brought in
+/// nothing (seen here with `find` running beside it, in 1 run of 2)
+/// reads its first page alone (`filemap_create_folio`), which
+/// `mm_filemap_get_pages` does not report, and the rest of the read in a
+/// record of its own: one to three of the 3 072 pages of the strided read
+/// were missing from records of the 768 reads.
 #[test]
 fn a_sequential_read_is_sent_up_to_its_bound() {
     if !is_root() || !std::path::Path::new("/usr/bin/python3").exists() {
@@ -643,9 +650,9 @@ fn a_sequential_read_is_sent_up_to_its_bound() {
     let forwards = sent_while(&mut src, read("", 16384, 0), md.ino());
     let backwards = sent_while(&mut src, read("reversed", 16384, 0), md.ino());
     evict(&path);
-    let strided = sent_while(&mut src, read("", 65536, 0), md.ino());
+    let strided = gathered_while(&mut src, read("", 65536, 0));
     evict(&path);
-    let from_8m = sent_while(&mut src, read("", 16384, 8 << 20), md.ino());
+    let from_8m = gathered_while(&mut src, read("", 16384, 8 << 20));
     assert!(
         (3072..=4096 + 64).contains(&forwards),
         "forwards: {forwards} of {pages} pages sent"
@@ -654,14 +661,17 @@ fn a_sequential_read_is_sent_up_to_its_bound() {
         backwards >= pages as u64,
         "backwards: {backwards} of {pages} pages sent"
     );
-    assert!(
-        strided >= pages as u64 / 4,
-        "strided: {strided} of the {} pages read sent",
-        pages / 4
-    );
-    assert!(
-        from_8m >= pages as u64 - 2048,
-        "from 8 MiB: {from_8m} of the {} pages read sent",
-        pages - 2048
-    );
+    let unsent = reads_unsent(&strided, md.ino(), (0..pages as u64).step_by(16));
+    assert!(unsent.is_empty(), "strided: reads not sent {unsent:?}");
+    let unsent = reads_unsent(&from_8m, md.ino(), (2048..pages as u64).step_by(4));
+    assert!(unsent.is_empty(), "from 8 MiB: reads not sent {unsent:?}");
+}
+
+/// Of the 4-page reads starting at `firsts`, those whose last page no
+/// record of `ino` holds (a read's record ends at its last page).
+fn reads_unsent(got: &[LiveEvent], ino: u64, firsts: impl Iterator<Item = u64>) -> Vec<u64> {
+    let sent: std::collections::HashSet<u64> = (reads_of(got, ino).iter())
+        .flat_map(|&(_, first, n)| first..first + n)
+        .collect();
+    firsts.filter(|f| !sent.contains(&(f + 3))).collect()
 }
