@@ -114,7 +114,7 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
     if let Some(s) = &r.status {
         writeln!(
             out,
-            "launches seen {} (repeated {}; execs quieted {}), replayed {}, launch sets saved {} (stored {}, forgotten {}); events {} (lost {})",
+            "launches seen {} (repeated {}; execs quieted {}), replayed {}, launch sets saved {} (stored {}, forgotten {}); events {} (lost {}; reads' program {}, detached {} times)",
             s.launches_seen,
             s.launches_repeated,
             s.execs_quieted,
@@ -123,7 +123,9 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
             s.launch_sets_stored,
             s.launch_sets_forgotten,
             s.events,
-            s.lost_events
+            s.lost_events,
+            if s.reads_attached { "attached" } else { "detached" },
+            s.reads_detached
         )?;
         writeln!(
             out,

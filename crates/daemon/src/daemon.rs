@@ -397,6 +397,7 @@ impl Daemon {
             let src = self.src.as_mut().expect("opened");
             let pages = (src.poll(&mut events, 256)).map_err(|e| format!("reading events: {e}"))?;
             let (stats, quieted) = (src.stats(), src.quieted());
+            let reads = src.reads_attached();
             events.sort_by_key(|e| e.ts_ns);
             for e in &events {
                 self.on_event(e);
@@ -407,6 +408,7 @@ impl Daemon {
             self.status.events = stats.events;
             self.status.lost_events = stats.lost_events;
             self.status.execs_quieted = quieted;
+            (self.status.reads_attached, self.status.reads_detached) = reads.unwrap_or((true, 0));
             self.tick(monotonic_ns(), false);
             if pages == 0 {
                 self.idle(prompt);
@@ -429,7 +431,7 @@ impl Daemon {
             follow_execs: true,
             ..InstanceOptions::default()
         };
-        let opened =
+        let mut opened =
             EventSource::open(&opts, self.cfg.source()?).map_err(|e| format!("tracing: {e}"))?;
         if let Some(why) = &opened.fallback {
             log(format!(
@@ -441,6 +443,8 @@ impl Daemon {
         if self.boot.is_some() {
             (opened.source.record_everyone(true)).map_err(|e| format!("tracing: {e}"))?;
         }
+        (opened.source.detach_idle_reads(self.cfg.detach_idle_reads))
+            .map_err(|e| format!("tracing: {e}"))?;
         // The kernel judges as `stop_if_hot` does, at nice 0 in the
         // launch's own context, where the daemon comes late.
         (opened.source.let_go_from_memory(HOT_PAGES, MISS_SHARE))
@@ -564,7 +568,7 @@ impl Daemon {
     fn end_boot(&mut self) {
         let (_, rec) = self.boot.take().expect("checked");
         self.status.boot.recording = false;
-        if let Some(Err(e)) = self.src.as_ref().map(|s| s.record_everyone(false)) {
+        if let Some(Err(e)) = self.src.as_mut().map(|s| s.record_everyone(false)) {
             log(format!("outrider daemon: ending the boot recording: {e}"));
         }
         if rec.pages > 0 {

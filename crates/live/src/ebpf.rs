@@ -55,6 +55,7 @@ use crate::tracefs::{ensure_mounted, EventKind, LiveEvent, SourceStats};
 use outrider_sys::bpf::{Map, MapType, Program, RingBuf};
 use outrider_sys::detach::detached;
 use outrider_sys::fdpass::Offer;
+use outrider_sys::monotonic_ns;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -66,6 +67,7 @@ mod followed;
 mod hot;
 mod programs;
 mod raw;
+mod reads;
 mod repeats;
 pub mod runs;
 
@@ -115,6 +117,10 @@ pub struct EbpfSource {
     /// Perf events holding the programs attached (closed first on drop).
     links: Vec<OwnedFd>,
     _programs: Vec<Program>,
+    /// The page reads' program, detached while no thread is followed
+    /// ([`reads`]; [`Scope::Execs`] on raw tracepoints only), and whether
+    /// it is detached so.
+    reads: Option<(reads::Reads, bool)>,
     /// The abstract socket name the source is parked under at the end
     /// (`None`: not parked, [`EbpfSource::stop`]).
     park: Option<Vec<u8>>,
@@ -236,6 +242,7 @@ impl EbpfSource {
             stamps: parts.stamps,
             links: parts.links,
             _programs: parts.programs,
+            reads: parts.reads.map(|r| (r, true)),
             park,
             reused,
             raw: parts.raw,
@@ -279,6 +286,8 @@ impl EbpfSource {
             }
         });
         self.continuations.drop_from(out, before);
+        let exec_read = (out[before..].iter()).any(|e| matches!(e.kind, EventKind::Exec { .. }));
+        self.detach_reads_unless_followed(exec_read)?;
         self.stats.events += (out.len() - before) as u64;
         let pages = bytes.div_ceil(POLL_UNIT);
         self.stats.pages += pages as u64;
@@ -288,6 +297,37 @@ impl EbpfSource {
             self.stats.lost_events = lost;
         }
         Ok(pages)
+    }
+
+    /// [`reads`]: attach the page reads' program at an exec read, and
+    /// every [`reads::CHECK_NS`] attach it or detach it as threads are
+    /// followed or not.
+    fn detach_reads_unless_followed(&mut self, exec_read: bool) -> io::Result<()> {
+        let everyone = match &self.reads {
+            Some((_, true)) => self.counter(EVERYONE_KEY)? != 0,
+            _ => return Ok(()),
+        };
+        let (r, _) = self.reads.as_mut().expect("tested above");
+        r.after_poll(monotonic_ns(), exec_read, (&self.tracked.hash, everyone))
+    }
+
+    /// Detach the page reads' program while no thread is followed (`on`,
+    /// the default), or keep it attached ([`reads`]); nothing where the
+    /// source has no such program.
+    pub fn detach_idle_reads(&mut self, on: bool) -> io::Result<()> {
+        match &mut self.reads {
+            Some((r, detaching)) => {
+                *detaching = on;
+                r.attach(true)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the page reads' program is attached, and how many times it
+    /// was detached; `None` when it is never detached.
+    pub fn reads_attached(&self) -> Option<(bool, u64)> {
+        (self.reads.as_ref()).map(|(r, _)| (r.attached(), r.detached))
     }
 
     /// Records the kernel could not store (ring buffer full, or a fork
@@ -380,8 +420,12 @@ impl EbpfSource {
     }
 
     /// Let every task's records through (true) or only followed ones'.
-    pub fn record_everyone(&self, on: bool) -> io::Result<()> {
-        (self.counters).update(&EVERYONE_KEY.to_ne_bytes(), &u64::from(on).to_ne_bytes())
+    pub fn record_everyone(&mut self, on: bool) -> io::Result<()> {
+        (self.counters).update(&EVERYONE_KEY.to_ne_bytes(), &u64::from(on).to_ne_bytes())?;
+        match &mut self.reads {
+            Some((r, _)) if on => r.attach(true),
+            _ => Ok(()),
+        }
     }
 
     /// Is thread `tid` followed now? (Tests.)
@@ -411,7 +455,8 @@ impl EbpfSource {
     /// unclaimed, it exits and the slow closes are its own. Where parking
     /// is off or the name is taken, a detached process closes them.
     pub fn stop(&mut self) {
-        let links = std::mem::take(&mut self.links);
+        let mut links = std::mem::take(&mut self.links);
+        links.extend(self.reads.as_mut().and_then(|(r, _)| r.take_link()));
         if links.is_empty() {
             return;
         }
@@ -463,6 +508,8 @@ struct Parts {
     stamps: Option<Map>,
     links: Vec<OwnedFd>,
     programs: Vec<Program>,
+    /// The page reads' program ([`reads`]), not in `links` nor `programs`.
+    reads: Option<reads::Reads>,
     /// Programs on raw tracepoints ([`raw`]).
     raw: usize,
 }
@@ -492,11 +539,16 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
     let offsets = (scope == Scope::Execs)
         .then(raw::Offsets::of_running_kernel)
         .flatten();
-    let mut raw_programs = 0;
+    let (mut raw_programs, mut reads) = (0, None);
     for format in formats {
         let role = role_of(format)?;
         let raw = offsets.and_then(|o| Some((raw::layout(format, record_end(format))?, o)));
         let (prog, link) = match raw.map(|r| attach_raw(format, role, scope, &maps, r)) {
+            Some(Ok((prog, link))) if format.name == reads::EVENT => {
+                raw_programs += 1;
+                reads = Some(reads::Reads::new(prog, link));
+                continue;
+            }
             Some(Ok(attached)) => {
                 raw_programs += 1;
                 attached
@@ -522,6 +574,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         stamps,
         links,
         programs,
+        reads,
         raw: raw_programs,
     })
 }
@@ -583,6 +636,7 @@ fn claim_parked(name: &[u8], programs: usize) -> Option<Parts> {
         stamps: None,
         links: it.collect(),
         programs: Vec::new(),
+        reads: None,
         raw: 0,
     })
 }

@@ -186,10 +186,28 @@ impl EventSource {
 
     /// Record every task's events (true) or only followed ones' (eBPF
     /// under [`Scope::Execs`]; the tracefs source records every task).
-    pub fn record_everyone(&self, on: bool) -> Result<(), SourceError> {
+    pub fn record_everyone(&mut self, on: bool) -> Result<(), SourceError> {
         match self {
             EventSource::Ebpf(s) => Ok(s.record_everyone(on)?),
             EventSource::TraceFs(_) => Ok(()),
+        }
+    }
+
+    /// Detach the page reads' program while no thread is followed (`on`)
+    /// or keep it attached (eBPF under [`Scope::Execs`]; elsewhere nothing).
+    pub fn detach_idle_reads(&mut self, on: bool) -> Result<(), SourceError> {
+        match self {
+            EventSource::Ebpf(s) => Ok(s.detach_idle_reads(on)?),
+            EventSource::TraceFs(_) => Ok(()),
+        }
+    }
+
+    /// Whether the page reads' program is attached and how many times it
+    /// was detached; `None` where it never is.
+    pub fn reads_attached(&self) -> Option<(bool, u64)> {
+        match self {
+            EventSource::Ebpf(s) => s.reads_attached(),
+            EventSource::TraceFs(_) => None,
         }
     }
 

@@ -616,6 +616,73 @@ fn a_launchs_reads_and_faults_from_raw_tracepoints_name_its_file_and_pages() {
     assert_ne!(cat_pid, py_pid);
 }
 
+/// A launch reading the same cached pages over and over is let go once
+/// they add up to the bound, though each page is sent once: its reads of
+/// another file after that are not sent.
+#[test]
+fn a_launch_reading_its_cached_pages_again_is_let_go() {
+    if !is_root() || !std::path::Path::new("/usr/bin/python3").exists() {
+        eprintln!("skipped: needs root for eBPF and /usr/bin/python3");
+        return;
+    }
+    let (_a, again, _) = file_of_pages(16);
+    let (_b, after, md) = file_of_pages(64);
+    std::fs::read(&again).unwrap();
+    let (_one, mut src) = execs_source();
+    src.let_go_from_memory(8192, 8).unwrap();
+    let script = format!(
+        "import os\nf = os.open({:?}, os.O_RDONLY)\n\
+         for i in range(1000):\n    for o in range(16): os.pread(f, 1, o * 4096)\n\
+         g = os.open({:?}, os.O_RDONLY)\nfor o in range(64): os.pread(g, 4096, o * 4096)\n",
+        again.display().to_string(),
+        after.display().to_string()
+    );
+    let py = (std::process::Command::new("/usr/bin/python3").args(["-c", &script]))
+        .spawn()
+        .unwrap();
+    let sent = sent_while(&mut src, py, md.ino());
+    assert_eq!(sent, 0, "pages of the file read after 16 000 reads again");
+}
+
+/// With no thread followed the page reads' program is detached a moment
+/// later; the next exec attaches it again before the launch reads, and
+/// the launch's reads are sent.
+#[test]
+fn the_reads_program_is_detached_while_no_thread_is_followed_and_an_exec_attaches_it() {
+    if !is_root() || !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        eprintln!("skipped: needs root for eBPF and the kernel's BTF");
+        return;
+    }
+    let (_dir, path, md) = file_of_pages(64);
+    let (_one, mut src) = execs_source();
+    assert_eq!(
+        src.reads_attached(),
+        Some((true, 0)),
+        "attached when opened"
+    );
+    // The other tests' processes are followed while they run (this
+    // source follows every exec): wait for a moment with none.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let detached = |s: &EbpfSource| s.reads_attached().is_some_and(|(on, n)| !on && n > 0);
+    while !detached(&src) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        drain(&mut src);
+    }
+    assert!(detached(&src), "detached: {:?}", src.reads_attached());
+    evict(&path);
+    let script = format!(
+        "import os, time\ntime.sleep(0.1)\nf = os.open({:?}, os.O_RDONLY)\n\
+         for o in range(0, 64 * 4096, 16384): os.pread(f, 16384, o)\n",
+        path.display().to_string()
+    );
+    let py = (std::process::Command::new("/usr/bin/python3").args(["-c", &script]))
+        .spawn()
+        .unwrap();
+    let got = gathered_while(&mut src, py);
+    let unsent = reads_unsent(&got, md.ino(), (0..64).step_by(4));
+    assert!(unsent.is_empty(), "reads not sent: {unsent:?}");
+}
+
 /// A launch reading a file from start to end is sent its first
 /// `runs::SENT_PAGES` (16 MiB) of it; one reading it backwards, reading
 /// one 16 KiB in every 64 KiB forwards (a stride: it skips more than it

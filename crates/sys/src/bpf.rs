@@ -502,6 +502,21 @@ impl Map {
         Ok(keys)
     }
 
+    /// Whether the map holds no key: one `BPF_MAP_GET_NEXT_KEY` from
+    /// none (a hash scans its buckets up to its first key).
+    pub fn is_empty(&self, key_size: usize) -> io::Result<bool> {
+        let mut next = vec![0u8; key_size];
+        let mut a = Attr::new()
+            .u32(0, self.fd.as_raw_fd() as u32)
+            .u64(8, 0)
+            .u64(16, next.as_mut_ptr() as u64);
+        match sys_bpf(BPF_MAP_GET_NEXT_KEY, &mut a) {
+            Ok(_) => Ok(false),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Set `key` to `value` (sizes as created).
     pub fn update(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
         assert_eq!(value.len(), self.value_size, "a map value has its size");

@@ -152,11 +152,12 @@ pub(super) fn program(
             followed::track(&mut a, m.tracked, SLOT_TID, lost);
         }
         Role::Emit => {
-            if let Some(seen) = m.seen {
-                repeats::skip(&mut a, f, seen, out);
-            }
+            // Judged first: a page read again counts as read from memory.
             if let Some(stamps) = m.stamps {
                 hot::judge(&mut a, f, (stamps, m.counters, m.tracked), out);
+            }
+            if let Some(seen) = m.seen {
+                repeats::skip(&mut a, f, seen, out);
             }
         }
         _ => {}

@@ -1,0 +1,108 @@
+//! The program of page-cache reads is detached while the source follows
+//! no thread ([`Scope::Execs`](super::Scope::Execs), the daemon's scope).
+//!
+//! Why: attached, it runs at every `read` of every task on the machine,
+//! followed or not. For a thread not followed it returns at its bitmap
+//! test ([`followed`](super::followed)), yet the run itself costs: a
+//! 1-byte `pread` of a cached page took 465 ns with no daemon and 535-541
+//! ns with the daemon running, the thread not followed (best of 5 × 200 000
+//! calls, 3 alternations, this 2-core VM). `rg` over a source tree in
+//! memory makes 64 000 such reads a run and ran 0.93-0.96x of stock with
+//! the daemon running, the same with `rg` excluded (`bench/results/daemon.md`,
+//! two sittings). Faults and fault-around maps come once per page a
+//! process maps, not per call, and stay attached.
+//!
+//! How: the program, loaded once, is attached or not by its raw
+//! tracepoint's link. At each poll the source attaches it when a record of
+//! an exec was read (the exec's program follows the thread in the kernel
+//! and wakes the reader at once), and every [`CHECK_NS`] it looks whether
+//! the table of followed threads is empty (one `BPF_MAP_GET_NEXT_KEY`)
+//! and nothing records every task: then it detaches the program; else it
+//! attaches it. Only a program on a raw tracepoint is detached: a perf
+//! event's close waits ~40 ms for a grace period (see `EbpfSource::stop`).
+//!
+//! What is lost: the reads a launch makes between its exec and the
+//! reader's attach (a read from storage is reported once its pages came
+//! in, after the attach; a read from memory, say an ELF header `ld.so`
+//! reads before mapping the library whose pages its faults report, may
+//! go unseen), and the reads of a thread followed while nothing was
+//! (a record of its exec lost) for up to [`CHECK_NS`].
+
+use outrider_sys::bpf::{Map, Program};
+use std::io;
+use std::os::fd::OwnedFd;
+
+/// How often the table of followed threads is looked at while the program
+/// is attached (or detached with a thread followed). A look at the empty
+/// table scans its 65 536 buckets.
+pub const CHECK_NS: u64 = 250_000_000;
+
+/// The event whose program is detached.
+pub const EVENT: &str = "mm_filemap_get_pages";
+
+/// The reads' program and its link, when attached.
+#[derive(Debug)]
+pub struct Reads {
+    prog: Program,
+    link: Option<OwnedFd>,
+    checked_ns: u64,
+    /// Times it was detached.
+    pub detached: u64,
+}
+
+impl Reads {
+    /// `prog`, attached by `link`, on raw tracepoint [`EVENT`]: first
+    /// looked at [`CHECK_NS`] from now.
+    pub fn new(prog: Program, link: OwnedFd) -> Reads {
+        Reads {
+            prog,
+            link: Some(link),
+            checked_ns: outrider_sys::monotonic_ns(),
+            detached: 0,
+        }
+    }
+
+    /// Whether the program is attached.
+    pub fn attached(&self) -> bool {
+        self.link.is_some()
+    }
+
+    /// The link's descriptor, when attached (handed over at the end).
+    pub fn take_link(&mut self) -> Option<OwnedFd> {
+        self.link.take()
+    }
+
+    /// After a poll at `now_ns`: attach at an exec read; every
+    /// [`CHECK_NS`], attach when a thread is followed in `hash` or
+    /// `everyone` is on, else detach.
+    pub fn after_poll(
+        &mut self,
+        now_ns: u64,
+        exec_read: bool,
+        (hash, everyone): (&Map, bool),
+    ) -> io::Result<()> {
+        if exec_read {
+            self.checked_ns = now_ns;
+            return self.attach(true);
+        }
+        if now_ns.saturating_sub(self.checked_ns) < CHECK_NS {
+            return Ok(());
+        }
+        self.checked_ns = now_ns;
+        let wanted = everyone || !hash.is_empty(4)?;
+        self.attach(wanted)
+    }
+
+    /// Attach (`on`) or detach the program; nothing when it already is.
+    pub fn attach(&mut self, on: bool) -> io::Result<()> {
+        match (on, self.link.is_some()) {
+            (true, false) => self.link = Some(self.prog.attach_raw_tracepoint(EVENT)?),
+            (false, true) => {
+                self.link = None;
+                self.detached += 1;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
