@@ -300,7 +300,7 @@ impl EbpfSource {
     }
 
     /// [`reads`]: attach the page reads' program at an exec read, and
-    /// every [`reads::CHECK_NS`] attach it or detach it as threads are
+    /// now and then attach it or detach it as threads are
     /// followed or not.
     fn detach_reads_unless_followed(&mut self, exec_read: bool) -> io::Result<()> {
         let everyone = match &self.reads {

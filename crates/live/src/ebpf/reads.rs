@@ -15,27 +15,37 @@
 //! How: the program, loaded once, is attached or not by its raw
 //! tracepoint's link. At each poll the source attaches it when a record of
 //! an exec was read (the exec's program follows the thread in the kernel
-//! and wakes the reader at once), and every [`CHECK_NS`] it looks whether
-//! the table of followed threads is empty (one `BPF_MAP_GET_NEXT_KEY`)
-//! and nothing records every task: then it detaches the program; else it
-//! attaches it. Only a program on a raw tracepoint is detached: a perf
-//! event's close waits ~40 ms for a grace period (see `EbpfSource::stop`).
+//! and wakes the reader at once), and every [`CHECK_ATTACHED_NS`] (every
+//! [`CHECK_DETACHED_NS`] while detached) it looks whether the table of
+//! followed threads is empty (one `BPF_MAP_GET_NEXT_KEY`) and nothing
+//! records every task: then it detaches the program; else it attaches
+//! it. Only a program on a raw tracepoint is detached: a perf event's
+//! close waits ~40 ms for a grace period (see `EbpfSource::stop`).
+//!
+//! What it costs the reader (measured in the daemon, this VM): a look at
+//! the empty table 50-125 µs (it scans its 65 536 buckets; a table with
+//! a thread in it stops at its first), an attach or a detach ~200 µs.
+//! So a launch that exits at once costs ~0.5 ms; a program let go as it
+//! reads from memory (`rg` over a tree in memory) has the program off its
+//! reads within 50 ms of the last followed thread's let-go or exit.
 //!
 //! What is lost: the reads a launch makes between its exec and the
 //! reader's attach (a read from storage is reported once its pages came
 //! in, after the attach; a read from memory, say an ELF header `ld.so`
 //! reads before mapping the library whose pages its faults report, may
 //! go unseen), and the reads of a thread followed while nothing was
-//! (a record of its exec lost) for up to [`CHECK_NS`].
+//! (a record of its exec lost) for up to [`CHECK_DETACHED_NS`].
 
 use outrider_sys::bpf::{Map, Program};
 use std::io;
 use std::os::fd::OwnedFd;
 
-/// How often the table of followed threads is looked at while the program
-/// is attached (or detached with a thread followed). A look at the empty
-/// table scans its 65 536 buckets.
-pub const CHECK_NS: u64 = 250_000_000;
+/// How often the table of followed threads is looked at while the
+/// program is attached: it is detached this long at most after the last
+/// followed thread went.
+pub const CHECK_ATTACHED_NS: u64 = 50_000_000;
+/// How often while detached (a thread followed with no exec read).
+pub const CHECK_DETACHED_NS: u64 = 250_000_000;
 
 /// The event whose program is detached.
 pub const EVENT: &str = "mm_filemap_get_pages";
@@ -52,7 +62,7 @@ pub struct Reads {
 
 impl Reads {
     /// `prog`, attached by `link`, on raw tracepoint [`EVENT`]: first
-    /// looked at [`CHECK_NS`] from now.
+    /// looked at [`CHECK_ATTACHED_NS`] from now.
     pub fn new(prog: Program, link: OwnedFd) -> Reads {
         Reads {
             prog,
@@ -73,8 +83,9 @@ impl Reads {
     }
 
     /// After a poll at `now_ns`: attach at an exec read; every
-    /// [`CHECK_NS`], attach when a thread is followed in `hash` or
-    /// `everyone` is on, else detach.
+    /// [`CHECK_ATTACHED_NS`] ([`CHECK_DETACHED_NS`] while detached), attach
+    /// when a thread is followed in `hash` or `everyone` is on, else
+    /// detach.
     pub fn after_poll(
         &mut self,
         now_ns: u64,
@@ -85,7 +96,11 @@ impl Reads {
             self.checked_ns = now_ns;
             return self.attach(true);
         }
-        if now_ns.saturating_sub(self.checked_ns) < CHECK_NS {
+        let every = match self.link {
+            Some(_) => CHECK_ATTACHED_NS,
+            None => CHECK_DETACHED_NS,
+        };
+        if now_ns.saturating_sub(self.checked_ns) < every {
             return Ok(());
         }
         self.checked_ns = now_ns;
