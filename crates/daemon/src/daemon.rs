@@ -185,7 +185,7 @@ pub struct Daemon {
     /// Delay accounting: every task's totals at its exit, a socket to ask
     /// about running ones, and the sysctl's value before (put back at
     /// the end).
-    delays: Option<(Taskstats, Taskstats, bool)>,
+    delays: Option<(Option<Taskstats>, Taskstats, bool)>,
     exited: Vec<TaskDelay>,
     /// Which launch sets hold each file ([`crate::shared`]).
     index: Index,
@@ -370,7 +370,8 @@ impl Daemon {
         let prompt = self.open_source()?;
         self.start_dir_watch();
         if self.cfg.delay_accounting {
-            self.delays = start_delay_accounting(&self.cfg.state_dir)
+            let exits_sent = self.src.as_ref().is_some_and(|s| s.sends_exit_waits());
+            self.delays = start_delay_accounting(&self.cfg.state_dir, exits_sent)
                 .map_err(|e| log(format!("outrider daemon: no delay accounting: {e}")))
                 .ok();
         }

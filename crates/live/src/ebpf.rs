@@ -21,7 +21,10 @@
 //!    no test at all when the source follows every task);
 //! 2. for `sched_process_fork`, follows the child with its
 //!    parent's stamp; for `sched_process_exit`, removes the thread and
-//!    emits nothing; following every exec ([`Scope::Execs`], the
+//!    emits nothing, or, under [`Scope::Execs`] where the kernel's BTF
+//!    says where it is, the exit with the thread's block-I/O wait
+//!    appended (delay accounting's, so the daemon needs no taskstats
+//!    message at every exit on the machine); following every exec ([`Scope::Execs`], the
 //!    daemon's scope), `sched_process_exec` is emitted for every task,
 //!    follows it with a new stamp (the exec's time) and wakes
 //!    the reader at once, while the other records wait for the reader's
@@ -121,6 +124,9 @@ pub struct EbpfSource {
     /// ([`reads`]; [`Scope::Execs`] on raw tracepoints only), and whether
     /// it is detached so.
     reads: Option<(reads::Reads, bool)>,
+    /// Followed threads' exits are sent, with their block-I/O wait
+    /// ([`EventKind::Exit`]).
+    exit_waits: bool,
     /// The abstract socket name the source is parked under at the end
     /// (`None`: not parked, [`EbpfSource::stop`]).
     park: Option<Vec<u8>>,
@@ -229,7 +235,7 @@ impl EbpfSource {
             parts.tracked.follow(tid, 1)?;
         }
         let emitted: Vec<EventFormat> = (formats.into_iter())
-            .filter(|f| role_of(f).is_ok_and(|r| r != Role::Exit))
+            .filter(|f| role_of(f).is_ok_and(|r| r != Role::Exit || parts.exit_waits))
             .collect();
         let mut src = EbpfSource {
             decoder: Decoder::new(&emitted).map_err(io::Error::other)?,
@@ -243,6 +249,7 @@ impl EbpfSource {
             links: parts.links,
             _programs: parts.programs,
             reads: parts.reads.map(|r| (r, true)),
+            exit_waits: parts.exit_waits,
             park,
             reused,
             raw: parts.raw,
@@ -271,15 +278,18 @@ impl EbpfSource {
     pub fn poll(&mut self, out: &mut Vec<LiveEvent>, max_pages: usize) -> io::Result<usize> {
         let before = out.len();
         let decoder = &self.decoder;
-        let names = self.quiet.is_some();
+        let (names, exit_waits) = (self.quiet.is_some(), self.exit_waits);
         let bytes = self.ring.consume(max_pages * POLL_UNIT, |rec| {
             if rec.len() >= 8 {
                 let ts = u64::from_ne_bytes(rec[..8].try_into().expect("8 bytes"));
                 if let Some(mut e) = decoder.decode(ts, &rec[8..]) {
                     // The exec's name hash follows its fields ([`emit`]).
-                    if let (true, EventKind::Exec { name, .. }) = (names, &mut e.kind) {
-                        let tail = &rec[rec.len() - 8..];
-                        *name = u64::from_ne_bytes(tail.try_into().expect("8 bytes"));
+                    let tail =
+                        || u64::from_ne_bytes(rec[rec.len() - 8..].try_into().expect("8 bytes"));
+                    match (&mut e.kind, names, exit_waits) {
+                        (EventKind::Exec { name, .. }, true, _) => *name = tail(),
+                        (EventKind::Exit { blkio_ns, .. }, _, true) => *blkio_ns = tail(),
+                        _ => {}
                     }
                     out.push(e);
                 }
@@ -322,6 +332,13 @@ impl EbpfSource {
             }
             None => Ok(()),
         }
+    }
+
+    /// Whether the exits of followed threads are sent with their
+    /// block-I/O wait ([`EventKind::Exit`]; [`Scope::Execs`] where the
+    /// kernel's BTF tells where the wait is).
+    pub fn sends_exit_waits(&self) -> bool {
+        self.exit_waits
     }
 
     /// Whether the page reads' program is attached, and how many times it
@@ -510,6 +527,8 @@ struct Parts {
     programs: Vec<Program>,
     /// The page reads' program ([`reads`]), not in `links` nor `programs`.
     reads: Option<reads::Reads>,
+    /// The exits of followed threads are sent with their block-I/O wait.
+    exit_waits: bool,
     /// Programs on raw tracepoints ([`raw`]).
     raw: usize,
 }
@@ -527,6 +546,9 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
     let stamps = (scope == Scope::Execs).then(hot::create).transpose()?;
     let runs = (scope == Scope::Execs).then(runs::create).transpose()?;
     let (mut links, mut programs) = (Vec::new(), Vec::new());
+    let waits = (scope == Scope::Execs)
+        .then(raw::WaitOffsets::of_running_kernel)
+        .flatten();
     let maps = Maps {
         ring: ring.map(),
         tracked: tracked.tables(),
@@ -535,6 +557,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         seen: seen.as_ref(),
         stamps: stamps.as_ref(),
         runs: runs.as_ref(),
+        waits,
     };
     let offsets = (scope == Scope::Execs)
         .then(raw::Offsets::of_running_kernel)
@@ -576,6 +599,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         programs,
         reads,
         raw: raw_programs,
+        exit_waits: waits.is_some(),
     })
 }
 
@@ -638,6 +662,7 @@ fn claim_parked(name: &[u8], programs: usize) -> Option<Parts> {
         programs: Vec::new(),
         reads: None,
         raw: 0,
+        exit_waits: false,
     })
 }
 

@@ -202,6 +202,15 @@ impl EventSource {
         }
     }
 
+    /// Whether the exits of followed threads come as events with their
+    /// block-I/O wait ([`EventKind::Exit`](crate::tracefs::EventKind)).
+    pub fn sends_exit_waits(&self) -> bool {
+        match self {
+            EventSource::Ebpf(s) => s.sends_exit_waits(),
+            EventSource::TraceFs(_) => false,
+        }
+    }
+
     /// Whether the page reads' program is attached and how many times it
     /// was detached; `None` where it never is.
     pub fn reads_attached(&self) -> Option<(bool, u64)> {

@@ -644,6 +644,55 @@ fn a_launch_reading_its_cached_pages_again_is_let_go() {
     assert_eq!(sent, 0, "pages of the file read after 16 000 reads again");
 }
 
+/// A followed thread's exit is sent with its block-I/O wait; a thread not
+/// followed sends none.
+#[test]
+fn a_followed_threads_exit_is_sent_with_its_io_wait() {
+    if !is_root() || !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        eprintln!("skipped: needs root for eBPF and the kernel's BTF");
+        return;
+    }
+    let (_dir, path, _) = file_of_pages(4096);
+    // Started before the source: not followed.
+    let mut before = std::process::Command::new("sleep")
+        .arg("0.5")
+        .spawn()
+        .unwrap();
+    let (_one, mut src) = execs_source();
+    assert!(src.sends_exit_waits(), "task_struct.delays in the BTF");
+    let sysctl = "/proc/sys/kernel/task_delayacct";
+    let was = std::fs::read_to_string(sysctl).unwrap();
+    std::fs::write(sysctl, "1").unwrap();
+    evict(&path);
+    // Random 4 KiB reads of a file not in memory: each waits on the disk.
+    let script = format!(
+        "import os, random\nf = os.open({:?}, os.O_RDONLY)\n\
+         for o in random.sample(range(4096), 256): os.pread(f, 4096, o * 4096)\n",
+        path.display().to_string()
+    );
+    let py = (std::process::Command::new("/usr/bin/python3").args(["-c", &script]))
+        .spawn()
+        .unwrap();
+    let pid = py.id();
+    let got = gathered_while(&mut src, py);
+    std::fs::write(sysctl, was.trim()).unwrap();
+    let exits: Vec<u64> = (got.iter())
+        .filter_map(|e| match e.kind {
+            EventKind::Exit { tid, blkio_ns } if tid == pid => Some(blkio_ns),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(exits.len(), 1, "python's exit, once: {exits:?}");
+    assert!(exits[0] > 0, "its wait: {exits:?}");
+    let unfollowed = before.id();
+    before.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let later = drain(&mut src);
+    let sent = |e: &LiveEvent| matches!(e.kind, EventKind::Exit { tid, .. } if tid == unfollowed);
+    let unfollowed_sent = got.iter().chain(&later).any(sent);
+    assert!(!unfollowed_sent, "the exit of a process not followed");
+}
+
 /// With no thread followed the page reads' program is detached a moment
 /// later; the next exec attaches it again before the launch reads, and
 /// the launch's reads are sent.

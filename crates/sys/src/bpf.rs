@@ -54,6 +54,8 @@ pub mod helper {
     pub const KTIME_GET_NS: i32 = 5;
     /// `bpf_get_current_pid_tgid` (tgid << 32 | tid).
     pub const GET_CURRENT_PID_TGID: i32 = 14;
+    /// `bpf_get_current_task`: the running `task_struct`'s address.
+    pub const GET_CURRENT_TASK: i32 = 35;
     /// `bpf_ringbuf_reserve`.
     pub const RINGBUF_RESERVE: i32 = 131;
     /// `bpf_ringbuf_submit`.

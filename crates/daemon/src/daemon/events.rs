@@ -14,6 +14,7 @@ impl Daemon {
     pub(super) fn on_event(&mut self, e: &LiveEvent) {
         let read = match e.kind {
             EventKind::Exec { pid, name } => return self.on_exec(pid, name, e.ts_ns),
+            EventKind::Exit { tid, blkio_ns } => return self.on_exit(tid, blkio_ns),
             EventKind::Fork { parent, child } => {
                 if let Some(&id) = self.tree.get(&parent) {
                     self.tree.insert(child, id);

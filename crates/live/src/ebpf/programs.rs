@@ -26,7 +26,9 @@ pub(super) enum Role {
     Exec,
     /// `sched_process_fork`: follow the child (offset of `child_pid`).
     Fork(i16),
-    /// `sched_process_exit`: stop following the thread; emit nothing.
+    /// `sched_process_exit`: stop following the thread; under
+    /// [`Scope::Execs`] with [`Maps::waits`], emit its record with the
+    /// thread's block-I/O wait appended, else nothing.
     Exit,
 }
 
@@ -56,6 +58,8 @@ pub(super) struct Maps<'a> {
     pub(super) seen: Option<&'a Map>,
     pub(super) stamps: Option<&'a Map>,
     pub(super) runs: Option<&'a Map>,
+    /// Where an exiting thread's block-I/O wait is ([`raw::WaitOffsets`]).
+    pub(super) waits: Option<raw::WaitOffsets>,
 }
 
 pub(super) fn role_of(f: &EventFormat) -> io::Result<Role> {
@@ -135,23 +139,28 @@ pub(super) fn program(
         (Scope::Execs, _) => RB_NO_WAKEUP,
         _ => 0,
     };
-    match role {
-        Role::Exit => {
+    match (role, m.waits) {
+        (Role::Exit, Some(waits)) if scope == Scope::Execs => {
+            followed::untrack_current(&mut a, m.tracked);
+            raw::blkio_wait(&mut a, waits, SLOT_NAME);
+            name = Some(SLOT_NAME);
+        }
+        (Role::Exit, _) => {
             followed::untrack_current(&mut a, m.tracked);
             a.ja(out);
         }
-        Role::Fork(child_off) if scope != Scope::Everyone => {
+        (Role::Fork(child_off), _) if scope != Scope::Everyone => {
             a.load(Size::W, 1, CTX, child_off);
             a.store(Size::W, FP, SLOT_CHILD, 1);
             followed::track(&mut a, m.tracked, SLOT_CHILD, lost);
         }
-        Role::Exec if scope == Scope::Execs => {
+        (Role::Exec, _) if scope == Scope::Execs => {
             // A launch's stamp: the time of its exec.
             a.call(helper::KTIME_GET_NS);
             a.store(Size::DW, FP, SLOT_STAMP, 0);
             followed::track(&mut a, m.tracked, SLOT_TID, lost);
         }
-        Role::Emit => {
+        (Role::Emit, _) => {
             // Judged first: a page read again counts as read from memory.
             if let Some(stamps) = m.stamps {
                 hot::judge(&mut a, f, (stamps, m.counters, m.tracked), out);
@@ -162,7 +171,7 @@ pub(super) fn program(
         }
         _ => {}
     }
-    if role != Role::Exit {
+    if role != Role::Exit || name.is_some() {
         emit(&mut a, (f.id, end, name), m, lost, wake);
         a.ja(out);
         a.bind(lost);

@@ -70,6 +70,40 @@ impl Offsets {
     }
 }
 
+/// Where an exiting task's block-I/O wait is: `task_struct.delays`, then
+/// `task_delay_info.blkio_delay` (ns); `None` without BTF or delay
+/// accounting in the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitOffsets {
+    delays: i16,
+    blkio: i16,
+}
+
+impl WaitOffsets {
+    /// The running kernel's, from its BTF.
+    pub fn of_running_kernel() -> Option<WaitOffsets> {
+        let btf = Btf::from_file_with_backend(VMLINUX, Backend::Mmap).ok()?;
+        Some(WaitOffsets {
+            delays: member(&btf, "task_struct", "delays")?,
+            blkio: member(&btf, "task_delay_info", "blkio_delay")?,
+        })
+    }
+}
+
+/// The running task's block-I/O wait so far (ns; 0 when it has no
+/// delay record) to stack slot `slot`. Uses r0-r5.
+pub fn blkio_wait(a: &mut Asm, off: WaitOffsets, slot: i16) {
+    let done = a.label();
+    a.store_imm(Size::DW, FP, slot, 0);
+    a.call(helper::GET_CURRENT_TASK);
+    a.mov_reg(3, 0);
+    probe(a, (SLOT_HOST, 8), off.delays);
+    a.load(Size::DW, 3, FP, SLOT_HOST);
+    a.jeq_imm(3, 0, done);
+    probe(a, (slot, 8), off.blkio);
+    a.bind(done);
+}
+
 /// The byte offset of member `name` of struct `st` (a direct member, not
 /// a bit field).
 fn member(btf: &Btf, st: &str, name: &str) -> Option<i16> {
@@ -183,5 +217,7 @@ mod tests {
         // i_ino, i_sb and i_rdev are distinct members of one struct.
         assert!(o.ino != o.sb && o.sb != o.rdev && o.ino != o.rdev);
         assert!(o.host >= 0 && o.dev >= 0);
+        let w = WaitOffsets::of_running_kernel().expect("task_struct.delays");
+        assert!(w.delays > 0 && w.blkio >= 0);
     }
 }

@@ -121,6 +121,14 @@ pub enum EventKind {
         /// `EbpfSource::quiet`); 0 from the tracefs source.
         name: u64,
     },
+    /// `sched_process_exit`: thread `tid` exited (sent by the eBPF source
+    /// for followed threads only, `EbpfSource::sends_exit_waits`).
+    Exit {
+        /// The thread.
+        tid: u32,
+        /// Its block-I/O wait (delay accounting's `blkio_delay`), ns.
+        blkio_ns: u64,
+    },
 }
 
 /// Convert the kernel's internal `dev_t` (major << 20 | minor) to the
@@ -156,6 +164,7 @@ enum Which {
     Complete,
     Fork,
     Exec,
+    Exit,
 }
 
 #[derive(Clone, Debug)]
@@ -283,6 +292,7 @@ impl Decoder {
                     [get("parent_pid")?, get("child_pid")?, unused, unused],
                 ),
                 "sched_process_exec" => (Which::Exec, [get("pid")?, unused, unused, unused]),
+                "sched_process_exit" => (Which::Exit, [get("pid")?, unused, unused, unused]),
                 _ => continue,
             };
             by_id.insert(f.id, Layout { which, f: fields });
@@ -340,6 +350,10 @@ impl Decoder {
             Which::Fork => EventKind::Fork {
                 parent: v(0) as u32,
                 child: v(1) as u32,
+            },
+            Which::Exit => EventKind::Exit {
+                tid: v(0) as u32,
+                blkio_ns: 0,
             },
             Which::Exec => EventKind::Exec {
                 pid: v(0) as u32,
