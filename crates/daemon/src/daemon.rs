@@ -403,6 +403,8 @@ impl Daemon {
             for e in &events {
                 self.on_event(e);
             }
+            let src = self.src.as_mut().expect("opened");
+            (src.settle_reads()).map_err(|e| format!("tracing: {e}"))?;
             self.judge_by_replays();
             self.mark_while_recording();
             self.take_dirs();

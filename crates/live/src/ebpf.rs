@@ -127,6 +127,8 @@ pub struct EbpfSource {
     /// Followed threads' exits are sent, with their block-I/O wait
     /// ([`EventKind::Exit`]).
     exit_waits: bool,
+    /// An exec was read since the last [`EbpfSource::settle_reads`].
+    exec_read: bool,
     /// The abstract socket name the source is parked under at the end
     /// (`None`: not parked, [`EbpfSource::stop`]).
     park: Option<Vec<u8>>,
@@ -250,6 +252,7 @@ impl EbpfSource {
             _programs: parts.programs,
             reads: parts.reads.map(|r| (r, true)),
             exit_waits: parts.exit_waits,
+            exec_read: false,
             park,
             reused,
             raw: parts.raw,
@@ -296,8 +299,7 @@ impl EbpfSource {
             }
         });
         self.continuations.drop_from(out, before);
-        let exec_read = (out[before..].iter()).any(|e| matches!(e.kind, EventKind::Exec { .. }));
-        self.detach_reads_unless_followed(exec_read)?;
+        self.exec_read |= (out[before..].iter()).any(|e| matches!(e.kind, EventKind::Exec { .. }));
         self.stats.events += (out.len() - before) as u64;
         let pages = bytes.div_ceil(POLL_UNIT);
         self.stats.pages += pages as u64;
@@ -309,10 +311,14 @@ impl EbpfSource {
         Ok(pages)
     }
 
-    /// [`reads`]: attach the page reads' program at an exec read, and
-    /// now and then attach it or detach it as threads are
-    /// followed or not.
-    fn detach_reads_unless_followed(&mut self, exec_read: bool) -> io::Result<()> {
+    /// [`reads`]: attach the page reads' program if an exec was read
+    /// since the last call, and now and then attach it or detach it as
+    /// threads are followed or not. Called by the reader once it acted on
+    /// what it read: an attach takes ~200 µs, which a replay started at
+    /// the exec need not wait for. Never called, the program stays
+    /// attached.
+    pub fn settle_reads(&mut self) -> io::Result<()> {
+        let exec_read = std::mem::take(&mut self.exec_read);
         let everyone = match &self.reads {
             Some((_, true)) => self.counter(EVERYONE_KEY)? != 0,
             _ => return Ok(()),

@@ -202,6 +202,15 @@ impl EventSource {
         }
     }
 
+    /// Attach or detach the page reads' program once the events read were
+    /// acted on (eBPF under [`Scope::Execs`]; elsewhere nothing).
+    pub fn settle_reads(&mut self) -> Result<(), SourceError> {
+        match self {
+            EventSource::Ebpf(s) => Ok(s.settle_reads()?),
+            EventSource::TraceFs(_) => Ok(()),
+        }
+    }
+
     /// Whether the exits of followed threads come as events with their
     /// block-I/O wait ([`EventKind::Exit`](crate::tracefs::EventKind)).
     pub fn sends_exit_waits(&self) -> bool {

@@ -35,6 +35,7 @@ fn file_of_pages(pages: usize) -> (tempfile::TempDir, std::path::PathBuf, std::f
 fn drain(src: &mut EbpfSource) -> Vec<LiveEvent> {
     let mut out = Vec::new();
     while src.poll(&mut out, 256).unwrap() > 0 {}
+    src.settle_reads().unwrap();
     out
 }
 

@@ -13,7 +13,8 @@
 //! process maps, not per call, and stay attached.
 //!
 //! How: the program, loaded once, is attached or not by its raw
-//! tracepoint's link. At each poll the source attaches it when a record of
+//! tracepoint's link. Once the reader acted on what it polled
+//! (`EbpfSource::settle_reads`), the source attaches it when a record of
 //! an exec was read (the exec's program follows the thread in the kernel
 //! and wakes the reader at once), and every [`CHECK_ATTACHED_NS`] (every
 //! [`CHECK_DETACHED_NS`] while detached) it looks whether the table of
