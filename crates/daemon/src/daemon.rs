@@ -398,13 +398,13 @@ impl Daemon {
             let src = self.src.as_mut().expect("opened");
             let pages = (src.poll(&mut events, 256)).map_err(|e| format!("reading events: {e}"))?;
             let (stats, quieted) = (src.stats(), src.quieted());
-            let reads = src.reads_attached();
             events.sort_by_key(|e| e.ts_ns);
             for e in &events {
                 self.on_event(e);
             }
             let src = self.src.as_mut().expect("opened");
             (src.settle_reads()).map_err(|e| format!("tracing: {e}"))?;
+            let reads = src.reads_attached();
             self.judge_by_replays();
             self.mark_while_recording();
             self.take_dirs();

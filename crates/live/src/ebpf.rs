@@ -24,9 +24,10 @@
 //!    emits nothing, or, under [`Scope::Execs`] where the kernel's BTF
 //!    says where it is, the exit with the thread's block-I/O wait
 //!    appended (delay accounting's, so the daemon needs no taskstats
-//!    message at every exit on the machine); following every exec ([`Scope::Execs`], the
-//!    daemon's scope), `sched_process_exec` is emitted for every task,
-//!    follows it with a new stamp (the exec's time) and wakes
+//!    message at every exit on the machine); following every exec
+//!    ([`Scope::Execs`], the daemon's scope), `sched_process_exec` is
+//!    emitted for every task, follows it with a new stamp (the exec's
+//!    time) and wakes
 //!    the reader at once, while the other records wait for the reader's
 //!    next poll (`BPF_RB_NO_WAKEUP`, unless the record takes the ring
 //!    past a multiple of [`WAKE_BYTES`] unread), unless the file name
@@ -66,8 +67,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
 
+mod exits;
 mod followed;
 mod hot;
+mod kernel;
 mod programs;
 mod raw;
 mod reads;
@@ -286,7 +289,8 @@ impl EbpfSource {
             if rec.len() >= 8 {
                 let ts = u64::from_ne_bytes(rec[..8].try_into().expect("8 bytes"));
                 if let Some(mut e) = decoder.decode(ts, &rec[8..]) {
-                    // The exec's name hash follows its fields ([`emit`]).
+                    // The exec's name hash, and the exit's wait, follow
+                    // their fields ([`emit`]).
                     let tail =
                         || u64::from_ne_bytes(rec[rec.len() - 8..].try_into().expect("8 bytes"));
                     match (&mut e.kind, names, exit_waits) {
@@ -319,12 +323,12 @@ impl EbpfSource {
     /// attached.
     pub fn settle_reads(&mut self) -> io::Result<()> {
         let exec_read = std::mem::take(&mut self.exec_read);
-        let everyone = match &self.reads {
-            Some((_, true)) => self.counter(EVERYONE_KEY)? != 0,
-            _ => return Ok(()),
+        let Some((r, true)) = &mut self.reads else {
+            return Ok(());
         };
-        let (r, _) = self.reads.as_mut().expect("tested above");
-        r.after_poll(monotonic_ns(), exec_read, (&self.tracked.hash, everyone))
+        let counters = &self.counters;
+        let everyone = || Ok(counter(counters, EVERYONE_KEY)? != 0);
+        r.settle(monotonic_ns(), exec_read, &self.tracked.hash, everyone)
     }
 
     /// Detach the page reads' program while no thread is followed (`on`,
@@ -365,10 +369,7 @@ impl EbpfSource {
     }
 
     fn counter(&self, key: u32) -> io::Result<u64> {
-        let v = self.counters.lookup(&key.to_ne_bytes())?;
-        Ok(v.map_or(0, |v| {
-            u64::from_ne_bytes(v[..8].try_into().expect("8 bytes"))
-        }))
+        counter(&self.counters, key)
     }
 
     /// Block until a record waits, `also` is readable (a pidfd: the
@@ -505,6 +506,14 @@ impl EbpfSource {
     }
 }
 
+/// Counter `key` of the programs' counters map (0 when unset).
+fn counter(counters: &Map, key: u32) -> io::Result<u64> {
+    let v = counters.lookup(&key.to_ne_bytes())?;
+    Ok(v.map_or(0, |v| {
+        u64::from_ne_bytes(v[..8].try_into().expect("8 bytes"))
+    }))
+}
+
 /// Offer `fds` under `name`. The parked source this run claimed holds the
 /// name until it has exited, a moment after it handed its parts over
 /// (a run that stops at once, as `outrider run -- true` does, met it
@@ -552,9 +561,8 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
     let stamps = (scope == Scope::Execs).then(hot::create).transpose()?;
     let runs = (scope == Scope::Execs).then(runs::create).transpose()?;
     let (mut links, mut programs) = (Vec::new(), Vec::new());
-    let waits = (scope == Scope::Execs)
-        .then(raw::WaitOffsets::of_running_kernel)
-        .flatten();
+    let kernel = (scope == Scope::Execs).then(kernel::Kernel::open).flatten();
+    let waits = kernel.as_ref().and_then(exits::WaitOffsets::of);
     let maps = Maps {
         ring: ring.map(),
         tracked: tracked.tables(),
@@ -565,9 +573,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         runs: runs.as_ref(),
         waits,
     };
-    let offsets = (scope == Scope::Execs)
-        .then(raw::Offsets::of_running_kernel)
-        .flatten();
+    let offsets = kernel.as_ref().and_then(raw::Offsets::of);
     let (mut raw_programs, mut reads) = (0, None);
     for format in formats {
         let role = role_of(format)?;

@@ -488,17 +488,9 @@ impl Map {
     pub fn keys(&self, key_size: usize) -> io::Result<Vec<Vec<u8>>> {
         let mut keys: Vec<Vec<u8>> = Vec::new();
         while keys.len() < MAX_KEYS_LISTED {
-            let mut next = vec![0u8; key_size];
-            // A NULL key pointer asks for the first key.
-            let prev = keys.last().map_or(0, |k| k.as_ptr() as u64);
-            let mut a = Attr::new()
-                .u32(0, self.fd.as_raw_fd() as u32)
-                .u64(8, prev)
-                .u64(16, next.as_mut_ptr() as u64);
-            match sys_bpf(BPF_MAP_GET_NEXT_KEY, &mut a) {
-                Ok(_) => keys.push(next),
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(keys),
-                Err(e) => return Err(e),
+            match self.next_key(keys.last().map(Vec::as_slice), key_size)? {
+                Some(next) => keys.push(next),
+                None => break,
             }
         }
         Ok(keys)
@@ -507,14 +499,22 @@ impl Map {
     /// Whether the map holds no key: one `BPF_MAP_GET_NEXT_KEY` from
     /// none (a hash scans its buckets up to its first key).
     pub fn is_empty(&self, key_size: usize) -> io::Result<bool> {
+        Ok(self.next_key(None, key_size)?.is_none())
+    }
+
+    /// The key after `prev` (`None`: the first key), or `None` past the
+    /// last.
+    fn next_key(&self, prev: Option<&[u8]>, key_size: usize) -> io::Result<Option<Vec<u8>>> {
         let mut next = vec![0u8; key_size];
+        // A NULL key pointer asks for the first key.
+        let prev = prev.map_or(0, |k| k.as_ptr() as u64);
         let mut a = Attr::new()
             .u32(0, self.fd.as_raw_fd() as u32)
-            .u64(8, 0)
+            .u64(8, prev)
             .u64(16, next.as_mut_ptr() as u64);
         match sys_bpf(BPF_MAP_GET_NEXT_KEY, &mut a) {
-            Ok(_) => Ok(false),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(true),
+            Ok(_) => Ok(Some(next)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
             Err(e) => Err(e),
         }
     }

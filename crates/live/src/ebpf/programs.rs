@@ -5,7 +5,7 @@
 //! [`super::repeats`].
 
 use super::followed::{self, Tables};
-use super::{hot, raw, repeats, runs, Scope, NAME_BYTES, WAKE_SHIFT};
+use super::{exits, hot, raw, repeats, runs, Scope, NAME_BYTES, WAKE_SHIFT};
 use crate::tracefs::format::EventFormat;
 use outrider_sys::bpf::{helper, Asm, Map, Size, FP};
 use std::io;
@@ -58,8 +58,8 @@ pub(super) struct Maps<'a> {
     pub(super) seen: Option<&'a Map>,
     pub(super) stamps: Option<&'a Map>,
     pub(super) runs: Option<&'a Map>,
-    /// Where an exiting thread's block-I/O wait is ([`raw::WaitOffsets`]).
-    pub(super) waits: Option<raw::WaitOffsets>,
+    /// Where an exiting thread's block-I/O wait is ([`exits::WaitOffsets`]).
+    pub(super) waits: Option<exits::WaitOffsets>,
 }
 
 pub(super) fn role_of(f: &EventFormat) -> io::Result<Role> {
@@ -142,7 +142,7 @@ pub(super) fn program(
     match (role, m.waits) {
         (Role::Exit, Some(waits)) if scope == Scope::Execs => {
             followed::untrack_current(&mut a, m.tracked);
-            raw::blkio_wait(&mut a, waits, SLOT_NAME);
+            exits::blkio_wait(&mut a, waits, SLOT_NAME);
             name = Some(SLOT_NAME);
         }
         (Role::Exit, _) => {

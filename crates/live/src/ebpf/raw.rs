@@ -26,13 +26,11 @@
 //! program is the tracepoint's. Without BTF, or a member not found, the
 //! tracepoints are used.
 
+use super::kernel::{probe, Kernel};
 use super::{CTX, SLOT_SCRATCH};
 use crate::tracefs::format::EventFormat;
-use btf_rs::{Backend, Btf, Type};
-use outrider_sys::bpf::{helper, Asm, Size, FP};
+use outrider_sys::bpf::{Asm, Size, FP};
 
-/// The BTF of the running kernel.
-const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
 /// Bytes of a record built here at most.
 const RECORD_MAX: i16 = 64;
 /// Where it is built: below every other slot.
@@ -55,67 +53,16 @@ pub struct Offsets {
 }
 
 impl Offsets {
-    /// The running kernel's, from its BTF; `None` without it. The BTF is
-    /// mapped, not read into memory: read (btf-rs's cache), it took the
-    /// daemon's resident memory from 10 to 43 MiB for good.
-    pub fn of_running_kernel() -> Option<Offsets> {
-        let btf = Btf::from_file_with_backend(VMLINUX, Backend::Mmap).ok()?;
+    /// The kernel's; `None` where a member is not found.
+    pub fn of(kernel: &Kernel) -> Option<Offsets> {
         Some(Offsets {
-            host: member(&btf, "address_space", "host")?,
-            ino: member(&btf, "inode", "i_ino")?,
-            sb: member(&btf, "inode", "i_sb")?,
-            rdev: member(&btf, "inode", "i_rdev")?,
-            dev: member(&btf, "super_block", "s_dev")?,
+            host: kernel.member("address_space", "host")?,
+            ino: kernel.member("inode", "i_ino")?,
+            sb: kernel.member("inode", "i_sb")?,
+            rdev: kernel.member("inode", "i_rdev")?,
+            dev: kernel.member("super_block", "s_dev")?,
         })
     }
-}
-
-/// Where an exiting task's block-I/O wait is: `task_struct.delays`, then
-/// `task_delay_info.blkio_delay` (ns); `None` without BTF or delay
-/// accounting in the kernel.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WaitOffsets {
-    delays: i16,
-    blkio: i16,
-}
-
-impl WaitOffsets {
-    /// The running kernel's, from its BTF.
-    pub fn of_running_kernel() -> Option<WaitOffsets> {
-        let btf = Btf::from_file_with_backend(VMLINUX, Backend::Mmap).ok()?;
-        Some(WaitOffsets {
-            delays: member(&btf, "task_struct", "delays")?,
-            blkio: member(&btf, "task_delay_info", "blkio_delay")?,
-        })
-    }
-}
-
-/// The running task's block-I/O wait so far (ns; 0 when it has no
-/// delay record) to stack slot `slot`. Uses r0-r5.
-pub fn blkio_wait(a: &mut Asm, off: WaitOffsets, slot: i16) {
-    let done = a.label();
-    a.store_imm(Size::DW, FP, slot, 0);
-    a.call(helper::GET_CURRENT_TASK);
-    a.mov_reg(3, 0);
-    probe(a, (SLOT_HOST, 8), off.delays);
-    a.load(Size::DW, 3, FP, SLOT_HOST);
-    a.jeq_imm(3, 0, done);
-    probe(a, (slot, 8), off.blkio);
-    a.bind(done);
-}
-
-/// The byte offset of member `name` of struct `st` (a direct member, not
-/// a bit field).
-fn member(btf: &Btf, st: &str, name: &str) -> Option<i16> {
-    let types = btf.resolve_types_by_name(st).ok()?;
-    types.iter().find_map(|t| {
-        let Type::Struct(s) = t else { return None };
-        let m = (s.members.iter()).find(|m| btf.resolve_name(*m).is_ok_and(|n| n == name))?;
-        let bits = m.bit_offset();
-        (bits % 8 == 0 && m.bitfield_size().unwrap_or(0) == 0)
-            .then(|| i16::try_from(bits / 8).ok())
-            .flatten()
-    })
 }
 
 /// Where `f`'s record takes what: the byte offsets of `i_ino` (8 bytes),
@@ -185,16 +132,6 @@ pub fn record(a: &mut Asm, l: Layout, off: Offsets) {
     a.add_imm(CTX, SLOT_REC.into());
 }
 
-/// `bpf_probe_read_kernel` of `bytes` at r3 + `member` to stack slot
-/// `slot` (zeroed when the read fails).
-fn probe(a: &mut Asm, (slot, bytes): (i16, i32), member: i16) {
-    a.add_imm(3, member.into());
-    a.mov_reg(1, FP);
-    a.add_imm(1, slot.into());
-    a.mov_imm(2, bytes);
-    a.call(helper::PROBE_READ_KERNEL);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,14 +147,10 @@ mod tests {
 
     #[test]
     fn the_running_kernels_members_are_found_where_it_has_btf() {
-        if !std::path::Path::new(VMLINUX).exists() {
-            return;
-        }
-        let o = Offsets::of_running_kernel().expect("address_space, inode and super_block");
+        let Some(k) = Kernel::open() else { return };
+        let o = Offsets::of(&k).expect("address_space, inode and super_block");
         // i_ino, i_sb and i_rdev are distinct members of one struct.
         assert!(o.ino != o.sb && o.sb != o.rdev && o.ino != o.rdev);
         assert!(o.host >= 0 && o.dev >= 0);
-        let w = WaitOffsets::of_running_kernel().expect("task_struct.delays");
-        assert!(w.delays > 0 && w.blkio >= 0);
     }
 }

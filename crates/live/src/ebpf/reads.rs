@@ -83,15 +83,17 @@ impl Reads {
         self.link.take()
     }
 
-    /// After a poll at `now_ns`: attach at an exec read; every
-    /// [`CHECK_ATTACHED_NS`] ([`CHECK_DETACHED_NS`] while detached), attach
-    /// when a thread is followed in `hash` or `everyone` is on, else
-    /// detach.
-    pub fn after_poll(
+    /// Once the reader acted on a poll, at `now_ns`: attach at an exec
+    /// read; every [`CHECK_ATTACHED_NS`] ([`CHECK_DETACHED_NS`] while
+    /// detached), attach when a thread is followed in `hash` or
+    /// `everyone()` (a counter's lookup, asked only then) says every task
+    /// is recorded, else detach.
+    pub fn settle(
         &mut self,
         now_ns: u64,
         exec_read: bool,
-        (hash, everyone): (&Map, bool),
+        hash: &Map,
+        everyone: impl FnOnce() -> io::Result<bool>,
     ) -> io::Result<()> {
         if exec_read {
             self.checked_ns = now_ns;
@@ -105,7 +107,7 @@ impl Reads {
             return Ok(());
         }
         self.checked_ns = now_ns;
-        let wanted = everyone || !hash.is_empty(4)?;
+        let wanted = everyone()? || !hash.is_empty(4)?;
         self.attach(wanted)
     }
 
