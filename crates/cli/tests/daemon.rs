@@ -491,12 +491,13 @@ fn a_launch_that_reads_from_memory_is_not_recorded() {
     // Its set is known now, and in memory (read once more): the replay
     // finds it there, and the launch is not recorded. The page cache here
     // loses pages in the background (DAMON), python's own among them,
-    // which a launch then reads from the disk: up to three tries.
+    // which a launch then reads from the disk: up to three tries (one
+    // that found pages missing may still be judged hot at 64 MiB).
     let mut tries = Vec::new();
     let hot = (0..3).find_map(|_| {
         assert_eq!(std::fs::read(&data).unwrap().len(), 96 << 20);
         let l = finished_launch(&state, run());
-        tries.push(l["replay"]["pages_requested"].clone());
+        tries.push((l["replay"]["pages_requested"].clone(), l["hot"] == true));
         (l["replay"]["rest_resident"] == true).then_some(l)
     });
     let l = hot.unwrap_or_else(|| panic!("no launch of 3 found its set in memory: {tries:?}"));
@@ -508,9 +509,11 @@ fn a_launch_that_reads_from_memory_is_not_recorded() {
         "{l}"
     );
     assert_eq!(l["replay"]["rest_resident"], true, "{l}");
+    // The first launch, and each try judged hot.
+    let hot_launches = 1 + tries.iter().filter(|(_, hot)| *hot).count();
     assert_eq!(
         (l["saved"].clone(), s["launches_hot"].clone()),
-        (false.into(), 2.into()),
+        (false.into(), hot_launches.into()),
         "{s}"
     );
 }
