@@ -114,7 +114,7 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
     if let Some(s) = &r.status {
         writeln!(
             out,
-            "launches seen {} (repeated {}; execs quieted {}), replayed {}, launch sets saved {} (stored {}, forgotten {}); events {} (lost {}; page-cache programs {}, detached {} times)",
+            "launches seen {} (repeated {}; execs quieted {}), replayed {}, launch sets saved {} (stored {}, forgotten {}); events {} (lost {}; reads' program {}, detached {} times)",
             s.launches_seen,
             s.launches_repeated,
             s.execs_quieted,

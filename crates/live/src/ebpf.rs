@@ -47,8 +47,7 @@
 //!
 //! Under [`Scope::Execs`] the page reads, faults and fault-around maps
 //! run on raw tracepoints where the kernel has BTF, and build that
-//! record themselves ([`raw`]); they are detached while no thread is
-//! followed ([`reads`]).
+//! record themselves ([`raw`]).
 //!
 //! So a record in the ring is `[u64 time][the tracepoint record as
 //! tracefs lays it out]`, decoded by the tracefs [`Decoder`]. The
@@ -124,9 +123,9 @@ pub struct EbpfSource {
     /// Perf events holding the programs attached (closed first on drop).
     links: Vec<OwnedFd>,
     _programs: Vec<Program>,
-    /// The page-cache programs, detached while no thread is followed
+    /// The page reads' program, detached while no thread is followed
     /// ([`reads`]; [`Scope::Execs`] on raw tracepoints only), and whether
-    /// they are detached so.
+    /// it is detached so.
     reads: Option<(reads::Reads, bool)>,
     /// Followed threads' exits are sent, with their block-I/O wait
     /// ([`EventKind::Exit`]).
@@ -316,11 +315,11 @@ impl EbpfSource {
         Ok(pages)
     }
 
-    /// [`reads`]: attach the page-cache programs if an exec was read
-    /// since the last call, and now and then attach or detach them as
+    /// [`reads`]: attach the page reads' program if an exec was read
+    /// since the last call, and now and then attach it or detach it as
     /// threads are followed or not. Called by the reader once it acted on
-    /// what it read: an attach takes 100-160 µs a program, which a replay
-    /// started at the exec need not wait for. Never called, they stay
+    /// what it read: an attach takes ~200 µs, which a replay started at
+    /// the exec need not wait for. Never called, the program stays
     /// attached.
     pub fn settle_reads(&mut self) -> io::Result<()> {
         let exec_read = std::mem::take(&mut self.exec_read);
@@ -332,9 +331,9 @@ impl EbpfSource {
         r.settle(monotonic_ns(), exec_read, &self.tracked.hash, everyone)
     }
 
-    /// Detach the page-cache programs while no thread is followed (`on`,
-    /// the default), or keep them attached ([`reads`]); nothing where the
-    /// source has no such programs.
+    /// Detach the page reads' program while no thread is followed (`on`,
+    /// the default), or keep it attached ([`reads`]); nothing where the
+    /// source has no such program.
     pub fn detach_idle_reads(&mut self, on: bool) -> io::Result<()> {
         match &mut self.reads {
             Some((r, detaching)) => {
@@ -352,8 +351,8 @@ impl EbpfSource {
         self.exit_waits
     }
 
-    /// Whether the page-cache programs are attached, and how many times
-    /// they were detached; `None` when they are never detached.
+    /// Whether the page reads' program is attached, and how many times it
+    /// was detached; `None` when it is never detached.
     pub fn reads_attached(&self) -> Option<(bool, u64)> {
         (self.reads.as_ref()).map(|(r, _)| (r.attached(), r.detached))
     }
@@ -481,12 +480,7 @@ impl EbpfSource {
     /// is off or the name is taken, a detached process closes them.
     pub fn stop(&mut self) {
         let mut links = std::mem::take(&mut self.links);
-        links.extend(
-            self.reads
-                .as_mut()
-                .map(|(r, _)| r.take_links())
-                .unwrap_or_default(),
-        );
+        links.extend(self.reads.as_mut().and_then(|(r, _)| r.take_link()));
         if links.is_empty() {
             return;
         }
@@ -546,7 +540,7 @@ struct Parts {
     stamps: Option<Map>,
     links: Vec<OwnedFd>,
     programs: Vec<Program>,
-    /// The page-cache programs ([`reads`]), not in `links` nor `programs`.
+    /// The page reads' program ([`reads`]), not in `links` nor `programs`.
     reads: Option<reads::Reads>,
     /// The exits of followed threads are sent with their block-I/O wait.
     exit_waits: bool,
@@ -580,24 +574,22 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         waits,
     };
     let offsets = kernel.as_ref().and_then(raw::Offsets::of);
-    let (mut raw_programs, mut detachable, mut detachable_links) = (0, Vec::new(), Vec::new());
+    let (mut raw_programs, mut reads) = (0, None);
     for format in formats {
         let role = role_of(format)?;
         let raw = offsets.and_then(|o| Some((raw::layout(format, record_end(format))?, o)));
-        let idle = reads::EVENTS.iter().find(|e| **e == format.name);
-        let (prog, link) = match (raw.map(|r| attach_raw(format, role, scope, &maps, r)), idle) {
-            (Some(Ok((prog, link))), Some(event)) => {
+        let (prog, link) = match raw.map(|r| attach_raw(format, role, scope, &maps, r)) {
+            Some(Ok((prog, link))) if format.name == reads::EVENT => {
                 raw_programs += 1;
-                detachable.push((prog, *event));
-                detachable_links.push(link);
+                reads = Some(reads::Reads::new(prog, link));
                 continue;
             }
-            (Some(Ok(attached)), None) => {
+            Some(Ok(attached)) => {
                 raw_programs += 1;
                 attached
             }
             // No raw tracepoint (or its program refused): the tracepoint.
-            (None | Some(Err(_)), _) => {
+            None | Some(Err(_)) => {
                 let insns = program(format, role, scope, &maps, None)?;
                 let prog = Program::load_tracepoint(&format.name, &insns)?;
                 let link = prog.attach_tracepoint(u32::from(format.id)).map_err(|e| {
@@ -617,7 +609,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         stamps,
         links,
         programs,
-        reads: (!detachable.is_empty()).then(|| reads::Reads::new(detachable, detachable_links)),
+        reads,
         raw: raw_programs,
         exit_waits: waits.is_some(),
     })

@@ -193,8 +193,8 @@ impl EventSource {
         }
     }
 
-    /// Detach the page-cache programs (reads, faults, fault-around maps)
-    /// while no thread is followed (`on`) or keep them attached (eBPF under [`Scope::Execs`]; elsewhere nothing).
+    /// Detach the page reads' program while no thread is followed (`on`)
+    /// or keep it attached (eBPF under [`Scope::Execs`]; elsewhere nothing).
     pub fn detach_idle_reads(&mut self, on: bool) -> Result<(), SourceError> {
         match self {
             EventSource::Ebpf(s) => Ok(s.detach_idle_reads(on)?),
@@ -202,7 +202,7 @@ impl EventSource {
         }
     }
 
-    /// Attach or detach the page-cache programs once the events read were
+    /// Attach or detach the page reads' program once the events read were
     /// acted on (eBPF under [`Scope::Execs`]; elsewhere nothing).
     pub fn settle_reads(&mut self) -> Result<(), SourceError> {
         match self {
@@ -220,8 +220,8 @@ impl EventSource {
         }
     }
 
-    /// Whether the page-cache programs are attached and how many times
-    /// they were detached; `None` where they never are.
+    /// Whether the page reads' program is attached and how many times it
+    /// was detached; `None` where it never is.
     pub fn reads_attached(&self) -> Option<(bool, u64)> {
         match self {
             EventSource::Ebpf(s) => s.reads_attached(),

@@ -183,12 +183,13 @@ impl LaunchReads {
     /// `read_bytes`, those it had read from storage), whichever tells
     /// first. Neither telling within [`EVIDENCE_WAIT`], a launcher that
     /// read nothing from storage (`read_bytes`, faults' reads included) is
-    /// taken as reading from memory: its first faults come before the
-    /// daemon's page-cache programs are attached again at its exec
-    /// (`outrider_live::ebpf`, module `reads`), and `python3 -c` reading a
-    /// file in memory, its libraries mapped before, had 20 ms pass with
-    /// fewer pages seen (its set found in memory, then asked for whole, in
-    /// each of 3 launches of 4 test runs). With the events alone, `rg` over a tree in memory, on both
+    /// taken as reading from memory: its first reads may come before the
+    /// daemon's page reads' program is attached again at its exec
+    /// (`outrider_live::ebpf`, module `reads`). With the faults' programs
+    /// detached that way too, `python3 -c` reading a file in memory, its
+    /// libraries mapped before, had 20 ms pass with fewer pages seen (its
+    /// set found in memory, then asked for whole, in each of 3 launches of
+    /// 4 test runs). With the events alone, `rg` over a tree in memory, on both
     /// cores, was judged 38 ms after its exec in one run and 291 ms in
     /// another, and in a third not at all (its 20 ms passed): its set
     /// was then asked for whole. A replay whose first reorder buffer is
