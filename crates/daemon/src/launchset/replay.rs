@@ -189,8 +189,8 @@ impl LaunchReads {
     /// detached that way too, `python3 -c` reading a file in memory, its
     /// libraries mapped before, had 20 ms pass with fewer pages seen (its
     /// set found in memory, then asked for whole, in each of 3 launches of
-    /// 4 test runs). With the events alone, `rg` over a tree in memory, on both
-    /// cores, was judged 38 ms after its exec in one run and 291 ms in
+    /// 4 test runs). With the events alone, `rg` over a tree in memory, on
+    /// both cores, was judged 38 ms after its exec in one run and 291 ms in
     /// another, and in a third not at all (its 20 ms passed): its set
     /// was then asked for whole. A replay whose first reorder buffer is
     /// its libraries gets there before the launch reads anything
@@ -201,14 +201,11 @@ impl LaunchReads {
         let io = launcher.map(|pid| std::path::PathBuf::from(format!("/proc/{pid}/io")));
         loop {
             let seen = self.evidence();
-            let own = io.as_deref().and_then(io_pages).and_then(evidence_of);
-            match (seen, own) {
+            let own_pages = io.as_deref().and_then(io_pages);
+            match (seen, own_pages.and_then(evidence_of)) {
                 (Some(from_memory), _) | (None, Some(from_memory)) => return from_memory,
                 (None, None) if t0.elapsed() >= EVIDENCE_WAIT => {
-                    return io
-                        .as_deref()
-                        .and_then(io_pages)
-                        .is_some_and(|(_, missed)| missed == 0)
+                    return own_pages.is_some_and(|(_, missed)| missed == 0)
                 }
                 (None, None) => std::thread::sleep(std::time::Duration::from_millis(1)),
             }
