@@ -18,6 +18,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+/// The process id of a `python3 -c code` run to its successful end.
+fn python_ran(py: &Path, code: &str) -> u32 {
+    let mut c = Command::new(py).args(["-c", code]).spawn().unwrap();
+    assert!(c.wait().unwrap().success(), "python3 -c {code}");
+    c.id()
+}
+
 /// Four 8 MiB data files in `dir`, not in the cache, and a script that
 /// waits 0.5 s and then reads them all.
 fn program(dir: &Path) -> PathBuf {
@@ -315,10 +322,7 @@ fn a_launch_records_what_the_launches_it_spawned_read() {
     );
     let launch = || {
         drop_caches();
-        let mut c = Command::new(&py).args(["-c", &child]).spawn().unwrap();
-        let pid = c.id();
-        assert!(c.wait().unwrap().success());
-        saved_launch(&state, pid)
+        saved_launch(&state, python_ran(&py, &child))
     };
     let first = launch();
     let recorded = first["recorded_pages"].as_u64().unwrap();
@@ -469,11 +473,7 @@ fn a_launch_that_reads_from_memory_is_not_recorded() {
     let data = dir.path().join("data");
     std::fs::write(&data, vec![7u8; 96 << 20]).unwrap();
     let read = format!("open({:?}, 'rb').read()", data.display().to_string());
-    let run = || {
-        let mut c = Command::new(&py).args(["-c", &read]).spawn().unwrap();
-        assert!(c.wait().unwrap().success());
-        c.id()
-    };
+    let run = || python_ran(&py, &read);
     run(); // python3 and the data in memory, before the daemon
     let d = Daemon::start(&cfg, &state);
     let l = finished_launch(&state, run());
@@ -514,6 +514,51 @@ fn a_launch_that_reads_from_memory_is_not_recorded() {
     assert_eq!(
         (l["saved"].clone(), s["launches_hot"].clone()),
         (false.into(), hot_launches.into()),
+        "{s}"
+    );
+}
+
+/// A launch with no set of its own that reads the same pages from memory
+/// again and again is let go by the kernel, whose count takes in the
+/// repeats it drops: the daemon, whose own count never reaches the
+/// bound, learns it from the kernel, and neither records the launch nor
+/// saves it.
+#[test]
+fn a_launch_let_go_in_the_kernel_is_not_recorded() {
+    let Some((py, dir, cfg, state)) = watching_python("") else {
+        return;
+    };
+    let _cold = cold_lock();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![7u8; 4 << 20]).unwrap();
+    // 20 × 1 024 pages read one at a time, 1 024 of them sent: the bound
+    // is 16 384.
+    let read = format!(
+        "import os\nfd = os.open({:?}, os.O_RDONLY)\n\
+         for _ in range(20):\n    for i in range(1024): os.pread(fd, 1, i * 4096)",
+        data.display().to_string()
+    );
+    let run = || python_ran(&py, &read);
+    run(); // python3 and the data in memory, before the daemon
+    let d = Daemon::start(&cfg, &state);
+    if status(&state).unwrap()["event_source"] != "ebpf" {
+        eprintln!("skipped: no eBPF here");
+        return;
+    }
+    let pid = run();
+    let l = finished_launch(&state, pid);
+    assert_eq!(l["hot"], true, "{l}");
+    assert!(l["read_pages"].as_u64().unwrap() < 16384, "{l}");
+    // Still not saved ten save intervals later.
+    std::thread::sleep(Duration::from_secs(2));
+    let s = status(&state).unwrap();
+    drop(d);
+    let l = (s["launches"].as_array().unwrap().iter())
+        .find(|l| l["pid"] == pid)
+        .unwrap();
+    assert_eq!(
+        (l["saved"].clone(), s["launch_sets_saved"].clone()),
+        (false.into(), 0.into()),
         "{s}"
     );
 }

@@ -165,6 +165,8 @@ pub struct Daemon {
     status_written_ns: u64,
     dirty: bool,
     next_id: u64,
+    /// When [`Daemon::judge_hot`] last asked the kernel.
+    let_go_looked: u64,
     launches: FxHashMap<u64, Launch>,
     tree: FxHashMap<u32, u64>,
     boot: Option<(u64, Recorder)>,
@@ -259,6 +261,7 @@ impl Daemon {
             status_written_ns: 0,
             dirty: true,
             next_id: 1,
+            let_go_looked: 0,
             launches: FxHashMap::default(),
             tree: FxHashMap::default(),
             boot: None,
@@ -405,7 +408,7 @@ impl Daemon {
             let src = self.src.as_mut().expect("opened");
             (src.settle_reads()).map_err(|e| format!("tracing: {e}"))?;
             let reads = src.reads_attached();
-            self.judge_by_replays();
+            self.judge_hot(monotonic_ns());
             self.mark_while_recording();
             self.take_dirs();
             self.status.events = stats.events;

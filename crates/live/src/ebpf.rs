@@ -437,6 +437,22 @@ impl EbpfSource {
         stamps.update(&stamp, &v).is_ok()
     }
 
+    /// Whether the launch exec'd at `stamp` (its exec record's time) was
+    /// let go for reading from memory ([`EbpfSource::let_go_from_memory`]).
+    /// Its reader may never see it otherwise: the kernel counts the pages
+    /// its records read before the repeats among them are dropped, so the
+    /// records sent can stay under the bound ([`hot`]). False when its
+    /// stamp is no longer held (the table's least recently used go).
+    pub fn let_go(&self, stamp: u64) -> bool {
+        let Some(Ok(Some(v))) = (self.stamps.as_ref()).map(|m| m.lookup(&stamp.to_ne_bytes()))
+        else {
+            return false;
+        };
+        v.get(hot::STATE_AT..hot::STATE_AT + 8)
+            .and_then(|b| b.try_into().ok())
+            .is_some_and(|b| u64::from_ne_bytes(b) == hot::LET_GO)
+    }
+
     /// The stamp thread `tid` is followed with, if it is. (Tests.)
     pub fn stamp_of(&self, tid: u32) -> Option<u64> {
         let v = self.tracked.hash.lookup(&tid.to_ne_bytes()).ok()??;

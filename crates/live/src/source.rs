@@ -166,6 +166,13 @@ impl EventSource {
         }
     }
 
+    /// Whether the launch exec'd at `stamp` was let go in the kernel for
+    /// reading from memory (eBPF under [`Scope::Execs`]; the tracefs
+    /// source lets nothing go).
+    pub fn let_go(&self, stamp: u64) -> bool {
+        matches!(self, EventSource::Ebpf(s) if s.let_go(stamp))
+    }
+
     /// Never let the image thread `tid` runs go for reading from memory.
     pub fn keep_following(&self, tid: u32) {
         if let EventSource::Ebpf(s) = self {

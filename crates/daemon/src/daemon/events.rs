@@ -6,6 +6,11 @@
 use super::launches::NotLaunch;
 use super::status::status_of;
 use super::{Daemon, ANCESTORS_MAX, HOT_PAGES, RECORDING_PAGES_MAX};
+
+/// How often [`Daemon::judge_hot`] asks the kernel which launches it let
+/// go: for 20 ms of a launch's run at most, the metadata walk's mark is
+/// held and its reads are recorded after the kernel stopped following it.
+const LET_GO_LOOK_NS: u64 = 20_000_000;
 use crate::launchset::{PagesRead, EVIDENCE_PAGES, MISS_SHARE};
 use outrider_live::tracefs::{EventKind, LiveEvent};
 use std::sync::atomic::Ordering;
@@ -186,17 +191,39 @@ impl Daemon {
     }
 
     /// Turn hot the launches whose replay found their set in memory
-    /// since: the replay let their threads go at once, so no read of
-    /// theirs comes to [`Daemon::stop_if_hot`], and they would count as
-    /// recording, and hold the metadata walk's mark, for their whole
-    /// window. So also a launch that read more than a holding
+    /// since, and those with no set of their own that the kernel let go
+    /// for reading from memory: the replay or the kernel let their
+    /// threads go at once, so no read of theirs comes to
+    /// [`Daemon::stop_if_hot`] (the kernel counts the repeats it drops,
+    /// which the daemon never sees), and they would count as recording,
+    /// and hold the metadata walk's mark, for their whole window, and be
+    /// saved at its end. `rg` over a source tree in memory, never seen
+    /// before, let go at its first 64 MiB: 3 launches of 4 were left
+    /// recording, their 3 000 directories resolved and files opened at
+    /// their end, and the mark held for all of their run. So also a
+    /// launch that read more than a holding
     /// [`Recorder`](crate::launchset::Recorder::holding) holds before its
     /// replay looked, recording already: left recording, `rg` found in
     /// memory saved 3 391 of its pages as its set, over the 65 536 of its
     /// cold launch.
-    pub(super) fn judge_by_replays(&mut self) {
+    ///
+    /// The kernel is asked at most every [`LET_GO_LOOK_NS`] (a map lookup
+    /// per launch recording with no set of its own), not at every turn of
+    /// the loop: the record that takes a launch past the bound is not
+    /// sent when it is a repeat, so no read of its own need come after.
+    pub(super) fn judge_hot(&mut self, now: u64) {
+        let due = now >= self.let_go_looked + LET_GO_LOOK_NS;
+        if due {
+            self.let_go_looked = now;
+        }
+        let src = self.src.as_ref().filter(|_| due);
         let found: Vec<u64> = (self.launches.iter())
-            .filter(|(_, l)| !l.hot && l.resident.get() == Some(true))
+            .filter(|(_, l)| !l.hot)
+            .filter(|(_, l)| {
+                let let_go =
+                    || !l.full && l.replayed.is_none() && src.is_some_and(|s| s.let_go(l.exec_ns));
+                l.resident.get() == Some(true) || let_go()
+            })
             .map(|(&id, _)| id)
             .collect();
         for id in found {

@@ -172,7 +172,8 @@ pub(super) fn program(
         _ => {}
     }
     if role != Role::Exit || name.is_some() {
-        emit(&mut a, (f.id, end, name), m, lost, wake);
+        let stamped = role == Role::Exec && scope == Scope::Execs;
+        emit(&mut a, (f.id, end, name), stamped, m, lost, wake);
         a.ja(out);
         a.bind(lost);
         count(&mut a, m.counters, 0, out);
@@ -278,13 +279,16 @@ fn pass_tracked_or_switched_on(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf
 /// Reserve `[u64 time][header][fields][u64 name]` (the fields' `end`
 /// rounded up to 8; the name, the u64 at stack slot `name`, only when
 /// given), fill it and submit it with `wake` (`bpf_ringbuf_submit`
-/// flags); to `lost` when the ring is full. The fields are copied in the
+/// flags); to `lost` when the ring is full. The time is now, or, when
+/// `stamped`, the stamp at `SLOT_STAMP` (an exec's: its launch is then
+/// told to the reader by its time, [`super::EbpfSource::let_go`]). The fields are copied in the
 /// largest aligned pieces that stay below `end`: the kernel refuses to
 /// attach a program that reads past a tracepoint record's last field
 /// (EACCES).
 fn emit(
     a: &mut Asm,
     (id, end, name): (u16, usize, Option<i16>),
+    stamped: bool,
     m: &Maps<'_>,
     lost: outrider_sys::bpf::Label,
     wake: i32,
@@ -298,7 +302,11 @@ fn emit(
     a.call(helper::RINGBUF_RESERVE);
     a.jeq_imm(0, 0, lost);
     a.mov_reg(REC, 0);
-    a.call(helper::KTIME_GET_NS);
+    if stamped {
+        a.load(Size::DW, 0, FP, SLOT_STAMP);
+    } else {
+        a.call(helper::KTIME_GET_NS);
+    }
     a.store(Size::DW, REC, 0, 0);
     a.store_imm(Size::H, REC, 8, i32::from(id));
     a.store_imm(Size::H, REC, 10, 0);
