@@ -6,14 +6,14 @@
 use super::launches::NotLaunch;
 use super::status::status_of;
 use super::{Daemon, ANCESTORS_MAX, HOT_PAGES, RECORDING_PAGES_MAX};
+use crate::launchset::{PagesRead, EVIDENCE_PAGES, MISS_SHARE};
+use outrider_live::tracefs::{EventKind, LiveEvent};
+use std::sync::atomic::Ordering;
 
 /// How often [`Daemon::judge_hot`] asks the kernel which launches it let
 /// go: for 20 ms of a launch's run at most, the metadata walk's mark is
 /// held and its reads are recorded after the kernel stopped following it.
 const LET_GO_LOOK_NS: u64 = 20_000_000;
-use crate::launchset::{PagesRead, EVIDENCE_PAGES, MISS_SHARE};
-use outrider_live::tracefs::{EventKind, LiveEvent};
-use std::sync::atomic::Ordering;
 
 impl Daemon {
     pub(super) fn on_event(&mut self, e: &LiveEvent) {

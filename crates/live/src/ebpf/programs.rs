@@ -280,11 +280,11 @@ fn pass_tracked_or_switched_on(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf
 /// rounded up to 8; the name, the u64 at stack slot `name`, only when
 /// given), fill it and submit it with `wake` (`bpf_ringbuf_submit`
 /// flags); to `lost` when the ring is full. The time is now, or, when
-/// `stamped`, the stamp at `SLOT_STAMP` (an exec's: its launch is then
-/// told to the reader by its time, [`super::EbpfSource::let_go`]). The fields are copied in the
-/// largest aligned pieces that stay below `end`: the kernel refuses to
-/// attach a program that reads past a tracepoint record's last field
-/// (EACCES).
+/// `stamped`, the stamp at `SLOT_STAMP` (an exec's: its reader then knows
+/// the launch's stamp, [`super::EbpfSource::let_go`]). The fields are
+/// copied in the largest aligned pieces that stay below `end`: the kernel
+/// refuses to attach a program that reads past a tracepoint record's last
+/// field (EACCES).
 fn emit(
     a: &mut Asm,
     (id, end, name): (u16, usize, Option<i16>),
