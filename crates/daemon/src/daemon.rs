@@ -73,8 +73,7 @@ const RECORDING_PAGES_MAX: u64 = 2 << 20;
 /// Pages a launch with no set to replay reads before the daemon judges
 /// whether it read them from memory (at most one in [`MISS_SHARE`]
 /// missed: a few directory blocks or files evicted since leave it so);
-/// a launch that did is no longer followed (what it read up to then is
-/// its set, [`Daemon::make_hot`]). Recording is not free for
+/// a launch that did is no longer recorded. Recording is not free for
 /// the program: each new file is opened, stamped and closed by the
 /// daemon while the program runs, on the cores it needs. `rg` over a
 /// source tree in memory, recorded as a first launch, took 0.71x of its
@@ -85,7 +84,8 @@ const RECORDING_PAGES_MAX: u64 = 2 << 20;
 /// 104 MiB from the disk; judged at 8 MiB it was not recorded, and on
 /// the second day in miniature it ran slower than on the first (0.51 s
 /// against 0.43 s, 0.52 against 0.40; one day pair each); judged at
-/// 64 MiB, 0.36 against 0.37 and 0.19 against 0.40.
+/// 64 MiB, 0.36 against 0.37 and 0.19 against 0.40. What a launch from
+/// memory reads is no set to replay: its next cold launch is recorded.
 /// The eBPF programs judge the same way, in the launch's own context
 /// (`outrider_live::ebpf::EbpfSource::let_go_from_memory`): this thread,
 /// at nice 19, came to it late beside a launch that kept both cores busy.
@@ -107,8 +107,6 @@ struct Launch {
     rec: Recorder,
     /// The application's benefit gate at this launch.
     gate: Gate,
-    /// It had a set of its own (replayed or not, as its gate said).
-    known: bool,
     /// The launch set replayed for it, if one was.
     replayed: Option<Arc<AppHistory>>,
     /// With no set of its own: the search for another application's.

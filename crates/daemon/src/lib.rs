@@ -121,16 +121,11 @@
 //! * **It reads from memory.** A launch with no set of its own whose
 //!   first 64 MiB read came from the cache (at most one page in 32
 //!   missed), or whose replay found its set in memory (below), is no
-//!   longer followed: recording costs the program the daemon's work on
-//!   the cores it runs on (`rg` over a source tree in memory took 0.71x
-//!   of its time recorded). Its set, if it had one, stays as it was. If
-//!   it had none, what it read up to then (held, none of its files
-//!   opened while it ran) is saved as its set at the end of its window,
-//!   so that its next launch is known: found in memory by its replay,
-//!   it is let go at once, where a launch with no set is followed to its
-//!   first 64 MiB every time (`rg` there: 0.95x of its time with no
-//!   daemon, against 0.98-0.99x known). A cold launch after it is
-//!   replayed that set and recorded as any known launch.
+//!   longer followed and its recording is dropped: recording costs the
+//!   program the daemon's work on the cores it runs on (`rg` over a
+//!   source tree in memory took 0.71x of its time recorded), and what a
+//!   launch from memory reads is no set to replay. Its set, if it had
+//!   one, stays as it was; its next cold launch is recorded.
 //!
 //! # When a replay is not made
 //!

@@ -232,23 +232,13 @@ impl Daemon {
     }
 
     /// Launch `id` reads from memory: record nothing more of it, follow
-    /// its tasks no longer. With no set of its own, what it read until
-    /// then (held, none of its files opened) is kept, and saved at the end
-    /// of its window as its set ([`Daemon::end_launch`]): its next launch
-    /// is then known, and its replay, finding the set in memory, lets it
-    /// go at once. Dropped, every launch of a program that only ever
-    /// reads from memory was a first launch, followed to its 64 MiB: `rg`
-    /// over a source tree in memory, 0.95x of its time with no daemon
-    /// that way, 0.98-0.99x as a known launch (`bench/daemon/launch.sh`,
-    /// rg-unseen and rg-tree).
+    /// its tasks no longer.
     fn make_hot(&mut self, id: u64) {
         let Some(l) = self.launches.get_mut(&id).filter(|l| !l.hot) else {
             return;
         };
         (l.hot, l.full) = (true, true);
-        if l.known {
-            l.rec.discard();
-        }
+        l.rec.discard();
         if let Some(s) = status_of(&mut self.status, id) {
             s.hot = true;
         }

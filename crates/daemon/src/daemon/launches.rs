@@ -168,7 +168,6 @@ impl Daemon {
                 rec: Recorder::holding(self.cfg.launch_cap_mib << 20, self.cfg.launch_files_max),
                 gate,
                 matcher: (!known).then(Matcher::default),
-                known,
                 replayed,
                 full: false,
                 hot: false,
@@ -446,10 +445,8 @@ impl Daemon {
             "recorded pages are counted"
         );
         self.recording_pages -= l.rec.pages;
-        // What it held is recorded now, after its run (unless hot with a
-        // set of its own, [`Daemon::make_hot`]).
-        let head = l.hot && !l.known;
-        if !l.hot || head {
+        // What it held is recorded now, after its run (unless hot).
+        if !l.hot {
             l.rec.commit();
         }
         let src = self.src.as_ref();
@@ -467,7 +464,7 @@ impl Daemon {
             self.maybe_follow(id, &l);
         }
         let key = store::launch_key(&l.exe);
-        if l.hot && !head {
+        if l.hot {
             self.dirty = true;
             return;
         }
@@ -475,12 +472,7 @@ impl Daemon {
         if l.rec.pages > 0 {
             let set = l.rec.finish(&l.exe);
             let streaks = Streaks::after(l.prev.as_deref(), &set);
-            // A launch from memory waited on no directory.
-            let dirs = if head {
-                Vec::new()
-            } else {
-                self.dir_paths(&l.dirs)
-            };
+            let dirs = self.dir_paths(&l.dirs);
             if let Some(s) = status_of(&mut self.status, id) {
                 s.dirs_opened = dirs.len() as u64;
             }
