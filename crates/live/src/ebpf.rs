@@ -40,9 +40,9 @@
 //!    being let go ([`hot`]);
 //! 3. reserves a ring-buffer record, writes the CLOCK_MONOTONIC time
 //!    (`bpf_ktime_get_ns`; an exec's under [`Scope::Execs`] is its
-//!    stamp, taken a moment before), the common header (event id, thread id:
-//!    the context's first 8 bytes cannot be read by a tracepoint
-//!    program) and copies the record's fixed fields, 8 bytes at a time;
+//!    stamp, taken a moment before), the common header (event id,
+//!    thread id: the context's first 8 bytes cannot be read by a
+//!    tracepoint program) and copies the record's fixed fields, 8 bytes at a time;
 //!    a record whose reservation fails (buffer full) is counted in
 //!    `lost`.
 //!
