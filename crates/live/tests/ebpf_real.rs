@@ -754,22 +754,29 @@ fn a_sequential_read_is_sent_up_to_its_bound() {
     let pages = 12 * 1024;
     let (_dir, path, md) = file_of_pages(pages);
     let (_one, mut src) = execs_source();
-    let read = |order: &str, step: u32, from: u32| {
+    let read = |src: &mut EbpfSource, order: &str, step: u32, from: u32| {
         let script = format!(
-            "import os\nf = os.open({:?}, os.O_RDONLY)\n\
+            "import os, sys\nsys.stdin.readline()\nf = os.open({:?}, os.O_RDONLY)\n\
              for o in {order}(range({from}, os.fstat(f).st_size, {step})): os.pread(f, 16384, o)\n",
             path.display().to_string()
         );
-        (std::process::Command::new("/usr/bin/python3").args(["-c", &script]))
+        let mut py = (std::process::Command::new("/usr/bin/python3").args(["-c", &script]))
+            .stdin(std::process::Stdio::piped())
             .spawn()
-            .unwrap()
+            .unwrap();
+        go_once_reads_attached(src, &mut py);
+        py
     };
-    let forwards = sent_while(&mut src, read("", 16384, 0), md.ino());
-    let backwards = sent_while(&mut src, read("reversed", 16384, 0), md.ino());
+    let py = read(&mut src, "", 16384, 0);
+    let forwards = sent_while(&mut src, py, md.ino());
+    let py = read(&mut src, "reversed", 16384, 0);
+    let backwards = sent_while(&mut src, py, md.ino());
     evict(&path);
-    let strided = gathered_while(&mut src, read("", 65536, 0));
+    let py = read(&mut src, "", 65536, 0);
+    let strided = gathered_while(&mut src, py);
     evict(&path);
-    let from_8m = gathered_while(&mut src, read("", 16384, 8 << 20));
+    let py = read(&mut src, "", 16384, 8 << 20);
+    let from_8m = gathered_while(&mut src, py);
     assert!(
         (3072..=4096 + 64).contains(&forwards),
         "forwards: {forwards} of {pages} pages sent"
@@ -782,6 +789,23 @@ fn a_sequential_read_is_sent_up_to_its_bound() {
     assert!(unsent.is_empty(), "strided: reads not sent {unsent:?}");
     let unsent = reads_unsent(&from_8m, md.ino(), (2048..pages as u64).step_by(4));
     assert!(unsent.is_empty(), "from 8 MiB: reads not sent {unsent:?}");
+}
+
+/// Send `child` (waiting for a line on its stdin) its line once the page
+/// reads' program is attached: detached while no thread was followed, it
+/// is attached when the source reads the child's exec, and a child that
+/// reads before that (its reader late, on a loaded machine: the first
+/// 7 MiB of a read in one CI run) is not seen. What is read meanwhile is
+/// the child's exec and start-up, not its reads of the test's file.
+fn go_once_reads_attached(src: &mut EbpfSource, child: &mut std::process::Child) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let attached = |s: &EbpfSource| s.reads_attached().is_none_or(|(on, _)| on);
+    while !attached(src) && std::time::Instant::now() < deadline {
+        src.wait(None, Duration::from_millis(5));
+        drain(src);
+    }
+    assert!(attached(src), "reads attached: {:?}", src.reads_attached());
+    (child.stdin.take().unwrap()).write_all(b"go\n").unwrap();
 }
 
 /// Of the 4-page reads starting at `firsts`, those whose last page no
