@@ -18,16 +18,19 @@
 //! order (FIEMAP), stopping at the byte budget.
 
 mod around;
+mod evidence;
 mod idle;
 mod recorder;
 mod replay;
+pub use evidence::{
+    LaunchReads, Verdict, EVIDENCE_PAGES, MISS_SHARE, OTHERS_QUIET_NS, RESIDENT_PROBES,
+};
 pub use recorder::{PagesRead, Recorder};
 #[cfg(test)]
 use replay::{batches, merged_ranges};
 pub use replay::{
-    replay, sequential_files, Backoff, LaunchReads, ReplayOptions, ReplayStats, Verdict,
-    EVIDENCE_PAGES, EXIT_EVERY_PAGES, MISS_SHARE, PRESSURE_EVERY_PAGES, READAHEAD_PAGES,
-    RESIDENT_PROBES, WALK_DIRS_MIN,
+    replay, sequential_files, Backoff, ReplayOptions, ReplayStats, EXIT_EVERY_PAGES,
+    PRESSURE_EVERY_PAGES, READAHEAD_PAGES, WALK_DIRS_MIN,
 };
 
 /// The application a launch belongs to, the key of its launch set: the
@@ -126,27 +129,30 @@ pub(crate) mod tests {
         let mut list: Vec<AccessRecord> = (0..100).map(|f| a(f, 1)).collect();
         list.insert(50, a(1000, 2048));
         list.push(a(2000, 1));
-        let files: Vec<u32> = replay::probes(&list).iter().map(|p| p.file).collect();
+        let files: Vec<u32> = evidence::probes(&list).iter().map(|p| p.file).collect();
         assert!(files.contains(&1000), "{files:?}");
         assert!(files.len() <= RESIDENT_PROBES, "{files:?}");
-        let one: Vec<u32> = replay::probes(&[a(7, 3)]).iter().map(|p| p.file).collect();
+        let one: Vec<u32> = evidence::probes(&[a(7, 3)])
+            .iter()
+            .map(|p| p.file)
+            .collect();
         assert_eq!(one, vec![7]);
-        assert!(replay::probes(&[]).is_empty());
+        assert!(evidence::probes(&[]).is_empty());
         let even: Vec<AccessRecord> = (0..64).map(|f| a(f, 1)).collect();
-        let even: Vec<u32> = replay::probes(&even).iter().map(|p| p.file).collect();
+        let even: Vec<u32> = evidence::probes(&even).iter().map(|p| p.file).collect();
         assert_eq!(even.first(), Some(&62), "the last probe first: {even:?}");
     }
 
     /// A probe reads its first and last pages and at most 8 in all.
     #[test]
     fn a_probe_reads_pages_spread_over_it() {
-        assert_eq!(replay::spread(10, 1), vec![10]);
-        assert_eq!(replay::spread(0, 3), vec![0, 1, 2]);
-        let many = replay::spread(5, 100);
-        assert_eq!(many.len() as u64, replay::PAGES_PER_PROBE);
+        assert_eq!(evidence::spread(10, 1), vec![10]);
+        assert_eq!(evidence::spread(0, 3), vec![0, 1, 2]);
+        let many = evidence::spread(5, 100);
+        assert_eq!(many.len() as u64, evidence::PAGES_PER_PROBE);
         assert_eq!((many[0], many[many.len() - 1]), (5, 104));
         assert!(many.windows(2).all(|w| w[0] < w[1]), "{many:?}");
-        assert!(replay::spread(0, 0).is_empty());
+        assert!(evidence::spread(0, 0).is_empty());
     }
 
     #[test]
@@ -447,7 +453,9 @@ pub(crate) mod tests {
         }
         let h = r.finish("/bin/x");
         let reads = LaunchReads::default();
-        reads.read.store(replay::EVIDENCE_PAGES, Ordering::Relaxed);
+        reads
+            .read
+            .store(evidence::EVIDENCE_PAGES, Ordering::Relaxed);
         let big = ReplayOptions {
             budget_bytes: 64 << 20,
             launch_reads: Arc::new(reads),
