@@ -27,7 +27,7 @@ pub struct SimOpts {
     pub cache_model: String,
     /// Device model: hdd, ssd, nvme, none (instantaneous), raid0:N or
     /// raid0:N:MEMBER (N members of hdd, ssd or nvme; default hdd), or
-    /// calibrated[:PATH] (fitted to this machine's disk by `outrider calibrate`).
+    /// `calibrated[:PATH]` (fitted to this machine's disk by `outrider calibrate`).
     #[arg(long, default_value = "hdd")]
     pub device: String,
     /// Replay the input N times (1 to 1000), emptying the cache but keeping

@@ -24,7 +24,7 @@
 //! not decide). A device whose warm-up shows more than 0.5 ms per request (a
 //! rotating disk) is measured once, to keep the probe short. The pages the
 //! probe read are dropped again with DONTNEED (they were not cached
-//! before). [`infill::from_costs`](outrider_core::mechanism::infill::from_costs) turns the costs into a limit, capped at
+//! before). [`outrider_core::mechanism::infill::from_costs`] turns the costs into a limit, capped at
 //! the paper's 32 KiB; live infill pages occupy the page cache and the
 //! reorder buffer (`charge=on`), so the charged rule is the default: reading
 //! a gap through may cost at most half the request it saves. The result is kept per device for the process.

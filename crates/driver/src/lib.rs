@@ -10,7 +10,7 @@
 //!   by [`Driver::settle`] and [`Driver::deliver_done`]), each only if the
 //!   policy's [`Interests`] ask for it;
 //! * turns its requests into fetches ([`Kernel::fetch`]), after admission
-//!   control and within the memory budget ([`Guard`]);
+//!   control and within the memory budget (its guard);
 //! * writes off prefetched blocks unused past a time to live and adapts the
 //!   share of requests it admits to the measured use and waste
 //!   ([`Driver::poll`]);

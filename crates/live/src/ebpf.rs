@@ -427,15 +427,10 @@ impl EbpfSource {
     /// ([`EbpfSource::let_go_from_memory`]): its launch is judged
     /// otherwise. False when `tid` is not followed.
     pub fn keep_following(&self, tid: u32) -> bool {
-        let (Some(stamps), Ok(Some(stamp))) =
-            (&self.stamps, self.tracked.hash.lookup(&tid.to_ne_bytes()))
-        else {
-            return false;
-        };
-        let mut v =
-            (stamps.lookup(&stamp).ok().flatten()).unwrap_or(vec![0; hot::VALUE_BYTES as usize]);
-        v[hot::STATE_AT..].copy_from_slice(&hot::KEPT.to_ne_bytes());
-        stamps.update(&stamp, &v).is_ok()
+        match (&self.stamps, self.stamp_of(tid)) {
+            (Some(stamps), Some(stamp)) => hot::keep(stamps, stamp).is_ok(),
+            _ => false,
+        }
     }
 
     /// Whether the launch exec'd at `stamp` (its exec record's time) was
@@ -445,16 +440,10 @@ impl EbpfSource {
     /// records sent can stay under the bound ([`hot`]). False when its
     /// stamp is no longer held (the table's least recently used go).
     pub fn let_go(&self, stamp: u64) -> bool {
-        let Some(Ok(Some(v))) = (self.stamps.as_ref()).map(|m| m.lookup(&stamp.to_ne_bytes()))
-        else {
-            return false;
-        };
-        v.get(hot::STATE_AT..hot::STATE_AT + 8)
-            .and_then(|b| b.try_into().ok())
-            .is_some_and(|b| u64::from_ne_bytes(b) == hot::LET_GO)
+        (self.stamps.as_ref()).and_then(|m| hot::state(m, stamp)) == Some(hot::LET_GO)
     }
 
-    /// The stamp thread `tid` is followed with, if it is. (Tests.)
+    /// The stamp thread `tid` is followed with, if it is.
     pub fn stamp_of(&self, tid: u32) -> Option<u64> {
         let v = self.tracked.hash.lookup(&tid.to_ne_bytes()).ok()??;
         Some(u64::from_ne_bytes(v[..8].try_into().ok()?))

@@ -11,6 +11,10 @@
 //! reads next. The price is that filtering to the traced process tree is
 //! done here, in user space.
 #![deny(missing_docs)]
+// The docs link the private modules that do the work (the eBPF programs,
+// the controller's bounds) for readers of the source: `cargo doc
+// --document-private-items` resolves them.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod cachetool;
 pub mod controller;

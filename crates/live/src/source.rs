@@ -10,7 +10,7 @@ use std::time::Duration;
 /// Which event source to use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SourceChoice {
-    /// eBPF, else tracefs (the reason kept in [`EventSource::fallback`]).
+    /// eBPF, else tracefs (the reason kept in [`Opened::fallback`]).
     #[default]
     Auto,
     /// eBPF only: an error when it cannot start.

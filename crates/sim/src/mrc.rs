@@ -39,9 +39,9 @@ use crate::layout::block_key;
 use outrider_trace::{Record, Trace};
 
 /// Fewest slots (so small traces renumber rarely).
-const MIN_SLOTS: usize = 1 << 20;
+pub const MIN_SLOTS: usize = 1 << 20;
 /// Slots per distinct block after a renumbering.
-const SLOTS_PER_BLOCK: usize = 8;
+pub const SLOTS_PER_BLOCK: usize = 8;
 /// How many requests ahead the pass warms the block map's slots (the map
 /// outgrows the CPU caches; without the hint, its lookups were 60% of the
 /// pass on the 10 M-access trace).

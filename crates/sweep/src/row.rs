@@ -2,7 +2,7 @@
 //! --json` prints (DESIGN.md's names), the outrider version and the host
 //! time the cell took.
 //!
-//! The row's fields are declared once, in [`row!`]; the same list gives
+//! The row's fields are declared once, in `row!`; the same list gives
 //! the struct, the CSV header (through serde) and the Parquet columns.
 
 use crate::grid::Cell;

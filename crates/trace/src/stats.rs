@@ -203,7 +203,7 @@ pub fn distinct_blocks(trace: &Trace) -> u64 {
 
 /// Bitmap bits allowed per record before [`distinct_blocks`] falls back
 /// to a hash set (8 bytes per record, a fifth of the record itself).
-const BITMAP_BITS_PER_RECORD: u64 = 64;
+pub const BITMAP_BITS_PER_RECORD: u64 = 64;
 
 /// Devices beyond which [`distinct_blocks`] uses the hash set (the bitmap
 /// pass reads the records once per device).

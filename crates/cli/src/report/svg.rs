@@ -69,7 +69,7 @@ fn open(w: f64, h: f64, title: &str) -> String {
     )
 }
 
-/// One bar of a [`bars`] chart.
+/// One bar of a [`ratio_bars`] chart.
 pub struct Bar {
     /// Label left of the bar.
     pub label: String,

@@ -1,5 +1,5 @@
 //! The live controller: runs a core
-//! [`Policy`] on the traced program's file accesses with wall-clock time and
+//! [`Policy`](outrider_core::Policy) on the traced program's file accesses with wall-clock time and
 //! turns its prefetch requests into `posix_fadvise(WILLNEED)` calls.
 //!
 //! # From events to the policy

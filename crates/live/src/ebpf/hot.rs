@@ -47,8 +47,8 @@ use std::io;
 pub const STAMPS_MAX: u32 = 4096;
 /// A stamp's value: pages read, pages missed, then its state (at
 /// byte `STATE_AT`).
-pub const VALUE_BYTES: u32 = 24;
-pub const STATE_AT: usize = 16;
+const VALUE_BYTES: u32 = 24;
+const STATE_AT: usize = 16;
 /// Counting, not yet judged.
 const JUDGING: i32 = 0;
 /// Judged as reading from storage, or kept by the daemon: followed.
@@ -76,6 +76,24 @@ pub fn create() -> io::Result<Map> {
         STAMPS_MAX,
         0,
     )
+}
+
+/// The state of the launch exec'd at `stamp` ([`KEPT`], [`LET_GO`], or
+/// still counting); `None` when its stamp is no longer held (the least
+/// recently used go).
+pub fn state(stamps: &Map, stamp: u64) -> Option<u64> {
+    let v = stamps.lookup(&stamp.to_ne_bytes()).ok()??;
+    let word = v.get(STATE_AT..STATE_AT + 8)?;
+    Some(u64::from_ne_bytes(word.try_into().ok()?))
+}
+
+/// Mark the launch exec'd at `stamp` [`KEPT`]: followed whatever it
+/// reads from memory (its counts kept, or a new entry).
+pub fn keep(stamps: &Map, stamp: u64) -> io::Result<()> {
+    let key = stamp.to_ne_bytes();
+    let mut v = (stamps.lookup(&key).ok().flatten()).unwrap_or(vec![0; VALUE_BYTES as usize]);
+    v[STATE_AT..STATE_AT + 8].copy_from_slice(&KEPT.to_ne_bytes());
+    stamps.update(&key, &v)
 }
 
 /// What a record counts: pages read (`index`..=`last`), or a cache
@@ -141,7 +159,7 @@ pub fn judge(
     a.bind(done);
 }
 
-/// r0 = counters[key]'s value; to `none` when it is not there.
+/// r0 = `counters[key]`'s value; to `none` when it is not there.
 fn counter(a: &mut Asm, counters: &Map, key: u32, none: Label) {
     super::programs::counter_at(a, counters, key, none);
     a.load(Size::DW, 0, 0, 0);

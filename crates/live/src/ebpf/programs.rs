@@ -342,7 +342,7 @@ fn emit(
 /// `bpf_ringbuf_submit`'s flags to r2 for a record of `bytes` (its
 /// header included): no wake-up, unless it is the record that takes the
 /// ring's unread bytes (`bpf_ringbuf_query`, this record counted) past a
-/// multiple of [`WAKE_BYTES`], so a reader that waits long between polls
+/// multiple of [`WAKE_BYTES`](super::WAKE_BYTES), so a reader that waits long between polls
 /// is still woken in time by a busy program. Woken at every record past
 /// that point instead, `rg` over a tree in memory took 20% more CPU, in
 /// its own context (waking a reader at nice 19 that could not run).

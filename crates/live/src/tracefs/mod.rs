@@ -30,7 +30,7 @@
 //! Records are decoded here rather than through the text `trace_pipe`: the
 //! binary pages are cheaper to read and carry the kernel's lost-event flags
 //! ([`ring`]); field offsets come from each event's `format` file
-//! ([`format`], [`decode`]).
+//! ([`format`](mod@format), [`decode`]).
 
 pub mod decode;
 pub mod format;
