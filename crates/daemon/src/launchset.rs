@@ -27,7 +27,7 @@ pub use evidence::{
 };
 pub use recorder::{PagesRead, Recorder};
 #[cfg(test)]
-use replay::{batches, merged_ranges};
+use replay::{asked_from_memory, batches, merged_ranges};
 pub use replay::{
     replay, sequential_files, Backoff, ReplayOptions, ReplayStats, EXIT_EVERY_PAGES,
     PRESSURE_EVERY_PAGES, READAHEAD_PAGES, WALK_DIRS_MIN,
@@ -119,6 +119,17 @@ pub(crate) mod tests {
 
     /// Probes fall on pages spread over the set: a large access among
     /// many small ones is looked at, the last access first.
+    /// A replay's requests found their pages in memory while its thread
+    /// read at most one page in 32 of them from storage.
+    #[test]
+    fn a_replay_asked_from_memory_read_one_page_in_32_at_most() {
+        assert!(asked_from_memory(0, 0));
+        assert!(asked_from_memory(PAGE, 32));
+        assert!(!asked_from_memory(2 * PAGE, 32));
+        assert!(asked_from_memory(2 * PAGE, 64));
+        assert!(!asked_from_memory(PAGE, 0));
+    }
+
     #[test]
     fn probes_are_spread_over_pages_not_accesses() {
         let a = |file, pages| AccessRecord {
@@ -595,6 +606,19 @@ pub(crate) mod tests {
             st2.stopped_at_exit && st2.pages_requested == 0,
             "{st:?} {st2:?}"
         );
+        // For a launch judged to read from memory, its replay having read
+        // nothing from storage (the file, just written, is in memory):
+        // nothing.
+        let hot = Arc::new(LaunchReads::default());
+        hot.judge_hot();
+        let st = replay(
+            &h,
+            &ReplayOptions {
+                launch_reads: hot,
+                ..opts(None)
+            },
+        );
+        assert!(st.stopped_hot && st.pages_requested == 0, "{st:?}");
         // Changed since: nothing is replayed.
         std::fs::write(&p, vec![2u8; 4096]).unwrap();
         let st = replay(&h, &opts(None));

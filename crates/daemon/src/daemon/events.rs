@@ -238,6 +238,7 @@ impl Daemon {
             return;
         };
         (l.hot, l.full) = (true, true);
+        l.reads.judge_hot();
         l.rec.discard();
         if let Some(s) = status_of(&mut self.status, id) {
             s.hot = true;

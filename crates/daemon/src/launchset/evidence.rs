@@ -7,7 +7,7 @@
 use super::idle::io_fields;
 use super::PAGE;
 use outrider_store::AccessRecord;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Pages a launch read and pages of them it missed (brought into the
 /// cache itself), as the daemon's events told them so far.
@@ -17,9 +17,22 @@ pub struct LaunchReads {
     pub read: AtomicU64,
     /// Pages its tasks brought into the cache (`add_to_page_cache`).
     pub missed: AtomicU64,
+    /// The daemon judged it to read from memory ([`LaunchReads::judge_hot`]).
+    hot: AtomicBool,
 }
 
 impl LaunchReads {
+    /// The launch reads from memory, as the daemon judged it (its own
+    /// count, or the kernel's): its replay asks for nothing more.
+    pub fn judge_hot(&self) {
+        self.hot.store(true, Ordering::Relaxed);
+    }
+
+    /// Was the launch judged to read from memory?
+    pub fn judged_hot(&self) -> bool {
+        self.hot.load(Ordering::Relaxed)
+    }
+
     /// Did the launch read at least [`EVIDENCE_PAGES`], at most one in
     /// [`MISS_SHARE`] of them missed? Waited for up to [`EVIDENCE_WAIT`]
     /// while it read fewer and missed no more than that share of them.

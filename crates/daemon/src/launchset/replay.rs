@@ -41,6 +41,14 @@ pub struct ReplayStats {
     /// A replay ahead of its launch found the disk busy for half a
     /// second in all: the rest was not asked for.
     pub stopped_busy: bool,
+    /// Its launch was judged to read from memory while it ran
+    /// ([`LaunchReads::judge_hot`]), and its own requests had found their
+    /// pages there ([`asked_from_memory`]): the rest was not asked for. (A set
+    /// with a page or two evicted fails its probes; `rg` over a tree in
+    /// memory, its set of 31 500 files, then had every file opened by
+    /// handle and its tree walked, 0.37 s of the daemon's CPU, until it
+    /// exited.)
+    pub stopped_hot: bool,
     /// Pages of files the launch read sequentially, left to the kernel's
     /// readahead ([`sequential_files`]).
     pub pages_left_to_readahead: u64,
@@ -222,9 +230,13 @@ pub fn replay(h: &AppHistory, o: &ReplayOptions) -> ReplayStats {
     let since = || outrider_sys::monotonic_ns().saturating_sub(origin) as f64 / 1e9;
     let started_s = since();
     let mut walk = None;
+    let read_before = outrider_sys::thread_bytes_read();
     let mut st = replay_from(h, o, &since, &mut || walk = start_walk(h, o));
+    let read = outrider_sys::thread_bytes_read() - read_before;
+    let from_memory = asked_from_memory(read, st.pages_requested);
     if let Some(w) = walk {
-        let walked = end_walk(w, o.launcher);
+        let hot = || from_memory && o.launch_reads.judged_hot();
+        let walked = end_walk(w, o.launcher, &hot);
         st.dirs_walked = walked.dirs;
         st.files_walked = walked.stats;
     }
@@ -244,14 +256,27 @@ fn start_walk(h: &AppHistory, o: &ReplayOptions) -> Option<MetaWalk> {
     MetaWalk::start_as(o.walk_dirs.to_vec(), files, o.user.clone())
 }
 
-/// Let walk `w` go on until it is done or `launcher` exits (the walk
-/// could then only compete with the programs after it); what it did.
-fn end_walk(w: MetaWalk, launcher: Option<u32>) -> WalkStats {
+/// Let walk `w` go on until it is done, `launcher` exits (the walk
+/// could then only compete with the programs after it) or its launch
+/// reads from memory (`hot`: the walk could then find nothing to read);
+/// what it did.
+fn end_walk(w: MetaWalk, launcher: Option<u32>, hot: &dyn Fn() -> bool) -> WalkStats {
     let pidfd = launcher.and_then(outrider_live::session::pidfd);
-    while !w.is_finished() && !pidfd.as_ref().is_some_and(exited) {
+    while !w.is_finished() && !pidfd.as_ref().is_some_and(exited) && !hot() {
         std::thread::sleep(WALK_LOOK);
     }
     w.finish()
+}
+
+/// Did a replay's requests of `pages` pages find them in memory: its
+/// thread read `bytes` from storage, at most one page in [`MISS_SHARE`]
+/// of them? Its launch judged to read from memory (at most that share
+/// missed) is then what it looks like; a replay that read its launch's
+/// pages before the launch did makes the launch look so too, and goes
+/// on (`rg`'s cold launch, its 256 MiB set asked for ahead of it, reads
+/// its first 64 MiB from memory).
+pub(super) fn asked_from_memory(bytes: u64, pages: u64) -> bool {
+    bytes / PAGE * MISS_SHARE <= pages
 }
 
 /// Directories a launch opened for its next replay to walk them: fewer
@@ -315,9 +340,11 @@ fn replay_from(
         idle: o.ahead.then(IdleDisks::default),
         st: ReplayStats::default(),
         reads: Reads {
+            start: outrider_sys::thread_bytes_read(),
             seen: outrider_sys::thread_bytes_read(),
             shared: Arc::clone(&o.storage_read_ns),
         },
+        launch_reads: Arc::clone(&o.launch_reads),
     };
     let mut windows = around::Windows::default();
     let accesses = if o.read_around {
@@ -343,6 +370,10 @@ fn replay_from(
     }
     walk();
     for (i, b) in batches.iter().copied().enumerate() {
+        if r.stopped() {
+            r.st.pages_skipped += b.iter().map(|a| u64::from(a.pages)).sum::<u64>();
+            continue;
+        }
         if i < 2 {
             r.restore(h, if i == 0 { b } else { accesses });
         }
@@ -358,6 +389,8 @@ fn replay_from(
 /// What a replay read from storage, noted for the others
 /// ([`ReplayOptions::storage_read_ns`]).
 struct Reads {
+    /// Its thread's bytes read from storage when it started.
+    start: u64,
     /// Its thread's bytes read from storage when it last looked.
     seen: u64,
     shared: Arc<AtomicU64>,
@@ -369,6 +402,12 @@ std::thread_local! {
 }
 
 impl Reads {
+    /// Did its requests so far, `pages` of them, find their pages in
+    /// memory ([`asked_from_memory`])?
+    fn from_memory(&self, pages: u64) -> bool {
+        asked_from_memory(outrider_sys::thread_bytes_read() - self.start, pages)
+    }
+
     fn note(&mut self) {
         let read = outrider_sys::thread_bytes_read();
         if read > self.seen {
@@ -416,9 +455,18 @@ struct Replayer {
     idle: Option<IdleDisks>,
     st: ReplayStats,
     reads: Reads,
+    /// Its launch's reads, and whether the daemon judged it hot.
+    launch_reads: Arc<LaunchReads>,
 }
 
 impl Replayer {
+    /// Is the rest of the set not to be asked for (memory pressure, the
+    /// launcher's exit, a busy disk, or its launch judged hot)?
+    fn stopped(&self) -> bool {
+        let st = &self.st;
+        st.stopped_by_pressure || st.stopped_at_exit || st.stopped_busy || st.stopped_hot
+    }
+
     /// Verify and register, in a table of their own, the files `batch`
     /// names that are not verified yet. Ahead of a launch, in this thread
     /// and in the disk's idle time, as its pieces are read: the set of
@@ -569,39 +617,45 @@ impl Replayer {
             // A launcher already gone (no pidfd) counts as exited.
             st.stopped_at_exit =
                 (self.launcher.as_ref()).is_some_and(|f| f.as_ref().is_none_or(exited));
+            st.stopped_hot =
+                self.launch_reads.judged_hot() && self.reads.from_memory(st.pages_requested);
             self.reads.note();
         }
-        if st.stopped_by_pressure || st.stopped_at_exit || st.stopped_busy {
+        if self.stopped() {
             self.budget = 0;
         }
-        let mut n = pages.min(self.budget);
-        if n > 0 {
-            self.wait_for_room(n);
+        let n = pages.min(self.budget);
+        if n == 0 {
+            // Nothing to ask for: the file is not opened.
+            self.st.pages_skipped += pages;
+            return;
         }
+        self.wait_for_room(n);
         let st = &mut self.st;
         let t = &mut self.tables[self.table_of[&file]];
         let id = FileId(u64::from(file));
         let dev = t.key_of(id).map_or(0, |(dev, _)| dev);
-        if n > 0 && self.idle.as_mut().is_some_and(|idle| !idle.wait(dev)) {
+        if self.idle.as_mut().is_some_and(|idle| !idle.wait(dev)) {
             st.stopped_busy = true;
-            (self.budget, n) = (0, 0);
+            self.budget = 0;
+            st.pages_skipped += pages;
+            return;
         }
         let Some(f) = t.open_known(id) else {
             st.pages_skipped += pages;
             return;
         };
-        if n > 0 && st.pages_requested == 0 {
+        if st.pages_requested == 0 {
             st.first_request_s = since();
         }
-        if n > 0
-            && outrider_sys::fetch_chunks(
-                f.fd.as_fd(),
-                page * PAGE,
-                n * PAGE,
-                1 << 21,
-                Fetch::WillNeed,
-            )
-            .is_ok()
+        if outrider_sys::fetch_chunks(
+            f.fd.as_fd(),
+            page * PAGE,
+            n * PAGE,
+            1 << 21,
+            Fetch::WillNeed,
+        )
+        .is_ok()
         {
             st.pages_requested += n;
             self.budget -= n;
