@@ -404,7 +404,7 @@ std::thread_local! {
 impl Reads {
     /// Did its requests so far, `pages` of them, find their pages in
     /// memory ([`asked_from_memory`])?
-    fn from_memory(&self, pages: u64) -> bool {
+    fn found_in_memory(&self, pages: u64) -> bool {
         asked_from_memory(outrider_sys::thread_bytes_read() - self.start, pages)
     }
 
@@ -618,7 +618,7 @@ impl Replayer {
             st.stopped_at_exit =
                 (self.launcher.as_ref()).is_some_and(|f| f.as_ref().is_none_or(exited));
             st.stopped_hot =
-                self.launch_reads.judged_hot() && self.reads.from_memory(st.pages_requested);
+                self.launch_reads.judged_hot() && self.reads.found_in_memory(st.pages_requested);
             self.reads.note();
         }
         if self.stopped() {
