@@ -563,6 +563,61 @@ fn a_launch_let_go_in_the_kernel_is_not_recorded() {
     );
 }
 
+/// The same for a launch following another application's set (shared
+/// history): the kernel judges it as any launch with no set of its own,
+/// and the daemon takes its verdict, even where that set's replay found
+/// part of it missing and so did not judge the launch to read from
+/// memory itself. Left recording, the launch held the directory watch's
+/// mark to its exit and was saved at its window's end.
+#[test]
+fn a_launch_following_a_shared_set_let_go_in_the_kernel_is_not_recorded() {
+    let Some((py, dir, cfg, state)) = watching_python("") else {
+        return;
+    };
+    let _cold = cold_lock();
+    let (data, other) = (dir.path().join("data"), dir.path().join("other"));
+    std::fs::write(&data, vec![7u8; 4 << 20]).unwrap();
+    std::fs::write(&other, vec![8u8; 16 << 20]).unwrap();
+    let d = Daemon::start(&cfg, &state);
+    if status(&state).unwrap()["event_source"] != "ebpf" {
+        eprintln!("skipped: no eBPF here");
+        return;
+    }
+    // `python3 -c`: the interpreter, the data, then the other file.
+    let first = format!(
+        "open({:?}, 'rb').read(); open({:?}, 'rb').read()",
+        data.display().to_string(),
+        other.display().to_string()
+    );
+    drop_caches();
+    saved_launch(&state, python_ran(&py, &first));
+    // `python3 -B -c`, another application: the interpreter's files in
+    // the first one's order, then the data's 1 024 pages 20 times, one
+    // at a time (1 024 sent, 20 480 counted in the kernel: the bound is
+    // 16 384), all in memory; the set's other file, which it never
+    // reads, is not.
+    evict(&other);
+    let repeats = format!(
+        "import os\nfd = os.open({:?}, os.O_RDONLY)\n\
+         for _ in range(20):\n    for i in range(1024): os.pread(fd, 1, i * 4096)",
+        data.display().to_string()
+    );
+    let mut c = (Command::new(&py).args(["-B", "-c", &repeats]))
+        .spawn()
+        .unwrap();
+    assert!(c.wait().unwrap().success());
+    let l = finished_launch(&state, c.id());
+    std::thread::sleep(Duration::from_secs(2));
+    let s = status(&state).unwrap();
+    drop(d);
+    assert!(l["shared_from"].as_str().is_some(), "{l}");
+    assert_eq!(l["hot"], true, "{l}");
+    let l = (s["launches"].as_array().unwrap().iter())
+        .find(|l| l["pid"] == c.id())
+        .unwrap();
+    assert_eq!(l["saved"], false, "{s}");
+}
+
 #[test]
 fn a_launch_whose_set_is_full_is_no_longer_followed() {
     let Some((py, _dir, state, data, _cold, d)) = python_and_data("launch_cap_mib = 1\n", 32)

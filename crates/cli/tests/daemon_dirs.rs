@@ -180,6 +180,43 @@ fn the_file_system_is_marked_only_while_a_launch_records() {
     drop(d);
 }
 
+/// A launch with no set of its own, reading from memory, never holds the
+/// mark: it is not seen to read from storage (its reads stay held, none
+/// committed), so it records no directories, and every open and read on
+/// the file system would pay the mark for nothing.
+#[test]
+fn a_new_application_reading_from_memory_is_never_marked() {
+    let Some((py, _dir, cfg, state)) = watching_python("") else {
+        return;
+    };
+    let _one = cold_lock();
+    let script = "import os, time\nfor _ in range(20):\n    os.listdir('/usr/lib')\n    \
+                  time.sleep(0.05)\n";
+    let run = || Command::new(&py).args(["-c", script]).spawn().unwrap();
+    // The interpreter's files in memory, before the daemon: no set is
+    // saved that this launch could follow.
+    assert!(run().wait().unwrap().success());
+    let d = Daemon::start(&cfg, &state);
+    assert!(
+        within(3.0, || !holds_a_mark(d.pid())),
+        "marked with no launch"
+    );
+    let mut c = run();
+    let mut marked = 0;
+    while c.try_wait().unwrap().is_none() {
+        marked += holds_a_mark(d.pid()) as u32;
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let l = finished_launch(&state, c.id());
+    drop(d);
+    assert_eq!(l["known"], false, "{l}");
+    assert!(
+        l["missed_pages"].as_u64() < Some(256),
+        "not from memory: {l}"
+    );
+    assert_eq!(marked, 0, "marked in a launch from memory: {l}");
+}
+
 /// Every directory under `root`, itself included, each opened and listed.
 fn walkdir(root: &Path) -> Vec<PathBuf> {
     let mut out = vec![root.to_path_buf()];

@@ -47,19 +47,29 @@ impl Daemon {
     /// Hold the watch's mark only while a launch records what it opens:
     /// its set not full, its launcher still running (a short program
     /// found in memory, `sleep` or `grep`, is not always found so, and
-    /// its window held the mark after it was gone), and, with a set of
-    /// its own replayed, once that replay found the set not in memory
-    /// (until then, 20-280 ms of a launch in memory: the first `rg` over
-    /// a tree in memory after a pause was marked for 33 of its 46 5-ms
-    /// samples). A marked file system costs every open and read there.
-    /// `rg` over a source tree in memory, its launch found there and not
-    /// recorded: 0.88x of its time with no daemon with the mark held for
-    /// good, 0.96x-1.03x with no watch, 0.93x-1.06x with the mark held
-    /// only for launches in their windows, in two sittings (medians of
-    /// 5-6, 5 runs each, alternated).
+    /// its window held the mark after it was gone), and once it was seen
+    /// to read from storage: its reads recorded, no longer held
+    /// ([`Daemon::commit_if_cold`]), or its replay found its set not in
+    /// memory. Until then a launch may be one in memory: with a set of
+    /// its own, 20-280 ms of it (the first `rg` over a tree in memory
+    /// after a pause was marked for 33 of its 46 5-ms samples); with
+    /// none, until it is judged at its `HOT_PAGES`, later still when the
+    /// daemon waits for a CPU the launch keeps busy (a copy of `rg` never
+    /// seen, over a tree in memory: 0.90x-0.92x of its time with no daemon
+    /// marked from its exec, 0.96x with no watch, medians of 10-12
+    /// alternations of 5 runs, two sittings). A marked file system costs
+    /// every open and read there. `rg` over a source tree in memory, its
+    /// launch found there and not recorded: 0.88x of its time with no
+    /// daemon with the mark held for good, 0.96x-1.03x with no watch,
+    /// 0.93x-1.06x with the mark held only for launches in their
+    /// windows, in two sittings (medians of 5-6, 5 runs each,
+    /// alternated). What a cold launch opens before it is seen to miss
+    /// is not recorded: a cold tree walk misses its first directory's
+    /// blocks at once, and its first 256 pages missed (`EVIDENCE_PAGES`)
+    /// commit it.
     pub(super) fn mark_while_recording(&mut self) {
         let recording = (self.launches.values()).any(|l| {
-            let looked_cold = l.replayed.is_none() || l.resident.get() == Some(false);
+            let looked_cold = !l.rec.is_holding() || l.resident.get() == Some(false);
             let running = (l.launcher.as_ref()).is_some_and(|f| !pidfd_exited(f));
             !l.full && running && looked_cold
         });
