@@ -55,8 +55,8 @@ impl Daemon {
     /// after a pause was marked for 33 of its 46 5-ms samples); with
     /// none, until it is judged at its `HOT_PAGES`, later still when the
     /// daemon waits for a CPU the launch keeps busy (a copy of `rg` never
-    /// seen, over a tree in memory: 0.90x-0.92x of its time with no daemon
-    /// marked from its exec, 0.96x with no watch, medians of 10-12
+    /// seen, over a tree in memory, marked to its exit: 0.90x-0.92x of its
+    /// time with no daemon, 0.96x with no watch, medians of 10-12
     /// alternations of 5 runs, two sittings). A marked file system costs
     /// every open and read there. `rg` over a source tree in memory, its
     /// launch found there and not recorded: 0.88x of its time with no

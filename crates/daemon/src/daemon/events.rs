@@ -205,7 +205,7 @@ impl Daemon {
     /// [`Recorder`](crate::launchset::Recorder::holding) holds before its
     /// replay looked, recording already: left recording, `rg` found in
     /// memory saved 3 391 of its pages as its set, over the 65 536 of its
-    /// cold launch. Those with no set of its own include a launch
+    /// cold launch. Those with no set of their own include a launch
     /// following another application's set ([`Daemon::replay_shared`]):
     /// the kernel judges it too, and left out, a copy of `rg` never seen
     /// over a tree in memory, following `rg`'s set, stayed recording after
