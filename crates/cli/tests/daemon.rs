@@ -9,7 +9,7 @@
 mod common;
 
 use common::daemon::{
-    cold_lock, drop_caches, evict, finished_launch, python, resident_pct, saved_launch, status,
+    cold_lock, drop_caches, evict, python, python_ran, resident_pct, saved_launch, status,
     wait_for, watching_python, write_config, Daemon,
 };
 use common::{is_root, outrider, stderr};
@@ -17,13 +17,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-
-/// The process id of a `python3 -c code` run to its successful end.
-fn python_ran(py: &Path, code: &str) -> u32 {
-    let mut c = Command::new(py).args(["-c", code]).spawn().unwrap();
-    assert!(c.wait().unwrap().success(), "python3 -c {code}");
-    c.id()
-}
 
 /// Four 8 MiB data files in `dir`, not in the cache, and a script that
 /// waits 0.5 s and then reads them all.
@@ -458,164 +451,6 @@ fn programs_it_does_not_follow_cost_it_no_events() {
         late < 4000,
         "8192 reads after its window were not followed: {late} events; {l}"
     );
-}
-
-/// A launch that reads from memory is not recorded: with no set of its
-/// own, once its first 64 MiB came from the cache; with a set, once its
-/// replay found the set in memory. The same program reading from the
-/// disk is recorded.
-#[test]
-fn a_launch_that_reads_from_memory_is_not_recorded() {
-    let Some((py, dir, cfg, state)) = watching_python("") else {
-        return;
-    };
-    let _cold = cold_lock();
-    let data = dir.path().join("data");
-    std::fs::write(&data, vec![7u8; 96 << 20]).unwrap();
-    let read = format!("open({:?}, 'rb').read()", data.display().to_string());
-    let run = || python_ran(&py, &read);
-    run(); // python3 and the data in memory, before the daemon
-    let d = Daemon::start(&cfg, &state);
-    let l = finished_launch(&state, run());
-    assert_eq!(
-        (l["hot"].clone(), l["known"].clone()),
-        (true.into(), false.into()),
-        "{l}"
-    );
-    // Its reads were held until it was judged, none of its files opened.
-    assert_eq!(l["recorded_pages"], 0, "{l}");
-    evict(&data);
-    let l = saved_launch(&state, run());
-    assert_eq!(l["hot"], false, "{l}");
-    assert!(l["recorded_pages"].as_u64().unwrap() >= 8192, "{l}");
-    // Its set is known now, and in memory (read once more): the replay
-    // finds it there, and the launch is not recorded. The page cache here
-    // loses pages in the background (DAMON), python's own among them,
-    // which a launch then reads from the disk: up to three tries (one
-    // that found pages missing may still be judged hot at 64 MiB).
-    let mut tries = Vec::new();
-    let hot = (0..3).find_map(|_| {
-        assert_eq!(std::fs::read(&data).unwrap().len(), 96 << 20);
-        let l = finished_launch(&state, run());
-        tries.push((l["replay"]["pages_requested"].clone(), l["hot"] == true));
-        (l["replay"]["rest_resident"] == true).then_some(l)
-    });
-    let l = hot.unwrap_or_else(|| panic!("no launch of 3 found its set in memory: {tries:?}"));
-    let s = status(&state).unwrap();
-    drop(d);
-    assert_eq!(
-        (l["hot"].clone(), l["known"].clone()),
-        (true.into(), true.into()),
-        "{l}"
-    );
-    assert_eq!(l["replay"]["rest_resident"], true, "{l}");
-    // The first launch, and each try judged hot.
-    let hot_launches = 1 + tries.iter().filter(|(_, hot)| *hot).count();
-    assert_eq!(
-        (l["saved"].clone(), s["launches_hot"].clone()),
-        (false.into(), hot_launches.into()),
-        "{s}"
-    );
-}
-
-/// A launch with no set of its own that reads the same pages from memory
-/// again and again is let go by the kernel, whose count takes in the
-/// repeats it drops: the daemon, whose own count never reaches the
-/// bound, learns it from the kernel, and neither records the launch nor
-/// saves it.
-#[test]
-fn a_launch_let_go_in_the_kernel_is_not_recorded() {
-    let Some((py, dir, cfg, state)) = watching_python("") else {
-        return;
-    };
-    let _cold = cold_lock();
-    let data = dir.path().join("data");
-    std::fs::write(&data, vec![7u8; 4 << 20]).unwrap();
-    // 20 × 1 024 pages read one at a time, 1 024 of them sent: the bound
-    // is 16 384.
-    let read = format!(
-        "import os\nfd = os.open({:?}, os.O_RDONLY)\n\
-         for _ in range(20):\n    for i in range(1024): os.pread(fd, 1, i * 4096)",
-        data.display().to_string()
-    );
-    let run = || python_ran(&py, &read);
-    run(); // python3 and the data in memory, before the daemon
-    let d = Daemon::start(&cfg, &state);
-    if status(&state).unwrap()["event_source"] != "ebpf" {
-        eprintln!("skipped: no eBPF here");
-        return;
-    }
-    let pid = run();
-    let l = finished_launch(&state, pid);
-    assert_eq!(l["hot"], true, "{l}");
-    assert!(l["read_pages"].as_u64().unwrap() < 16384, "{l}");
-    // Still not saved ten save intervals later.
-    std::thread::sleep(Duration::from_secs(2));
-    let s = status(&state).unwrap();
-    drop(d);
-    let l = (s["launches"].as_array().unwrap().iter())
-        .find(|l| l["pid"] == pid)
-        .unwrap();
-    assert_eq!(
-        (l["saved"].clone(), s["launch_sets_saved"].clone()),
-        (false.into(), 0.into()),
-        "{s}"
-    );
-}
-
-/// The same for a launch following another application's set (shared
-/// history): the kernel judges it as any launch with no set of its own,
-/// and the daemon takes its verdict, even where that set's replay found
-/// part of it missing and so did not judge the launch to read from
-/// memory itself. Left recording, the launch held the directory watch's
-/// mark to its exit and was saved at its window's end.
-#[test]
-fn a_launch_following_a_shared_set_let_go_in_the_kernel_is_not_recorded() {
-    let Some((py, dir, cfg, state)) = watching_python("") else {
-        return;
-    };
-    let _cold = cold_lock();
-    let (data, other) = (dir.path().join("data"), dir.path().join("other"));
-    std::fs::write(&data, vec![7u8; 4 << 20]).unwrap();
-    std::fs::write(&other, vec![8u8; 16 << 20]).unwrap();
-    let d = Daemon::start(&cfg, &state);
-    if status(&state).unwrap()["event_source"] != "ebpf" {
-        eprintln!("skipped: no eBPF here");
-        return;
-    }
-    // `python3 -c`: the interpreter, the data, then the other file.
-    let first = format!(
-        "open({:?}, 'rb').read(); open({:?}, 'rb').read()",
-        data.display().to_string(),
-        other.display().to_string()
-    );
-    drop_caches();
-    saved_launch(&state, python_ran(&py, &first));
-    // `python3 -B -c`, another application: the interpreter's files in
-    // the first one's order, then the data's 1 024 pages 20 times, one
-    // at a time (1 024 sent, 20 480 counted in the kernel: the bound is
-    // 16 384), all in memory; the set's other file, which it never
-    // reads, is not.
-    evict(&other);
-    let repeats = format!(
-        "import os\nfd = os.open({:?}, os.O_RDONLY)\n\
-         for _ in range(20):\n    for i in range(1024): os.pread(fd, 1, i * 4096)",
-        data.display().to_string()
-    );
-    let mut c = (Command::new(&py).args(["-B", "-c", &repeats]))
-        .spawn()
-        .unwrap();
-    assert!(c.wait().unwrap().success());
-    let l = finished_launch(&state, c.id());
-    std::thread::sleep(Duration::from_secs(2));
-    let s = status(&state).unwrap();
-    drop(d);
-    assert!(l["shared_from"].as_str().is_some(), "{l}");
-    assert_eq!(l["hot"], true, "{l}");
-    let l = (s["launches"].as_array().unwrap().iter())
-        .find(|l| l["pid"] == c.id())
-        .unwrap();
-    assert_eq!(l["saved"], false, "{s}");
 }
 
 #[test]

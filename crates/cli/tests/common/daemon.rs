@@ -179,3 +179,10 @@ pub fn watching_python(extra: &str) -> Option<(PathBuf, tempfile::TempDir, PathB
     );
     Some((py, dir, cfg, state))
 }
+
+/// The process id of a `python3 -c code` run to its successful end.
+pub fn python_ran(py: &Path, code: &str) -> u32 {
+    let mut c = Command::new(py).args(["-c", code]).spawn().unwrap();
+    assert!(c.wait().unwrap().success(), "python3 -c {code}");
+    c.id()
+}
