@@ -44,7 +44,10 @@
 # 8 pairs). exec-storm is the worst case for
 # a daemon that acts at every exec: 300 execs of /bin/true in a loop;
 # rg-unseen the same rg as rg-tree, as an executable never seen (each
-# run is a new launch, followed until it is judged to read from memory).
+# run is a new launch, followed until it is judged to read from memory);
+# grep-tree, du-tree, tar-tree and git-log are what a user runs over a
+# tree in memory (one thread's search, a metadata walk, an archive to a
+# pipe, a history read), none of them tuned for.
 # UNHELPED="" skips it.
 #
 # Then the daemon on a busy machine: two busy loops keep both cores
@@ -62,7 +65,7 @@ SHORT_REPS=$REPS
 PROGRAMS=${PROGRAMS:-"gcc gxx rustc java node python python-bare perl file git-status wc"}
 DAY_PROGRAMS=${DAY_PROGRAMS-"file perl python-bare git-status gcc gxx node python java rustc find rg"}
 DAY_REPS=${DAY_REPS:-5}
-UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached rg-tree rg-unseen"}
+UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached rg-tree rg-unseen grep-tree du-tree tar-tree git-log"}
 UNHELPED_REPS=${UNHELPED_REPS:-15}
 UNHELPED_RUNS=${UNHELPED_RUNS:-5}
 OUT=${OUT:-bench/results/daemon.md}
@@ -207,6 +210,10 @@ unhelped_cmd() {
     sha-cached) CMD=(sha256sum "$DATA_DIR/unhelped-64m") ;;
     rg-tree) suite_install rg:ripgrep; suite_tree; CMD=(rg -uu -F -e outrider-suite-no-such-string "$src") ;;
     rg-unseen) unhelped_cmd rg-tree ;; # run as copies: fresh_copies, copy_cmd
+    grep-tree) suite_tree; CMD=(grep -r -F -e outrider-suite-no-such-string "$src") ;;
+    du-tree) suite_tree; CMD=(du -s "$src") ;;
+    tar-tree) suite_tree; CMD=(sh -c 'tar -cf - "$1" | wc -c' sh "$src") ;;
+    git-log) suite_install git:git; suite_git; CMD=(git -C "$repo" log --stat -n 300) ;;
   esac
 }
 # rg-unseen runs rg as an executable the daemon never saw: a fresh copy

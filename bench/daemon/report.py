@@ -9,6 +9,7 @@ tab-separated)."""
 import datetime
 import os
 import platform
+import random
 import statistics
 import sys
 
@@ -19,6 +20,19 @@ GAIN_GATE = 1.5
 
 def med(v):
     return statistics.median(v) if v else None
+
+
+BOOTSTRAP = 4000  # resamples of the repetitions
+
+
+def interval(v, level=0.95):
+    """The bootstrap percentile interval of the median of `v` (resampled
+    with replacement, a fixed seed: the same data give the same report)."""
+    rng = random.Random(1)
+    meds = sorted(statistics.median(rng.choices(v, k=len(v))) for _ in range(BOOTSTRAP))
+    lo = meds[int((1 - level) / 2 * BOOTSTRAP)]
+    hi = meds[min(BOOTSTRAP - 1, int((1 + level) / 2 * BOOTSTRAP))]
+    return lo, hi
 
 
 def load(work):
@@ -163,27 +177,39 @@ def unhelped_section(work):
           "**sha-cached**: `sha256sum` of a cached 64 MiB file; **rg-tree**: `rg -uu` (2 threads) of a string found "
           "nowhere over the suite's source tree (31 k files) in memory; **rg-unseen**: the same, each run a fresh copy of "
           "`rg` at a new path, an executable the daemon never saw (its launch is followed, its reads held with none "
-          "of its files opened, and let go, its reads dropped, once its first 64 MiB came from memory). Three arms, their order turning with each "
+          "of its files opened, and let go, its reads dropped, once its first 64 MiB came from memory); "
+          "**grep-tree**: GNU `grep -r` of that string over the same tree (one thread); **du-tree**: `du -s` of it "
+          "(metadata only); **tar-tree**: `tar -cf -` of it into `wc -c`; **git-log**: `git log --stat -n 300` of "
+          "the suite's clone (its pack in memory). Three arms, their order turning with each "
           "repetition: the daemon running, stopped, and stopped again (**control**: what this shared VM's drift alone "
           "makes of two arms that do the same). Each waits a second (the daemon starting, or not), keeps a core busy "
           "0.3 s (a run after an idle second was ~5% slower than one right after another run, daemon or not), then "
           f"runs the program {per_arm} times in a row; the arm's time is the median of those. Ratio = median of each "
           "repetition's stopped / running (and stopped / control). The daemon's CPU during each of the running arm's "
-          "runs: `/proc/PID/stat` in 10 ms ticks, median and most.")
+          "runs: `/proc/PID/stat` in 10 ms ticks, median and most. Beside each ratio, its 95% interval: the "
+          f"bootstrap percentile interval of the median over the repetitions ({BOOTSTRAP} resamples). A miss "
+          "(under 0.98x) whose interval holds 1.00x is not told from this machine's noise by this many "
+          "repetitions; one whose interval lies under 1.00x is a cost beyond it. The control's interval is "
+          "what two arms that do the same spread to.")
     print()
-    print("| program | stopped (s) | running (s) | stopped / running | stopped / control | repetitions | "
-          "daemon CPU in the run (ms) | misses |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    print("| program | stopped (s) | running (s) | stopped / running | its 95% interval | stopped / control | "
+          "its 95% interval | repetitions | daemon CPU in the run (ms) | misses |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for prog, reps in runs.items():
         ok = [r for r in reps.values() if "stopped" in r and "running" in r]
         if not ok:
             continue
-        x = med([r["stopped"] / r["running"] for r in ok])
+        ratios = [r["stopped"] / r["running"] for r in ok]
+        x, (lo, hi) = med(ratios), interval(ratios)
         ctl = [r["stopped"] / r["control"] for r in ok if "control" in r]
-        miss = f"**{x:.2f}x**" if x < SPEEDUP_MIN else "none"
+        c_med, c_int = (f"{med(ctl):.2f}x", "{:.2f}-{:.2f}x".format(*interval(ctl))) if ctl else ("-", "-")
+        miss = "none"
+        if x < SPEEDUP_MIN:
+            miss = f"**{x:.2f}x**, " + ("beyond noise" if round(hi, 2) < 1.0 else "within noise")
         ms = cpu.get(prog, [0])
         print(f"| {prog} | {med([r['stopped'] for r in ok]):.3f} | {med([r['running'] for r in ok]):.3f} | "
-              f"{x:.2f}x | {f'{med(ctl):.2f}x' if ctl else '-'} | {len(ok)} | {med(ms):.0f} (most {max(ms)}) | {miss} |")
+              f"{x:.2f}x | {lo:.2f}-{hi:.2f}x | {c_med} | {c_int} | {len(ok)} | {med(ms):.0f} (most {max(ms)}) | "
+              f"{miss} |")
     print()
     bpf_section(work)
 
