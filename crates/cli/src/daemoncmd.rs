@@ -129,12 +129,13 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
         )?;
         writeln!(
             out,
-            "next launches predicted {} (right {}, wrong {}); their sets replayed {} ({:.1} MiB asked for)",
+            "next launches predicted {} (right {}, wrong {}); their sets replayed {} ({:.1} MiB asked for, {} stopped by a busy disk)",
             s.successors.predicted,
             s.successors.hits,
             s.successors.misses,
             s.successor_replays,
-            s.successor_pages as f64 * 4096.0 / 1048576.0
+            s.successor_pages as f64 * 4096.0 / 1048576.0,
+            s.successor_busy
         )?;
     }
     if !r.apps.is_empty() {

@@ -673,19 +673,32 @@ fn the_next_launches_of_a_routine_are_read_before_their_execs() {
         a();
         let s = wait_for(&state, "A's launch seen", |s| s["launches_seen"] == 4);
         // The successors' sets are asked for in the disk's idle time, after
-        // A's own: under CI's other tests they were still on their way
-        // when A's launch was seen (41% and 50% of B's file cached). Up to
-        // 10 s for them; with prefetching off, the same wait finds nothing.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while data.iter().any(|f| resident_pct(f) <= 90.0) && std::time::Instant::now() < deadline {
+        // A's own, from a thread in the idle I/O class: under CI's other
+        // tests they were still on their way when A's launch was seen (41%
+        // and 50% of B's file cached), and 22% of it was after 10 s, all
+        // of both sets asked for (`successor_pages` 5 881). mq-deadline
+        // serves an idle-class request behind every other one until it
+        // waited `prio_aging_expire` (10 s here), so up to 25 s for them;
+        // with prefetching off, nothing is asked for and 5 s finds nothing.
+        // A disk others keep busy for a replay's half second of waits
+        // stops it with pages not asked for, by design (a loop of direct
+        // reads beside this test: none asked for): it is counted, and no
+        // page is then expected.
+        let wait = std::time::Duration::from_secs(if on { 25 } else { 5 });
+        let deadline = std::time::Instant::now() + wait;
+        let busy = || status(&state).is_some_and(|s| s["successor_busy"].as_u64() > Some(0));
+        while data.iter().any(|f| resident_pct(f) <= 90.0)
+            && !busy()
+            && std::time::Instant::now() < deadline
+        {
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
+        let busy = busy();
         for f in &data {
             let cached = resident_pct(f);
-            assert_eq!(
-                cached > 90.0,
-                want_cached,
-                "{cached}% of {} cached: {s}",
+            assert!(
+                cached > 90.0 && want_cached || cached <= 90.0 && (!want_cached || busy),
+                "{cached}% of {} cached (busy disk: {busy}): {s}",
                 f.display()
             );
         }

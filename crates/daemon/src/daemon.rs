@@ -560,7 +560,10 @@ impl Daemon {
             match done {
                 Done::Boot(st) => self.status.boot.replay = Some(st),
                 Done::Index(idx) => self.take_index(*idx),
-                Done::Successor(st) => self.status.successor_pages += st.pages_requested,
+                Done::Successor(st) => {
+                    self.status.successor_pages += st.pages_requested;
+                    self.status.successor_busy += u64::from(st.stopped_busy);
+                }
                 Done::Launch(id, st) => {
                     if let Some(s) = status_of(&mut self.status, id) {
                         s.replay = Some(st);

@@ -139,6 +139,10 @@ pub struct Status {
     pub successor_replays: u64,
     /// Pages those replays asked for.
     pub successor_pages: u64,
+    /// Of those replays, the ones that stopped with pages not asked for:
+    /// the disk stayed busy for their half second of waits in all (they
+    /// read only in its idle time, `launchset::idle`).
+    pub successor_busy: u64,
     /// Launch sets saved.
     pub launch_sets_saved: u64,
     /// Launch sets in the store.
