@@ -682,8 +682,8 @@ fn the_next_launches_of_a_routine_are_read_before_their_execs() {
         // with prefetching off, nothing is asked for and 5 s finds nothing.
         // A disk others keep busy for a replay's half second of waits
         // stops it with pages not asked for, by design (a loop of direct
-        // reads beside this test: none asked for): it is counted, and no
-        // page is then expected.
+        // reads beside this test: none asked for): it is counted, and its
+        // pages are then not required to be cached.
         let wait = std::time::Duration::from_secs(if on { 25 } else { 5 });
         let deadline = std::time::Instant::now() + wait;
         let busy = || status(&state).is_some_and(|s| s["successor_busy"].as_u64() > Some(0));
