@@ -89,7 +89,7 @@ pub struct ForgetArgs {
 /// `outrider status`: whether the daemon runs, what it watches, its
 /// memory and CPU, and per application what its recent launches read.
 pub fn status(a: QueryArgs) -> anyhow::Result<()> {
-    let r = query::report(&load(&a.config)?);
+    let r = query::report(&load(&a.config)?, &a.config);
     let mut out = std::io::stdout().lock();
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;
@@ -111,6 +111,12 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
     }
     writeln!(out, "watching: {}", r.watching.join(", "))?;
     writeln!(out, "history: {}", r.store)?;
+    if r.status_root_only {
+        writeln!(
+            out,
+            "its launches and applications: root's to read (they name every user's programs): run `sudo outrider status`"
+        )?;
+    }
     if let Some(s) = &r.status {
         writeln!(
             out,

@@ -108,6 +108,10 @@ fn an_unprivileged_client_is_served_as_itself_and_never_beyond_its_rights() {
         std::fs::write(data.join(name), vec![7u8; 8 << 20]).unwrap();
         set_mode(&data.join(name), 0o644);
     }
+    // A state directory others may enter: the files in it must keep
+    // them out themselves.
+    std::fs::create_dir(&state).unwrap();
+    set_mode(&state, 0o755);
     let exe = env!("CARGO_BIN_EXE_outrider");
     let _d = Daemon::start(&cfg, &state);
     assert!(
@@ -130,6 +134,35 @@ fn an_unprivileged_client_is_served_as_itself_and_never_beyond_its_rights() {
     assert!(
         err.contains("outrider: sh ran") && err.contains(&format!("users/{}.db", user.uid)),
         "{err}"
+    );
+
+    // The status file and the store are root's (they name every user's
+    // programs): the user is told the daemon runs, and to ask root for
+    // the rest.
+    for f in ["status.json", "history.db"] {
+        use std::os::unix::fs::MetadataExt;
+        let mode = std::fs::metadata(state.join(f)).unwrap().mode();
+        assert_eq!(mode & 0o077, 0, "{f}: mode {mode:o}");
+    }
+    let cfg_arg = cfg.to_str().unwrap();
+    let o = user
+        .command(exe, &["status", "--config", cfg_arg], &socket)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.contains("running, pid") && out.contains("sudo outrider status"),
+        "{out}{}",
+        stderr(&o)
+    );
+    let o = user
+        .command(exe, &["apps", "--config", cfg_arg], &socket)
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success() && o.stdout.is_empty() && stderr(&o).contains("sudo outrider apps"),
+        "{}",
+        stderr(&o)
     );
 
     // Two histories alike: read `a`, then `open` (or `closed`).

@@ -4,11 +4,14 @@
 //! writers (the daemon's saves, a `forget`) are serialised by SQLite.
 
 use crate::config::Config;
+use crate::config::DEFAULT_CONFIG;
 use crate::daemon::{open_store, LaunchStatus, Status};
 use crate::store::{launch_key, LAUNCH_PREFIX};
 use outrider_store::Store;
 use rusqlite::params;
 use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 /// The daemon as `outrider status` shows it.
 #[derive(Debug, serde::Serialize)]
@@ -27,8 +30,13 @@ pub struct DaemonReport {
     pub cpu_s: Option<f64>,
     /// How long it has run, seconds (running only).
     pub uptime_s: Option<f64>,
-    /// The status file's counters (none before the daemon's first start).
+    /// The status file's counters (none before the daemon's first start,
+    /// or when it is not this user's to read).
     pub status: Option<Status>,
+    /// The status file is root's to read (it names every user's
+    /// programs): the daemon was found among the processes instead, and
+    /// no application is shown.
+    pub status_root_only: bool,
     /// Per application, from the launches in the status file.
     pub apps: Vec<AppActivity>,
 }
@@ -80,12 +88,20 @@ pub struct LaunchSet {
 }
 
 /// `outrider status`: the status file of `cfg`'s state directory and the
-/// process it names.
-pub fn report(cfg: &Config) -> DaemonReport {
-    let status: Option<Status> = std::fs::read_to_string(cfg.state_dir.join("status.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
-    let pid = status.as_ref().map(|s| s.pid);
+/// process it names. `config` is the file `cfg` came from: a user other
+/// than root cannot read the status file, and the daemon is then found
+/// among the processes by it ([`daemon_of_config`]).
+pub fn report(cfg: &Config, config: &Path) -> DaemonReport {
+    let text = std::fs::read_to_string(cfg.state_dir.join("status.json"));
+    let root_only = text
+        .as_ref()
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
+    let status: Option<Status> = text.ok().and_then(|t| serde_json::from_str(&t).ok());
+    let pid = match &status {
+        Some(s) => Some(s.pid),
+        None if root_only => daemon_of_config(config),
+        None => None,
+    };
     let proc = pid.and_then(daemon_process);
     DaemonReport {
         running: proc.is_some(),
@@ -103,6 +119,7 @@ pub fn report(cfg: &Config) -> DaemonReport {
             .as_ref()
             .map_or_else(Vec::new, |s| activity(&s.launches)),
         status,
+        status_root_only: root_only,
     }
 }
 
@@ -181,14 +198,7 @@ struct Proc {
 /// `pid` when it is alive and an `outrider daemon` (a recycled pid is
 /// another program).
 fn daemon_process(pid: u32) -> Option<Proc> {
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let mut args = cmdline.split(|&b| b == 0);
-    let is_outrider = args
-        .next()
-        .is_some_and(|a| a.ends_with(b"outrider") || a.ends_with(b"outrider-tools"));
-    if !is_outrider || !args.any(|a| a == b"daemon") {
-        return None;
-    }
+    daemon_config(pid)?;
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which may hold spaces: state is 3,
     // utime 14, stime 15, starttime 22 (proc(5)).
@@ -216,10 +226,71 @@ fn daemon_process(pid: u32) -> Option<Proc> {
     })
 }
 
+/// The configuration file of process `pid` if it is an `outrider daemon`
+/// (its helpers run as `/proc/self/exe`, a boot replay or a config check
+/// are no daemon). A relative path is taken from our own directory: the
+/// daemon's is not ours to read.
+fn daemon_config(pid: u32) -> Option<PathBuf> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let args: Vec<&[u8]> = cmdline
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .collect();
+    let (exe, args) = args.split_first()?;
+    let is_outrider = exe.ends_with(b"outrider") || exe.ends_with(b"outrider-tools");
+    let sub = args.iter().position(|a| *a == b"daemon")?;
+    let rest = &args[sub + 1..];
+    if !is_outrider {
+        return None;
+    }
+    let once = [&b"--replay-boot"[..], b"--check-config", b"--serve-client"];
+    if rest
+        .iter()
+        .any(|a| once.contains(a) || a.starts_with(b"--follow"))
+    {
+        return None;
+    }
+    let config = rest
+        .windows(2)
+        .find(|w| w[0] == b"--config")
+        .map(|w| w[1])
+        .or_else(|| rest.iter().find_map(|a| a.strip_prefix(b"--config=")))
+        .unwrap_or(DEFAULT_CONFIG.as_bytes());
+    Some(canonical(Path::new(std::ffi::OsStr::from_bytes(config))))
+}
+
+/// The `outrider daemon` process whose configuration is `config`, if any.
+pub fn daemon_of_config(config: &Path) -> Option<u32> {
+    let want = canonical(config);
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|&pid| daemon_config(pid).is_some_and(|c| c == want))
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
 /// `outrider apps`: the launch sets of the store, most recently saved
 /// first.
 pub fn launch_sets(cfg: &Config) -> Result<Vec<LaunchSet>, String> {
-    launch_sets_in(&open_store(cfg)?)
+    launch_sets_in(&query_store(cfg, "apps")?)
+}
+
+/// The store for `outrider COMMAND`; a user other than root is told that
+/// it is root's (it names every user's programs and files), not given
+/// SQLite's error.
+fn query_store(cfg: &Config, command: &str) -> Result<Store, String> {
+    let path = cfg.store_path();
+    match std::fs::File::open(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(format!(
+            "{}: the history store is root's to read (it names every user's programs and files): run `sudo outrider {command}`",
+            path.display()
+        )),
+        _ => open_store(cfg),
+    }
 }
 
 /// The launch sets of `store`, most recently saved first.
@@ -256,7 +327,7 @@ pub fn launch_sets_in(store: &Store) -> Result<Vec<LaunchSet>, String> {
 /// programs); returns how many launch sets were removed. An executable
 /// with no launch set is an error that names it.
 pub fn forget(cfg: &Config, exe: Option<&str>) -> Result<u64, String> {
-    forget_in(&open_store(cfg)?, exe)
+    forget_in(&query_store(cfg, "forget")?, exe)
 }
 
 /// [`forget`] in `store`.
@@ -474,7 +545,8 @@ mod tests {
             state_dir: dir.path().to_path_buf(),
             ..Config::default()
         };
-        assert!(!report(&cfg).running && report(&cfg).status.is_none());
+        let config = dir.path().join("daemon.toml");
+        assert!(!report(&cfg, &config).running && report(&cfg, &config).status.is_none());
         // Our own pid: alive, but a test binary, not `outrider daemon`.
         let st = Status {
             pid: std::process::id(),
@@ -485,7 +557,7 @@ mod tests {
             serde_json::to_string(&st).unwrap(),
         )
         .unwrap();
-        let r = report(&cfg);
+        let r = report(&cfg, &config);
         assert_eq!(r.pid, Some(std::process::id()));
         assert!(!r.running && r.rss_bytes.is_none());
         assert_eq!(r.watching, vec!["every program".to_string()]);

@@ -200,13 +200,25 @@ impl Daemon {
         self.status.launches.drain(..cut);
     }
 
+    /// Write the status file (a new file renamed over the old), mode
+    /// 0600 whatever the state directory's mode: it names every user's
+    /// programs.
     pub(super) fn write_status(&mut self) {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         self.dirty = false;
         let tmp = self.status_path.with_extension("json.tmp");
         let Ok(text) = serde_json::to_string_pretty(&self.status) else {
             return;
         };
-        if std::fs::write(&tmp, text).is_ok() {
+        let _ = std::fs::remove_file(&tmp);
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
+        if written.is_ok() {
             let _ = std::fs::rename(&tmp, &self.status_path);
         }
     }
