@@ -251,11 +251,12 @@ fn a_program_with_no_set_follows_another_that_read_its_files_in_order() {
 /// `python3 -c 'read argv[1]' FILE` is one application whatever FILE
 /// is: the file given to the last launch alone is not replayed once two
 /// launches are behind the set, the interpreter still is.
-#[test]
-fn a_file_only_the_last_launch_read_is_not_replayed() {
-    let Some((py, dir, cfg, state)) = watching_python("") else {
-        return;
-    };
+/// Three launches of one application (`python3 -c SCRIPT <file>`),
+/// caches dropped before each, given `a`, `b`, then `a` (4 MiB each):
+/// their status once saved, and how much of `a` was cached after the
+/// second and of `b` after the third, percent.
+fn a_b_a(extra: &str) -> Option<([Value; 3], f64, f64)> {
+    let (py, dir, cfg, state) = watching_python(extra)?;
     let _cold = cold_lock();
     let file = |name: &str| {
         let p = dir.path().join(name);
@@ -263,7 +264,7 @@ fn a_file_only_the_last_launch_read_is_not_replayed() {
         p
     };
     let (a, b) = (file("a"), file("b"));
-    let d = Daemon::start(&cfg, &state);
+    let _d = Daemon::start(&cfg, &state);
     let launch = |data: &Path| {
         drop_caches();
         let read = "import sys, time\ntime.sleep(0.3)\nopen(sys.argv[1], 'rb').read()\n";
@@ -276,21 +277,55 @@ fn a_file_only_the_last_launch_read_is_not_replayed() {
         assert!(c.wait().unwrap().success());
         saved_launch(&state, pid)
     };
-    launch(&a);
-    // One launch behind the set: all of it, `a` included.
+    let first = launch(&a);
     let second = launch(&b);
-    let requested = |l: &Value| l["replay"]["pages_requested"].as_u64().unwrap();
-    assert!(requested(&second) >= 1024, "{second}");
-    // Two: the interpreter's files, not `b`.
+    let a_cached = resident_pct(&a);
     let third = launch(&a);
-    let b_cached = resident_pct(&b);
-    drop(d);
+    Some(([first, second, third], a_cached, resident_pct(&b)))
+}
+
+fn requested(l: &Value) -> u64 {
+    l["replay"]["pages_requested"].as_u64().unwrap()
+}
+
+/// As FAST and IORap replay an application's set (`argument_roots =
+/// false`): one launch behind the set, all of it, the file the launch
+/// was given included; two, only the files both read (the streaks).
+#[test]
+fn a_file_only_the_last_launch_read_is_not_replayed() {
+    let Some(([_, second, third], _, b_cached)) = a_b_a("argument_roots = false\n") else {
+        return;
+    };
+    assert!(requested(&second) >= 1024, "{second}");
     assert!(b_cached < 10.0, "b is {b_cached}% cached: {third}");
     let (two, three) = (requested(&second), requested(&third));
     assert!(
         three > 0 && three + 512 <= two,
         "the interpreter only: {three} pages against {two}; {third}"
     );
+}
+
+/// By default a launch given another file than its set's launch leaves
+/// that launch's file out already at the set's first replay
+/// (`crate::roots` of the daemon), and the interpreter's files are
+/// replayed; at the third, the streaks leave it out before the roots
+/// look.
+#[test]
+fn a_file_the_last_launch_was_given_is_not_replayed_for_another() {
+    let Some(([first, second, third], a_cached, b_cached)) = a_b_a("") else {
+        return;
+    };
+    assert_eq!(second["files_left_out"], 1, "{second}");
+    // The first set: the interpreter's pages and a's 1 024.
+    let recorded = first["recorded_pages"].as_u64().unwrap();
+    for (l, cached) in [(&second, a_cached), (&third, b_cached)] {
+        let asked = requested(l);
+        assert!(
+            asked > 0 && asked + 512 <= recorded,
+            "the interpreter only: {asked} of {recorded} pages; {l}"
+        );
+        assert!(cached < 10.0, "the other file is {cached}% cached: {l}");
+    }
 }
 
 /// A launch's set holds what the launches it spawned read in its window

@@ -93,10 +93,13 @@ fn an_unprivileged_client_is_served_as_itself_and_never_beyond_its_rights() {
     set_mode(dir.path(), 0o755);
     let cat = std::fs::canonicalize("/usr/bin/cat").unwrap();
     let socket = dir.path().join("sock/daemon.sock");
+    // Sets replayed whole whatever files their launch was given: root's
+    // `cat closed` set, replayed for the user's `cat ./a`, is kept from
+    // the root-only file by the access check alone.
     let (cfg, state) = write_config(
         dir.path(),
         &format!(
-            "watch = [\"{}\"]\nsocket = \"{}\"\n",
+            "watch = [\"{}\"]\nsocket = \"{}\"\nargument_roots = false\n",
             cat.display(),
             socket.display()
         ),

@@ -13,6 +13,7 @@
 //! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set |
 //! | `launch_cap_mib` | `256` | bytes one launch set holds at most |
 //! | `launch_files_max` | `8192` | files one launch set (and the boot set) holds at most: the daemon's work goes by files as much as by bytes (each is opened, stamped and named when recorded, verified, mapped and opened again when replayed, and the whole set handled at each launch); `rg` over a tree of 31 479 small files, its set whole at 32 768: its day 2 in the day in miniature took 0.48-0.57 of its day-1 time (0.86-0.89 at 8 192), but each of its launches from memory cost the daemon 78 ms of CPU (19 ms), the daemon held 84 MiB (27 MiB), and `rg` over the tree in memory ran at 0.92x of its speed with no daemon; with the replay stopping once its launch is judged to read from memory, 32 768 took the day to 67-70% of its headroom (47% at 8 192) and `rg` over the tree in memory to 0.98-0.99x, but an `rg` never seen over it, covered by that set, to 0.92x in three sittings (0.95x at 8 192 in the same sitting; `FILES_MAX=32768 bash bench/daemon/launch.sh`); and with that launch judged by the kernel at its 64 MiB as any launch with no set of its own, 32 768 took the day to 76% (1.64x) and left that `rg` at 0.93x (control 1.01x; the bench of 2026-12-02): the set's 16 probes found a page missing in 4 of its 6 launches (this VM's page cache loses pages in the background), and each such replay went over the set's 31 491 files until the launch was let go, 40-60 ms of the daemon's CPU, against 0-10 ms where the probes passed |
+//! | `argument_roots` | `true` | a launch replays none of its set's files (its mapped files apart) that lie under a path the set's launch was given on its command line and it was not, where the two lie apart (`grep -r x arch/arm64`, then `grep -r x arch/powerpc`), nor walks such directories ([`crate::roots`], with what it cost); `false`: the set replays whole, as FAST and IORap replay an application's set |
 //! | `read_around` | `false` | a replay asks for each mapped file (an executable, a library) no larger than half its disk's readahead window whole, at its first access, as the kernel reads it at the first page fault in it ([`crate::launchset`], module `around`, with what it cost); `false`: only the pages the launch touched |
 //! | `metadata_walk` | `true` | record the directories each launch's process tree opens on the root file system (fanotify, one event per directory opened there by any process, and 25-60 ns more per read of any file there, `outrider_sys::dirwatch`) and, at the next launch of one that opened at least 4 ([`crate::launchset::WALK_DIRS_MIN`]), list them and look the set's files up in them beside the replay, until the launcher exits ([`crate::launchset`]): a tree walker waits on directory blocks and inodes, which no launch set of file pages holds |
 //! | `max_recording` | `64` | launches recorded at once at most (more are not recorded) |
@@ -69,6 +70,8 @@ pub struct Config {
     pub launch_cap_mib: u64,
     /// Files one set holds at most.
     pub launch_files_max: usize,
+    /// Files under the last launch's foreign command-line paths left out.
+    pub argument_roots: bool,
     /// Small mapped files replayed whole.
     pub read_around: bool,
     /// Directories recorded and walked at replays.
@@ -126,6 +129,7 @@ impl Default for Config {
             launch_window_s: 5.0,
             launch_cap_mib: 256,
             launch_files_max: 8192,
+            argument_roots: true,
             read_around: false,
             metadata_walk: true,
             max_recording: 64,

@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::launchset::{
     replay, LaunchReads, Recorder, ReplayOptions, ReplayStats, Verdict, MISS_SHARE,
 };
+use crate::roots::Roots;
 use crate::sets::Sets;
 use crate::shared::{Index, Matcher};
 use crate::store::{self, BOOT_KEY};
@@ -128,6 +129,8 @@ struct Launch {
     parent: Option<u64>,
     /// The directories its process tree opened.
     dirs: dirs::Opened,
+    /// Its command line's roots ([`crate::roots`]).
+    roots: Roots,
 }
 
 /// A finished set waiting to be saved: its key, the set, the launch it
@@ -138,8 +141,8 @@ struct Pending {
     launch: Option<u64>,
     gate: Gate,
     streaks: Streaks,
-    /// The directories the launch opened.
-    dirs: Vec<PathBuf>,
+    /// The directories the launch opened and its command line's roots.
+    places: store::Places,
 }
 
 enum Done {
@@ -587,7 +590,7 @@ impl Daemon {
                 launch: None,
                 gate: Gate::default(),
                 streaks: Streaks::default(),
-                dirs: Vec::new(),
+                places: store::Places::default(),
             });
         }
     }
@@ -606,7 +609,7 @@ impl Daemon {
                     &p.key,
                     &p.set,
                     (&p.gate, &p.streaks),
-                    &p.dirs,
+                    &p.places,
                 ),
                 None => {
                     let stamp = store::package_stamp(store::PACKAGE_DBS);
@@ -618,7 +621,7 @@ impl Daemon {
                 Ok(()) => match p.launch {
                     Some(id) => {
                         let (set, marks) = (&p.set, (&p.streaks, &p.gate));
-                        (self.sets).saved(&self.store, &key, set, marks, &p.dirs);
+                        (self.sets).saved(&self.store, &key, set, marks, &p.places);
                         self.index.add(&key, &p.set);
                         if let Some(keys) = self.saved_before_index.as_mut() {
                             keys.push(key.clone());

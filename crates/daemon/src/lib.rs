@@ -193,6 +193,7 @@ pub mod daemon;
 pub mod helper;
 pub mod launchset;
 pub mod query;
+pub mod roots;
 pub mod sets;
 pub mod shared;
 pub mod store;

@@ -407,7 +407,7 @@ mod tests {
             &launch_key("/usr/bin/a"),
             &set(2, &[3, 4]),
             (&g, &Default::default()),
-            &[],
+            &Default::default(),
         )
         .unwrap();
         crate::store::save(
@@ -415,7 +415,7 @@ mod tests {
             &launch_key("/usr/bin/b_c"),
             &set(1, &[1]),
             (&g, &Default::default()),
-            &[],
+            &Default::default(),
         )
         .unwrap();
         crate::store::save(
@@ -423,7 +423,7 @@ mod tests {
             crate::store::BOOT_KEY,
             &set(5, &[9]),
             (&g, &Default::default()),
-            &[],
+            &Default::default(),
         )
         .unwrap();
         s.merge_shared("diskseen.block-table", |_| Some(vec![1]))

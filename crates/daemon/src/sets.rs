@@ -25,12 +25,12 @@
 //! in WAL mode read from the shared-memory index, no disk read) is looked
 //! at before each use, and the whole cache is read again when it moved.
 
-use crate::store;
+use crate::roots::Roots;
+use crate::store::{self, Places};
 use crate::streaks::Streaks;
 use outrider_driver::benefit::Gate;
 use outrider_store::{AccessRecord, AppHistory, FileRecord, Store};
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Bytes of launch sets kept in memory at most (estimated: their access
@@ -55,7 +55,9 @@ pub struct Cached {
     pub gate: Gate,
     /// The directories its launch opened, in that order (walked at a
     /// replay, [`outrider_live::metawalk`]).
-    pub dirs: Arc<Vec<PathBuf>>,
+    pub dirs: Arc<Vec<std::path::PathBuf>>,
+    /// Its launch's command-line roots.
+    pub roots: Arc<Roots>,
     bytes: usize,
     used: u64,
 }
@@ -130,8 +132,8 @@ impl Sets {
         let set = store.load_run(key).ok().flatten()?;
         let streaks = store::load_streaks(store, key);
         let gate = store::load_gate(store, key);
-        let dirs = store::load_dirs(store, key);
-        Some(self.insert(key, set, (streaks, gate), dirs))
+        let places = store::load_places(store, key);
+        Some(self.insert(key, set, (streaks, gate), places))
     }
 
     /// The set of `key` was just saved by this daemon: what the store now
@@ -146,7 +148,7 @@ impl Sets {
         key: &str,
         set: &AppHistory,
         (streaks, gate): (&Streaks, &Gate),
-        dirs: &[PathBuf],
+        places: &Places,
     ) {
         self.check(store);
         let runs = match self.cached.get(key) {
@@ -164,7 +166,7 @@ impl Sets {
         set.runs = runs;
         set.files.sort_unstable_by_key(|f| f.id);
         self.keys.insert(key.to_string());
-        self.insert(key, set, (Some(streaks.clone()), *gate), dirs.to_vec());
+        self.insert(key, set, (Some(streaks.clone()), *gate), places.clone());
     }
 
     /// The store forgot launch sets (its size bound): keep only those left.
@@ -182,7 +184,7 @@ impl Sets {
         key: &str,
         set: AppHistory,
         (streaks, gate): (Option<Streaks>, Gate),
-        dirs: Vec<PathBuf>,
+        places: Places,
     ) -> Cached {
         let set = Arc::new(set);
         let part = match &streaks {
@@ -195,14 +197,13 @@ impl Sets {
             bytes_of(&part)
         };
         let c = Cached {
-            bytes: bytes_of(&set)
-                + part_bytes
-                + dirs.iter().map(|d| d.as_os_str().len() + 24).sum::<usize>(),
+            bytes: bytes_of(&set) + part_bytes + places.bytes(),
             set,
             part,
             streaks: streaks.map(Arc::new),
             gate,
-            dirs: Arc::new(dirs),
+            dirs: Arc::new(places.dirs),
+            roots: Arc::new(places.roots),
             used: 0,
         };
         self.keep(key, c)
@@ -309,9 +310,11 @@ mod tests {
 
     fn saved_in(s: &mut Store, key: &str, h: &AppHistory) -> (Streaks, Gate) {
         let (streaks, gate) = (Streaks::after(None, h), Gate::default());
-        store::save(s, key, h, (&gate, &streaks), &[]).unwrap();
+        store::save(s, key, h, (&gate, &streaks), &Places::default()).unwrap();
         (streaks, gate)
     }
+
+    const X: &str = "exe:/usr/bin/x";
 
     #[test]
     fn a_set_in_memory_is_what_the_store_returns() {
@@ -322,7 +325,7 @@ mod tests {
         let h = set(3);
         for _ in 0..2 {
             let (streaks, gate) = saved_in(&mut s, "exe:/usr/bin/x", &h);
-            sets.saved(&s, "exe:/usr/bin/x", &h, (&streaks, &gate), &[]);
+            sets.saved(&s, X, &h, (&streaks, &gate), &Places::default());
             let got = sets.get(&s, "exe:/usr/bin/x").unwrap();
             let stored = s.load_run("exe:/usr/bin/x").unwrap().unwrap();
             assert_eq!(*got.set, stored, "runs and file order as stored");
@@ -339,7 +342,7 @@ mod tests {
         // A set saved while not in memory counts its runs from the store.
         let mut cold = Sets::open(&s);
         let (streaks, gate) = saved_in(&mut s, "exe:/usr/bin/x", &h);
-        cold.saved(&s, "exe:/usr/bin/x", &h, (&streaks, &gate), &[]);
+        cold.saved(&s, X, &h, (&streaks, &gate), &Places::default());
         let stored = s.load_run("exe:/usr/bin/x").unwrap().unwrap();
         assert_eq!(stored.runs, 3);
         assert_eq!(*cold.get(&s, "exe:/usr/bin/x").unwrap().set, stored);
@@ -350,10 +353,10 @@ mod tests {
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
         let s = Store::open(dir.path().join("h.db")).unwrap();
         let mut sets = Sets::open(&s);
-        let key = "exe:/usr/bin/x";
+        let (key, none) = (X, Gate::default());
         let (two, three) = (set(2), set(3));
         let first = Streaks::after(None, &two);
-        sets.saved(&s, key, &two, (&first, &Gate::default()), &[]);
+        sets.saved(&s, key, &two, (&first, &none), &Places::default());
         let c = sets.get(&s, key).unwrap();
         assert!(
             Arc::ptr_eq(&c.part, &c.set),
@@ -361,7 +364,7 @@ mod tests {
         );
         // The second launch read a third file: not stable yet.
         let second = Streaks::after(Some(&first), &three);
-        sets.saved(&s, key, &three, (&second, &Gate::default()), &[]);
+        sets.saved(&s, key, &three, (&second, &none), &Places::default());
         let c = sets.get(&s, key).unwrap();
         assert_eq!(c.set.runs, 2);
         assert_eq!(*c.part, second.stable_part((*c.set).clone()));
@@ -382,7 +385,13 @@ mod tests {
         let mut s = Store::open(&path).unwrap();
         let mut sets = Sets::open(&s);
         let (streaks, gate) = saved_in(&mut s, "exe:/usr/bin/x", &set(2));
-        sets.saved(&s, "exe:/usr/bin/x", &set(2), (&streaks, &gate), &[]);
+        sets.saved(
+            &s,
+            "exe:/usr/bin/x",
+            &set(2),
+            (&streaks, &gate),
+            &Places::default(),
+        );
         assert!(sets.get(&s, "exe:/usr/bin/x").is_some());
         // `outrider forget --all`, through a connection of its own.
         let other = Store::open(&path).unwrap();
@@ -401,7 +410,7 @@ mod tests {
         let h = set(files);
         for k in ["exe:/a", "exe:/b", "exe:/c"] {
             let (streaks, gate) = saved_in(&mut s, k, &h);
-            sets.saved(&s, k, &h, (&streaks, &gate), &[]);
+            sets.saved(&s, k, &h, (&streaks, &gate), &Places::default());
             assert!(sets.bytes <= CACHE_MAX_BYTES);
         }
         assert!(sets.cached.contains_key("exe:/c"));

@@ -7,6 +7,7 @@
 //! stamp differs at load was recorded before a package upgrade and is
 //! discarded (ureadahead discards its pack the same way, when dpkg ran).
 
+use crate::roots::Roots;
 use crate::streaks::Streaks;
 use outrider_driver::benefit::Gate;
 use outrider_store::{AppHistory, Store, StoreError};
@@ -88,15 +89,39 @@ const STREAKS: &str = "streaks";
 /// [`outrider_live::metawalk::encode_dirs`], as `outrider run` saves it).
 const DIRS: &str = "dirs";
 
+/// The history name of a launch set's command-line roots ([`Roots`]).
+const ROOTS: &str = "roots";
+
+/// Where a launch went beside its pages: the directories it opened (in
+/// that order; walked at a replay, [`outrider_live::metawalk`]) and the
+/// roots of its command line ([`Roots`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Places {
+    /// The directories it opened.
+    pub dirs: Vec<PathBuf>,
+    /// Its command line's roots.
+    pub roots: Roots,
+}
+
+impl Places {
+    /// Bytes held (for the cache of sets in memory).
+    pub fn bytes(&self) -> usize {
+        self.dirs
+            .iter()
+            .map(|d| d.as_os_str().len() + 24)
+            .sum::<usize>()
+            + self.roots.bytes()
+    }
+}
+
 /// Save the launch set `h` under `key` with its benefit `gate`, its
-/// files' `streaks` and the directories its launch opened, `dirs` (the
-/// run counter goes on).
+/// files' `streaks` and its launch's `places` (the run counter goes on).
 pub fn save(
     store: &mut Store,
     key: &str,
     h: &AppHistory,
     (gate, streaks): (&Gate, &Streaks),
-    dirs: &[PathBuf],
+    places: &Places,
 ) -> Result<(), StoreError> {
     store.save_run(
         key,
@@ -104,14 +129,26 @@ pub fn save(
         &[
             (GATE, gate.encode()),
             (STREAKS, streaks.encode()),
-            (DIRS, outrider_live::metawalk::encode_dirs(dirs)),
+            (DIRS, outrider_live::metawalk::encode_dirs(&places.dirs)),
+            (ROOTS, places.roots.encode()),
         ],
     )
 }
 
+/// The places saved with the launch set of `key` (none of a kind when
+/// none were saved, or they cannot be read).
+pub fn load_places(store: &Store, key: &str) -> Places {
+    Places {
+        dirs: load_dirs(store, key),
+        roots: (store.load_history(key, ROOTS).ok().flatten())
+            .map(|b| Roots::decode(&b))
+            .unwrap_or_default(),
+    }
+}
+
 /// The directories saved with the launch set of `key`, in the order its
 /// launch opened them (none when none were, or they cannot be read).
-pub fn load_dirs(store: &Store, key: &str) -> Vec<PathBuf> {
+fn load_dirs(store: &Store, key: &str) -> Vec<PathBuf> {
     (store.load_history(key, DIRS).ok().flatten())
         .map(|b| outrider_live::metawalk::decode_dirs(&b))
         .unwrap_or_default()
@@ -189,9 +226,23 @@ mod tests {
         let h = AppHistory::default();
         let streaks = Streaks::after(None, &h);
         for k in ["exe:/a", "exe:/b", "exe:/c"] {
-            save(&mut s, k, &h, (&Gate::default(), &streaks), &[]).unwrap();
+            save(
+                &mut s,
+                k,
+                &h,
+                (&Gate::default(), &streaks),
+                &Places::default(),
+            )
+            .unwrap();
         }
-        save(&mut s, BOOT_KEY, &h, (&Gate::default(), &streaks), &[]).unwrap();
+        save(
+            &mut s,
+            BOOT_KEY,
+            &h,
+            (&Gate::default(), &streaks),
+            &Places::default(),
+        )
+        .unwrap();
         assert_eq!(load_streaks(&s, "exe:/a"), Some(streaks));
         assert_eq!(load_streaks(&s, "exe:/none"), None);
         // Make /a the oldest, /c the newest.
@@ -212,6 +263,22 @@ mod tests {
             "the boot set is not a launch set"
         );
         assert_eq!(enforce_bound(&s, 2).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_sets_places_come_back_as_saved() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let mut s = Store::open(dir.path().join("h.db")).unwrap();
+        let h = AppHistory::default();
+        let argv: [&[u8]; 3] = [b"grep", b"-r", b"arch/arm64"];
+        let places = Places {
+            dirs: vec![PathBuf::from("/src/arch"), PathBuf::from("/src/arch/arm64")],
+            roots: Roots::of_command(&argv, std::path::Path::new("/src")),
+        };
+        let marks = (&Gate::default(), &Streaks::after(None, &h));
+        save(&mut s, "exe:/a", &h, marks, &places).unwrap();
+        assert_eq!(load_places(&s, "exe:/a"), places);
+        assert_eq!(load_places(&s, "exe:/none"), Places::default());
     }
 
     #[test]

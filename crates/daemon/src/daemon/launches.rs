@@ -6,14 +6,16 @@
 use super::status::{level_name, status_of, verdict_name, LaunchStatus};
 use super::{log, Daemon, Done, Launch, Pending};
 use crate::launchset::{replay, LaunchReads, Recorder, Verdict};
+use crate::roots::Roots;
 use crate::sets::Cached;
 use crate::shared::{self, Matcher};
-use crate::store;
+use crate::store::{self, Places};
 use crate::streaks::Streaks;
 use outrider_driver::benefit::{Evidence, Gate, Level};
 use outrider_store::AppHistory;
 use outrider_sys::launch::Credentials;
 use outrider_sys::monotonic_ns;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Applications whose last launch is remembered at most (older ones are
@@ -115,9 +117,13 @@ impl Daemon {
         // a set whose replays did not pay is replayed with a quarter of
         // the budget, then not at all but every PROBE_EVERY-th launch.
         let user = Credentials::of_pid(pid);
+        let roots = Roots::of_process(pid);
         let cached = self.sets.get(&self.store, &key);
         let gate = cached.as_ref().map(|c| c.gate).unwrap_or_default();
         let dirs = (cached.as_ref()).map_or_else(Arc::default, |c| Arc::clone(&c.dirs));
+        let recorded = (cached.as_ref())
+            .filter(|_| self.cfg.argument_roots)
+            .map(|c| Arc::clone(&c.roots));
         let share = match gate.level_now() {
             Level::Full => 1.0,
             Level::Reduced => 0.25,
@@ -125,6 +131,7 @@ impl Daemon {
         };
         let (loaded, prev) = cached.map_or((None, None), |c| Self::part_of(c, 0));
         let known = loaded.is_some();
+        let (loaded, dirs, left_out) = for_roots((loaded, dirs), recorded.as_deref(), &roots);
         if let (true, Some(src)) = (known, &self.src) {
             // Its replay judges whether it reads from memory.
             src.keep_following(pid);
@@ -154,6 +161,7 @@ impl Daemon {
             pid,
             known,
             gate: level_name(gate.level_now()).into(),
+            files_left_out: left_out,
             ..LaunchStatus::default()
         });
         let parent = self.tree.insert(pid, id);
@@ -176,6 +184,7 @@ impl Daemon {
                 prev,
                 parent,
                 dirs: Default::default(),
+                roots,
             },
         );
         Ok(())
@@ -482,10 +491,35 @@ impl Daemon {
                 launch: Some(id),
                 gate,
                 streaks,
-                dirs,
+                places: Places {
+                    dirs,
+                    roots: std::mem::take(&mut l.roots),
+                },
             });
         }
         self.dirty = true;
+    }
+}
+
+/// What a launch with command-line roots `now` replays of `part` (the
+/// set to replay) and walks of `dirs` (those its set's launch opened),
+/// given that launch's roots (`recorded`; `None`: all): less what lies
+/// under its foreign roots ([`Roots::left_for`]); and how many files that
+/// left out.
+fn for_roots(
+    (part, dirs): (Option<Arc<AppHistory>>, Arc<Vec<PathBuf>>),
+    recorded: Option<&Roots>,
+    now: &Roots,
+) -> (Option<Arc<AppHistory>>, Arc<Vec<PathBuf>>, u64) {
+    let left = (part.as_deref())
+        .zip(recorded)
+        .and_then(|(p, r)| r.left_for(now, p, &dirs));
+    match (part, left) {
+        (Some(p), Some((set, kept))) => {
+            let out = (p.files.len() - set.files.len()) as u64;
+            (Some(Arc::new(set)), Arc::new(kept), out)
+        }
+        (part, _) => (part, dirs, 0),
     }
 }
 

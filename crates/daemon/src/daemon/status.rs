@@ -29,6 +29,10 @@ pub struct LaunchStatus {
     pub pid: u32,
     /// A launch set of this executable existed at exec.
     pub known: bool,
+    /// Files of its set not replayed: they lie under a path the set's
+    /// launch was given on its command line and this launch was not
+    /// ([`crate::roots`]).
+    pub files_left_out: u64,
     /// What its replay did (once finished).
     pub replay: Option<ReplayStats>,
     /// Pages its process tree read in the window (hits and misses),
