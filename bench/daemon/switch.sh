@@ -3,9 +3,11 @@
 # from: one application key (`grep -r <file>`), so the set holds the other
 # directory's files. Writes bench/results/daemon-switch.md.
 #
-# Per program, REPS (default 7) repetitions of three arms, the order
+# Per program, REPS (default 8) repetitions of four arms, the order
 # turning:
 #   stock   no daemon; B cold
+#   first   a fresh daemon; B cold, the program never seen (what
+#           recording a launch costs it)
 #   roots   a fresh daemon (argument_roots = true, the default) sees the
 #           program over A cold (its set recorded and saved), then B cold
 #   whole   the same with argument_roots = false (the set replayed whole,
@@ -21,7 +23,7 @@ cd "$(dirname "$0")/../.."
 DATA_DIR=${DATA_DIR:-/var/tmp/outrider-suite}
 . bench/live/setup.sh
 . bench/live/suite-programs.sh
-REPS=${REPS:-7}
+REPS=${REPS:-8}
 PROGRAMS=${PROGRAMS:-"grep du tar rg"}
 OUT=${OUT:-bench/results/daemon-switch.md}
 [ "$(id -u)" = 0 ] || { echo "switch.sh: needs root (the daemon traces the kernel)" >&2; exit 2; }
@@ -54,16 +56,19 @@ timed() { # sets WALL
   WALL=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.6f", b - a }')
 }
 # A fresh daemon with configuration $1: the program over A cold, its set
-# saved (3 s window, 0.2 s save), then over B cold, timed.
+# saved (3 s window, 0.2 s save), unless $2 is "first"; then over B cold,
+# timed.
 daemon_arm() {
   rm -rf "$work/state"
   conf=$work/$1.toml
   start_daemon
-  cold; cmd_of "$p" "$A"; timed "${CMD[@]}"
+  if [ "${2:-}" != first ]; then
+    cold; cmd_of "$p" "$A"; timed "${CMD[@]}"
+  fi
   sleep 3.6
   cold; cmd_of "$p" "$B"; timed "${CMD[@]}"
   sleep 3.6
-  status > "$work/status-$p-$1-$rep.json"
+  status > "$work/status-$p-$1${2:-}-$rep.json"
   stop_daemon
 }
 : > "$work/results"
@@ -72,15 +77,18 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 for p in $PROGRAMS; do
   cmd_of "$p" "$B"
   for rep in $(seq "$REPS"); do
-    case $((rep % 3)) in
-      1) arms="stock true false" ;;
-      2) arms="true false stock" ;;
-      0) arms="false stock true" ;;
+    case $((rep % 4)) in
+      1) arms="stock first true false" ;;
+      2) arms="first true false stock" ;;
+      3) arms="true false stock first" ;;
+      0) arms="false stock first true" ;;
     esac
     line="$me: $p rep $rep:"
     for arm in $arms; do
       if [ "$arm" = stock ]; then
         cold; cmd_of "$p" "$B"; timed "${CMD[@]}"
+      elif [ "$arm" = first ]; then
+        daemon_arm true first
       else
         daemon_arm "$arm"
       fi

@@ -51,7 +51,11 @@
 //!   file carries a streak, the launches in a row that read it, and once
 //!   two launches are behind a set only files read by two in a row are
 //!   replayed ([`streaks`]): the file `cat <file>` was given last time
-//!   is not replayed for a `cat` given another. The store
+//!   is not replayed for a `cat` given another. One launch tells the
+//!   streaks nothing, so each set also keeps the paths its launch was
+//!   given on its command line ([`roots`]): a launch given paths apart
+//!   from those replays none of the set's files under them (`grep -r`
+//!   over another tree). The store
 //!   keeps at most [`config::Config::history_max_apps`] sets; beyond it the
 //!   least recently saved (launched) applications are forgotten.
 //! * **How the cap is chosen**: 256 MiB per launch by default
