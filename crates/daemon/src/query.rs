@@ -3,8 +3,7 @@
 //! its store. They work whether the daemon runs or not; the store's
 //! writers (the daemon's saves, a `forget`) are serialised by SQLite.
 
-use crate::config::Config;
-use crate::config::DEFAULT_CONFIG;
+use crate::config::{Config, DEFAULT_CONFIG};
 use crate::daemon::{open_store, LaunchStatus, Status};
 use crate::store::{launch_key, LAUNCH_PREFIX};
 use outrider_store::Store;
@@ -237,12 +236,11 @@ fn daemon_config(pid: u32) -> Option<PathBuf> {
         .filter(|a| !a.is_empty())
         .collect();
     let (exe, args) = args.split_first()?;
-    let is_outrider = exe.ends_with(b"outrider") || exe.ends_with(b"outrider-tools");
-    let sub = args.iter().position(|a| *a == b"daemon")?;
-    let rest = &args[sub + 1..];
-    if !is_outrider {
+    if !(exe.ends_with(b"outrider") || exe.ends_with(b"outrider-tools")) {
         return None;
     }
+    let sub = args.iter().position(|a| *a == b"daemon")?;
+    let rest = &args[sub + 1..];
     let once = [&b"--replay-boot"[..], b"--check-config", b"--serve-client"];
     if rest
         .iter()
