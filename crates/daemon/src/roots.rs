@@ -6,10 +6,13 @@
 //! arch/arm64` and `grep -r x arch/powerpc` are one application with one
 //! set. The set the first left is all `arm64`'s files, and one launch
 //! tells the streaks nothing ([`crate::streaks`]): replayed whole for the
-//! second, it asked for 22 MiB of files that launch never read and
+//! second, it asked for 21.5 MiB of files that launch never read and
 //! walked 73 directories it never opened, beside its own reads from the
-//! same disk — 0.86x of its time with no daemon (medians of 5,
-//! alternated, caches dropped; 0.79x-0.96x).
+//! same disk. `grep -r` ran 0.92x of its time with no daemon, `tar` of
+//! the tree to a pipe 0.82x, `rg` 0.75x; with the roots, 1.01x, 0.92x
+//! and 0.96x, 2-6 MiB asked for (medians of 8, alternated, caches
+//! dropped: `bench/results/daemon-switch.md`, whose `first` arm puts
+//! tar's 0.92x on watching a launch at all).
 //!
 //! So each saved set keeps its launch's *roots*: the words of its
 //! command line that are not options, each taken as a path from the
