@@ -1,7 +1,7 @@
-# Sourced by the daemon benches (launch.sh, ceiling.sh): start and stop
-# `outrider daemon`. The caller sets $bin (the binary), $conf (its
-# configuration), $work (where its log goes) and $me (its name, for
-# messages).
+# Sourced by the daemon benches (launch.sh, ceiling.sh, switch.sh): start
+# and stop `outrider daemon`, and time a command (timed). The caller sets
+# $bin (the binary), $conf (its configuration), $work (where its log
+# goes) and $me (its name, for messages).
 daemon_pid=""
 stop_daemon() {
   [ -n "$daemon_pid" ] || return 0
@@ -21,4 +21,10 @@ start_daemon() {
   done
   echo "$me: the daemon did not start: $(tail -3 "$work/daemon.log")" >&2
   exit 1
+}
+# Run "$@", its output discarded; its wall time, seconds, in $WALL.
+timed() {
+  local t0=$EPOCHREALTIME
+  "$@" > /dev/null 2>&1 || true
+  WALL=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.6f", b - a }')
 }

@@ -101,11 +101,6 @@ spin() { # keep this core busy $1 ms, no exec
   local end=$((${EPOCHREALTIME/./} + $1 * 1000))
   while ((${EPOCHREALTIME/./} < end)); do :; done
 }
-timed() { # sets WALL
-  local t0=$EPOCHREALTIME
-  "$@" > /dev/null 2>&1 || true
-  WALL=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.6f", b - a }')
-}
 # One launch with the daemon running; appends its time under $1 (or
 # nothing for the recording launch) and the daemon's memory and CPU.
 daemon_launch() {

@@ -50,11 +50,6 @@ cmd_of() { # CMD over directory $2 for program $1
     *) echo "$me: unknown program $1 (grep du tar rg)" >&2; exit 2 ;;
   esac
 }
-timed() { # sets WALL
-  local t0=$EPOCHREALTIME
-  "$@" > /dev/null 2>&1 || true
-  WALL=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.6f", b - a }')
-}
 # A fresh daemon with configuration $1: the program over A cold, its set
 # saved (3 s window, 0.2 s save), unless $2 is "first"; then over B cold,
 # timed.

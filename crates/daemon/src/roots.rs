@@ -57,12 +57,11 @@ impl Roots {
         )
     }
 
-    /// The roots of process `pid` (`/proc/PID/cmdline` and `cwd`); none
-    /// when either cannot be read.
-    pub fn of_process(pid: u32) -> Roots {
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    /// The roots of process `pid`, whose command line is `argv`, in its
+    /// working directory (`/proc/PID/cwd`); none when that cannot be read.
+    pub fn of_process(pid: u32, argv: &[&[u8]]) -> Roots {
         match std::fs::read_link(format!("/proc/{pid}/cwd")) {
-            Ok(cwd) => Self::of_command(&cmdline.split(|&b| b == 0).collect::<Vec<_>>(), &cwd),
+            Ok(cwd) => Self::of_command(argv, &cwd),
             Err(_) => Roots::default(),
         }
     }

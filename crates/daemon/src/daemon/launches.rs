@@ -103,7 +103,12 @@ impl Daemon {
         if !self.cfg.watches(&exe) || self.own_exe.as_ref() == Some(&exe) {
             return Err(self.quiet_for(monotonic_ns()));
         }
-        let exe = app_of(pid, &exe.to_string_lossy(), self.cfg.launch_key_args);
+        // Read once: it names the application and gives its roots.
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let argv: Vec<&[u8]> = (cmdline.split(|&c| c == 0))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let exe = app_of(&argv, &exe.to_string_lossy(), self.cfg.launch_key_args);
         self.status.launches_seen += 1;
         self.dirty = true;
         self.admitted(&exe)?;
@@ -117,7 +122,7 @@ impl Daemon {
         // a set whose replays did not pay is replayed with a quarter of
         // the budget, then not at all but every PROBE_EVERY-th launch.
         let user = Credentials::of_pid(pid);
-        let roots = Roots::of_process(pid);
+        let roots = Roots::of_process(pid, &argv);
         let cached = self.sets.get(&self.store, &key);
         let gate = cached.as_ref().map(|c| c.gate).unwrap_or_default();
         let dirs = (cached.as_ref()).map_or_else(Arc::default, |c| Arc::clone(&c.dirs));
@@ -523,20 +528,14 @@ fn for_roots(
     }
 }
 
-/// The application process `pid` runs ([`crate::launchset::app_name`]),
-/// from its command line.
-fn app_of(pid: u32, exe: &str, args: usize) -> String {
+/// The application of executable `exe` run with command line `argv`
+/// ([`crate::launchset::app_name`]).
+fn app_of(argv: &[&[u8]], exe: &str, args: usize) -> String {
     if args == 0 {
         return exe.to_string();
     }
-    let argv: Vec<String> = std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| {
-            b.split(|&c| c == 0)
-                .filter(|w| !w.is_empty())
-                .take(args)
-                .map(|w| String::from_utf8_lossy(w).into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+    let argv: Vec<String> = (argv.iter().take(args))
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
     crate::launchset::app_name(exe, &argv, args)
 }
