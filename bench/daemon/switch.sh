@@ -16,6 +16,8 @@
 # B = $SRC/arch/powerpc (2 054 files, 19 MiB) of the suite's tree.
 # Reported: medians, and stock / arm as the median of each repetition's
 # own ratio with its bootstrap 95% interval (bench/daemon/report.py's).
+# rg-cwd and du-cwd are rg and du given no path, run in the directory
+# (the working directory a root: `crate::roots` of the daemon).
 # Needs root. PROGRAMS="grep du" selects; OUT=file writes elsewhere;
 # KEEP_WORK=1 keeps the measurements and statuses (in $DATA_DIR).
 set -euo pipefail
@@ -47,7 +49,10 @@ cmd_of() { # CMD over directory $2 for program $1
     du) CMD=(du -s "$2") ;;
     tar) CMD=(sh -c 'tar -cf - "$1" | wc -c' sh "$2") ;;
     rg) suite_install rg:ripgrep; CMD=(rg -uu -F -e outrider-suite-no-such-string "$2") ;;
-    *) echo "$me: unknown program $1 (grep du tar rg)" >&2; exit 2 ;;
+    # The same given no path: run in the directory (env -C, then exec).
+    rg-cwd) cmd_of rg "$2"; CMD=(env -C "$2" rg -uu -F -e outrider-suite-no-such-string) ;;
+    du-cwd) CMD=(env -C "$2" du -s) ;;
+    *) echo "$me: unknown program $1 (grep du tar rg rg-cwd du-cwd)" >&2; exit 2 ;;
   esac
 }
 # A fresh daemon with configuration $1: the program over A cold, its set

@@ -20,6 +20,8 @@ DESCRIPTIONS = {
     "du": "`du -s`",
     "tar": "`tar -cf -` to `wc -c`",
     "rg": "`rg -uu -F` of a string found nowhere (2 threads)",
+    "rg-cwd": "the same `rg` given no path, run in the directory (`env -C DIR rg ...`)",
+    "du-cwd": "`du -s` given no path, run in the directory (`env -C DIR du -s`)",
 }
 
 
@@ -39,7 +41,9 @@ def second_launch(work, p, arm, rep):
     except (OSError, ValueError):
         return None
     launches = (s.get("status") or {}).get("launches", [])
-    known = [l for l in launches if l.get("known") and f"/{p} [" in l.get("exe", "")]
+    name = p.removesuffix("-cwd")
+    exe = lambda l: l.get("exe", "")
+    known = [l for l in launches if l.get("known") and (f"/{name} [" in exe(l) or exe(l).endswith(f"/{name}"))]
     return known[-1] if known else None
 
 
@@ -89,7 +93,8 @@ def main():
         "so the set the program left over **A** (`arch/arm64` of the suite's kernel tree: 1 970 files, "
         "20 MiB) is the set its next launch, over **B** (`arch/powerpc`: 2 054 files, 19 MiB), finds. "
         "**stock**: no daemon, B cold; **first**: a fresh daemon, B cold, the program never seen "
-        "(what recording a launch costs it); **roots**: a fresh daemon (defaults: `argument_roots = true`) "
+        "(what recording a launch costs it); **roots**: a fresh daemon (defaults: `argument_roots = true`; "
+        "a program given no path has its working directory for a root) "
         "saw the program over A cold, then B cold, timed; **whole**: the same with "
         "`argument_roots = false`, the set replayed whole (as FAST and IORap replay an application's "
         "set); **hot**: B again at once (the floor). Cold = `sync; echo 3 > /proc/sys/vm/drop_caches` "

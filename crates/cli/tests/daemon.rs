@@ -255,11 +255,18 @@ fn a_program_with_no_set_follows_another_that_read_its_files_in_order() {
 /// caches dropped before each, given `a`, `b`, then `a` (4 MiB each):
 /// their status once saved, and how much of `a` was cached after the
 /// second and of `b` after the third, percent.
-fn a_b_a(extra: &str) -> Option<([Value; 3], f64, f64)> {
+///
+/// `by_cwd`: each file is `data` in a directory of its own, the launch's
+/// working directory, and the command line names none.
+fn a_b_a(extra: &str, by_cwd: bool) -> Option<([Value; 3], f64, f64)> {
     let (py, dir, cfg, state) = watching_python(extra)?;
     let _cold = cold_lock();
     let file = |name: &str| {
-        let p = dir.path().join(name);
+        let p = match by_cwd {
+            true => dir.path().join(name).join("data"),
+            false => dir.path().join(name),
+        };
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(&p, vec![3u8; 4 << 20]).unwrap();
         p
     };
@@ -267,12 +274,15 @@ fn a_b_a(extra: &str) -> Option<([Value; 3], f64, f64)> {
     let _d = Daemon::start(&cfg, &state);
     let launch = |data: &Path| {
         drop_caches();
-        let read = "import sys, time\ntime.sleep(0.3)\nopen(sys.argv[1], 'rb').read()\n";
-        let mut c = Command::new(&py)
-            .args(["-c", read])
-            .arg(data)
-            .spawn()
-            .unwrap();
+        let read =
+            "import sys, time\ntime.sleep(0.3)\nopen((sys.argv[1:] or ['data'])[0], 'rb').read()\n";
+        let mut cmd = Command::new(&py);
+        cmd.args(["-c", read]);
+        match by_cwd {
+            true => cmd.current_dir(data.parent().unwrap()),
+            false => cmd.arg(data),
+        };
+        let mut c = cmd.spawn().unwrap();
         let pid = c.id();
         assert!(c.wait().unwrap().success());
         saved_launch(&state, pid)
@@ -293,7 +303,7 @@ fn requested(l: &Value) -> u64 {
 /// was given included; two, only the files both read (the streaks).
 #[test]
 fn a_file_only_the_last_launch_read_is_not_replayed() {
-    let Some(([_, second, third], _, b_cached)) = a_b_a("argument_roots = false\n") else {
+    let Some(([_, second, third], _, b_cached)) = a_b_a("argument_roots = false\n", false) else {
         return;
     };
     assert!(requested(&second) >= 1024, "{second}");
@@ -305,16 +315,26 @@ fn a_file_only_the_last_launch_read_is_not_replayed() {
     );
 }
 
-/// By default a launch given another file than its set's launch leaves
-/// that launch's file out already at the set's first replay
-/// (`crate::roots` of the daemon), and the interpreter's files are
-/// replayed; at the third, the streaks leave it out before the roots
-/// look.
+/// By default a launch given another file than its set's launch, or run
+/// in another directory, leaves that launch's file out already at the
+/// set's first replay (`crate::roots` of the daemon), and the
+/// interpreter's files are replayed; at the third, the streaks leave it
+/// out before the roots look.
 #[test]
 fn a_file_the_last_launch_was_given_is_not_replayed_for_another() {
-    let Some(([first, second, third], a_cached, b_cached)) = a_b_a("") else {
-        return;
-    };
+    for by_cwd in [false, true] {
+        let Some(launches) = a_b_a("", by_cwd) else {
+            return;
+        };
+        only_the_interpreter_replayed(launches);
+    }
+}
+
+/// The second and third launches of [`a_b_a`] replayed the interpreter
+/// and not the other launch's file.
+fn only_the_interpreter_replayed(
+    ([first, second, third], a_cached, b_cached): ([Value; 3], f64, f64),
+) {
     assert_eq!(second["files_left_out"], 1, "{second}");
     // The first set: the interpreter's pages and a's 1 024.
     let recorded = first["recorded_pages"].as_u64().unwrap();

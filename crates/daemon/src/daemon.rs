@@ -174,6 +174,8 @@ pub struct Daemon {
     tree: FxHashMap<u32, u64>,
     boot: Option<(u64, Recorder)>,
     own: FxHashMap<u32, bool>,
+    /// Users' home directories, as looked up ([`crate::roots::home_of`]).
+    homes: FxHashMap<u32, Option<PathBuf>>,
     pending: Vec<Pending>,
     last_save_ns: u64,
     done_tx: mpsc::Sender<Done>,
@@ -269,6 +271,7 @@ impl Daemon {
             tree: FxHashMap::default(),
             boot: None,
             own: FxHashMap::default(),
+            homes: FxHashMap::default(),
             pending: Vec::new(),
             last_save_ns: monotonic_ns(),
             done_tx,

@@ -26,6 +26,18 @@
 //! (a pattern) names a root no file lies under. A launch given the same
 //! paths as the one before drops nothing.
 //!
+//! A launch's working directory is one more root when its data is
+//! likely to lie there: not `/`, and not its user's home directory or
+//! above it (where a user's programs keep their own files: `~/.local`,
+//! `~/.pyenv`, which a `python3` run from elsewhere reads too). `git
+//! status`, `make`, `du` or `rg` given no path work on their working
+//! directory, and one run in another repository or tree than the set's
+//! launch would replay that launch's files and walk its directories. A
+//! recorded working directory is foreign when it lies apart from the new
+//! launch's working directory (a root too) and from each of its command
+//! line's roots; a launch whose working directory is no root (run from
+//! its home directory) leaves nothing out for it.
+//!
 //! Paths under a symbolic link the launch was given are not recognised
 //! (the set's paths are the kernel's, links resolved): those files are
 //! replayed as before.
@@ -37,65 +49,90 @@ use std::path::{Component, Path, PathBuf};
 /// Roots kept per launch at most (the first words that are not options).
 pub const ROOTS_MAX: usize = 16;
 
-/// The roots of one launch, absolute and normalised.
+/// The roots of one launch, absolute and normalised: its command line's
+/// and its working directory, when that is one.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Roots(Vec<PathBuf>);
+pub struct Roots {
+    args: Vec<PathBuf>,
+    cwd: Option<PathBuf>,
+}
 
 impl Roots {
     /// The roots of command line `argv` (its program name first) run in
-    /// `cwd`.
-    pub fn of_command(argv: &[&[u8]], cwd: &Path) -> Roots {
+    /// `cwd` by a user whose home directory is `home`.
+    pub fn of_command(argv: &[&[u8]], cwd: &Path, home: Option<&Path>) -> Roots {
         let words = argv
             .iter()
             .skip(1)
             .filter(|w| !w.is_empty() && w[0] != b'-');
-        Roots(
-            words
-                .take(ROOTS_MAX)
-                .map(|w| normalised(&cwd.join(std::ffi::OsStr::from_bytes(w))))
+        let cwd = normalised(cwd);
+        let no_root = cwd == Path::new("/") || home.is_some_and(|h| under(h, &cwd));
+        Roots {
+            args: (words.take(ROOTS_MAX))
+                .map(|w| cwd.join(std::ffi::OsStr::from_bytes(w)))
+                .map(|p| normalised(&p))
                 .collect(),
-        )
+            cwd: (!no_root).then_some(cwd),
+        }
     }
 
     /// The roots of process `pid`, whose command line is `argv`, in its
-    /// working directory (`/proc/PID/cwd`); none when that cannot be read.
-    pub fn of_process(pid: u32, argv: &[&[u8]]) -> Roots {
+    /// working directory (`/proc/PID/cwd`), its user's home directory
+    /// `home`; none when that cannot be read.
+    pub fn of_process(pid: u32, argv: &[&[u8]], home: Option<&Path>) -> Roots {
         match std::fs::read_link(format!("/proc/{pid}/cwd")) {
-            Ok(cwd) => Self::of_command(argv, &cwd),
+            Ok(cwd) => Self::of_command(argv, &cwd, home),
             Err(_) => Roots::default(),
         }
     }
 
-    /// The stored form ([`outrider_live::metawalk::encode_dirs`]'s).
+    /// The stored form of the command line's roots
+    /// ([`outrider_live::metawalk::encode_dirs`]'s).
     pub fn encode(&self) -> Vec<u8> {
-        outrider_live::metawalk::encode_dirs(&self.0)
+        outrider_live::metawalk::encode_dirs(&self.args)
     }
 
-    /// The roots of an [`Roots::encode`] blob.
-    pub fn decode(blob: &[u8]) -> Roots {
-        let mut v = outrider_live::metawalk::decode_dirs(blob);
-        v.truncate(ROOTS_MAX);
-        Roots(v)
+    /// The stored form of the working directory (empty when it is no root).
+    pub fn encode_cwd(&self) -> Vec<u8> {
+        (self.cwd.as_deref()).map_or_else(Vec::new, |c| c.as_os_str().as_bytes().to_vec())
+    }
+
+    /// The roots of an [`Roots::encode`] blob and an [`Roots::encode_cwd`]
+    /// one.
+    pub fn decode(blob: &[u8], cwd: &[u8]) -> Roots {
+        let mut args = outrider_live::metawalk::decode_dirs(blob);
+        args.truncate(ROOTS_MAX);
+        let cwd = PathBuf::from(std::ffi::OsStr::from_bytes(cwd));
+        Roots {
+            args,
+            cwd: (cwd.is_absolute()).then_some(cwd),
+        }
     }
 
     /// Bytes held (for the cache of sets in memory).
     pub fn bytes(&self) -> usize {
-        self.0.iter().map(|r| r.as_os_str().len() + 24).sum()
+        (self.args.iter().chain(&self.cwd))
+            .map(|r| r.as_os_str().len() + 24)
+            .sum()
     }
 
     /// Those of these (a recorded launch's) roots that lie apart from
-    /// every root of `now`.
+    /// every root of `now`: a command line's from `now`'s command line's,
+    /// a working directory from `now`'s and its command line's (none
+    /// when `now` has no working directory root).
     fn foreign(&self, now: &Roots) -> Vec<&Path> {
-        (self.0.iter())
-            .filter(|r| !now.0.iter().any(|n| under(n, r) || under(r, n)))
-            .map(PathBuf::as_path)
-            .collect()
+        let apart = |r: &Path, n: &Path| !under(n, r) && !under(r, n);
+        let args = (self.args.iter()).filter(|r| now.args.iter().all(|n| apart(r, n)));
+        let cwd = (self.cwd.iter())
+            .filter(|c| now.cwd.as_deref().is_some_and(|n| apart(c, n)))
+            .filter(|c| now.args.iter().all(|n| apart(c, n)));
+        args.chain(cwd).map(PathBuf::as_path).collect()
     }
 
     /// Is `path` to be left out at a launch with roots `now`, with `foreign`
     /// these roots' foreign ones?
     fn left_out(foreign: &[&Path], now: &Roots, path: &Path) -> bool {
-        foreign.iter().any(|r| under(path, r)) && !now.0.iter().any(|n| under(path, n))
+        foreign.iter().any(|r| under(path, r)) && !now.args.iter().any(|n| under(path, n))
     }
 
     /// `set` (recorded by a launch with these roots) without its files
@@ -127,6 +164,25 @@ impl Roots {
     }
 }
 
+/// The home directory of user `uid` (the system's user database,
+/// `getpwuid_r`); `None` when it has none.
+pub fn home_of(uid: u32) -> Option<PathBuf> {
+    let mut buf = vec![0u8; 16 << 10];
+    // SAFETY: `pw` and `buf` outlive the call, which writes the entry's
+    // strings into `buf` (its length given) and points `pw`'s at them;
+    // `found` is `&pw` or null.
+    unsafe {
+        let mut pw: libc::passwd = std::mem::zeroed();
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut found);
+        if rc != 0 || found.is_null() || pw.pw_dir.is_null() {
+            return None;
+        }
+        let dir = std::ffi::CStr::from_ptr(pw.pw_dir).to_bytes();
+        Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir))).filter(|d| d.is_absolute())
+    }
+}
+
 /// Is `path` `root` or under it (whole components)?
 fn under(path: &Path, root: &Path) -> bool {
     path.starts_with(root)
@@ -154,7 +210,7 @@ mod tests {
 
     fn roots(words: &[&str], cwd: &str) -> Roots {
         let argv: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
-        Roots::of_command(&argv, Path::new(cwd))
+        Roots::of_command(&argv, Path::new(cwd), Some(Path::new("/home/u")))
     }
 
     fn file(id: u32, path: &str, mapped: bool) -> FileRecord {
@@ -198,14 +254,15 @@ mod tests {
             "/src/k",
         );
         assert_eq!(
-            r.0,
+            r.args,
             ["/src/k/x", "/src/k/arch/arm64", "/src/up", "/abs"].map(PathBuf::from)
         );
-        assert_eq!(Roots::decode(&r.encode()), r);
+        assert_eq!(r.cwd, Some(PathBuf::from("/src/k")));
+        assert_eq!(Roots::decode(&r.encode(), &r.encode_cwd()), r);
         let many: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
         let mut argv = vec!["cat"];
         argv.extend(many.iter().map(String::as_str));
-        assert_eq!(roots(&argv, "/").0.len(), ROOTS_MAX);
+        assert_eq!(roots(&argv, "/").args.len(), ROOTS_MAX);
     }
 
     #[test]
@@ -234,6 +291,57 @@ mod tests {
         }
         // No roots recorded (a set saved before roots were): nothing.
         assert_eq!(Roots::default().left_for(&now_of("/y"), &set(), &[]), None);
+    }
+
+    /// `git status`, `make`: no path given, their working directory's.
+    fn cwd_set() -> AppHistory {
+        let mut h = set();
+        h.files[2].path = "/src/a/.git/index".into();
+        h.files[3].path = "/src/a/b/c.h".into();
+        h
+    }
+
+    #[test]
+    fn another_working_directory_leaves_out_the_recorded_ones_files() {
+        let recorded = roots(&["git", "status"], "/src/a");
+        let dirs = ["/src/a", "/src/a/b", "/etc"].map(PathBuf::from);
+        let now = roots(&["git", "status"], "/src/b");
+        let (left, kept) = recorded.left_for(&now, &cwd_set(), &dirs).unwrap();
+        let ids: Vec<u32> = left.files.iter().map(|f| f.id).collect();
+        assert_eq!(ids, [0, 1, 4]);
+        assert_eq!(kept, [PathBuf::from("/etc")]);
+        // The same directory, one under it or above it, or one given.
+        for now in [
+            roots(&["git", "status"], "/src/a"),
+            roots(&["git", "status"], "/src/a/b"),
+            roots(&["git", "status"], "/src"),
+            roots(&["git", "-C", "/src/a", "status"], "/src/b"),
+        ] {
+            assert_eq!(recorded.left_for(&now, &cwd_set(), &dirs), None, "{now:?}");
+        }
+    }
+
+    #[test]
+    fn roots_home_directory_is_found() {
+        assert_eq!(home_of(0).as_deref(), Some(Path::new("/root")));
+    }
+
+    #[test]
+    fn the_root_and_the_home_directory_are_no_working_directory_roots() {
+        for cwd in ["/", "/home", "/home/u"] {
+            assert_eq!(roots(&["python3"], cwd).cwd, None, "{cwd}");
+            assert_eq!(roots(&["python3"], cwd).encode_cwd(), b"");
+        }
+        assert!(roots(&["python3"], "/home/u/src").cwd.is_some());
+        // Recorded in the home directory (its ~/.local read), now in a
+        // project: nothing left out; nor the other way round.
+        let home = roots(&["python3", "-c", "x"], "/home/u");
+        let project = roots(&["python3", "-c", "x"], "/home/u/src/p");
+        let mut h = set();
+        h.files[4].path = "/home/u/.local/lib/m.py".into();
+        assert_eq!(home.left_for(&project, &h, &[]), None);
+        h.files[4].path = "/home/u/src/p/data.txt".into();
+        assert_eq!(project.left_for(&home, &h, &[]), None);
     }
 
     fn now_of(dir: &str) -> Roots {

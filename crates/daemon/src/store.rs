@@ -92,6 +92,10 @@ const DIRS: &str = "dirs";
 /// The history name of a launch set's command-line roots ([`Roots`]).
 const ROOTS: &str = "roots";
 
+/// The history name of a launch set's working directory, when it is a
+/// root ([`Roots`]; empty when not).
+const CWD: &str = "cwd";
+
 /// Where a launch went beside its pages: the directories it opened (in
 /// that order; walked at a replay, [`outrider_live::metawalk`]) and the
 /// roots of its command line ([`Roots`]).
@@ -131,6 +135,7 @@ pub fn save(
             (STREAKS, streaks.encode()),
             (DIRS, outrider_live::metawalk::encode_dirs(&places.dirs)),
             (ROOTS, places.roots.encode()),
+            (CWD, places.roots.encode_cwd()),
         ],
     )
 }
@@ -138,11 +143,10 @@ pub fn save(
 /// The places saved with the launch set of `key` (none of a kind when
 /// none were saved, or they cannot be read).
 pub fn load_places(store: &Store, key: &str) -> Places {
+    let blob = |kind| (store.load_history(key, kind).ok().flatten()).unwrap_or_default();
     Places {
         dirs: load_dirs(store, key),
-        roots: (store.load_history(key, ROOTS).ok().flatten())
-            .map(|b| Roots::decode(&b))
-            .unwrap_or_default(),
+        roots: Roots::decode(&blob(ROOTS), &blob(CWD)),
     }
 }
 
@@ -273,7 +277,7 @@ mod tests {
         let argv: [&[u8]; 3] = [b"grep", b"-r", b"arch/arm64"];
         let places = Places {
             dirs: vec![PathBuf::from("/src/arch"), PathBuf::from("/src/arch/arm64")],
-            roots: Roots::of_command(&argv, std::path::Path::new("/src")),
+            roots: Roots::of_command(&argv, std::path::Path::new("/src"), None),
         };
         let marks = (&Gate::default(), &Streaks::after(None, &h));
         save(&mut s, "exe:/a", &h, marks, &places).unwrap();

@@ -6,7 +6,7 @@
 use super::status::{level_name, status_of, verdict_name, LaunchStatus};
 use super::{log, Daemon, Done, Launch, Pending};
 use crate::launchset::{replay, LaunchReads, Recorder, Verdict};
-use crate::roots::Roots;
+use crate::roots::{self, Roots};
 use crate::sets::Cached;
 use crate::shared::{self, Matcher};
 use crate::store::{self, Places};
@@ -122,7 +122,7 @@ impl Daemon {
         // a set whose replays did not pay is replayed with a quarter of
         // the budget, then not at all but every PROBE_EVERY-th launch.
         let user = Credentials::of_pid(pid);
-        let roots = Roots::of_process(pid, &argv);
+        let roots = self.roots_of(pid, &argv, &user);
         let cached = self.sets.get(&self.store, &key);
         let gate = cached.as_ref().map(|c| c.gate).unwrap_or_default();
         let dirs = (cached.as_ref()).map_or_else(Arc::default, |c| Arc::clone(&c.dirs));
@@ -505,6 +505,31 @@ impl Daemon {
         self.dirty = true;
     }
 }
+
+impl Daemon {
+    /// The roots of launch `pid` with command line `argv`, its identity
+    /// `user` (`None`: root's), its user's home directory looked up once.
+    fn roots_of(
+        &mut self,
+        pid: u32,
+        argv: &[&[u8]],
+        user: &std::io::Result<Option<Credentials>>,
+    ) -> Roots {
+        let uid = match user {
+            Ok(Some(c)) => c.uid,
+            Ok(None) => 0,
+            Err(_) => return Roots::default(),
+        };
+        if self.homes.len() >= HOMES_MAX {
+            self.homes.clear();
+        }
+        let home = self.homes.entry(uid).or_insert_with(|| roots::home_of(uid));
+        Roots::of_process(pid, argv, home.as_deref())
+    }
+}
+
+/// Users whose home directories are held at most (then looked up again).
+const HOMES_MAX: usize = 1024;
 
 /// What a launch with command-line roots `now` replays of `part` (the
 /// set to replay) and walks of `dirs` (those its set's launch opened),
