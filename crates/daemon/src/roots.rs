@@ -33,10 +33,11 @@
 //! status`, `make`, `du` or `rg` given no path work on their working
 //! directory, and one run in another repository or tree than the set's
 //! launch would replay that launch's files and walk its directories
-//! (`rg` and `du -s` run in `arch/powerpc` after `arch/arm64`: 0.80x and
-//! 0.87x of their time with no daemon, replayed whole; with the working
-//! directory a root 1.02x and 1.01x, medians of 8, alternated:
-//! `bench/results/daemon-switch-cwd.md`). A
+//! (`rg` and `du -s` run in `arch/powerpc` after `arch/arm64`: 0.77-0.80x
+//! and 0.87-0.89x of their time with no daemon, replayed whole; with the
+//! working directory a root, `rg`'s 1 970 files of `arm64` left out,
+//! 1.02x and 1.01x in one sitting, 0.89x (0.82-1.06x) and 0.94x in
+//! another, medians of 8, alternated: `bench/results/daemon-switch-cwd.md`). A
 //! recorded working directory is foreign when it lies apart from the new
 //! launch's working directory (a root too) and from each of its command
 //! line's roots; a launch whose working directory is no root (run from
