@@ -504,9 +504,7 @@ impl Daemon {
         }
         self.dirty = true;
     }
-}
 
-impl Daemon {
     /// The roots of launch `pid` with command line `argv`, its identity
     /// `user` (`None`: root's), its user's home directory looked up once.
     fn roots_of(
