@@ -174,7 +174,7 @@ pub struct Daemon {
     tree: FxHashMap<u32, u64>,
     boot: Option<(u64, Recorder)>,
     own: FxHashMap<u32, bool>,
-    /// Users' home directories, as looked up ([`crate::roots::home_of`]).
+    /// Users' home directories, as looked up (`getpwuid_r`).
     homes: FxHashMap<u32, Option<PathBuf>>,
     pending: Vec<Pending>,
     last_save_ns: u64,

@@ -169,25 +169,6 @@ impl Roots {
     }
 }
 
-/// The home directory of user `uid` (the system's user database,
-/// `getpwuid_r`); `None` when it has none.
-pub fn home_of(uid: u32) -> Option<PathBuf> {
-    let mut buf = vec![0u8; 16 << 10];
-    // SAFETY: `pw` and `buf` outlive the call, which writes the entry's
-    // strings into `buf` (its length given) and points `pw`'s at them;
-    // `found` is `&pw` or null.
-    unsafe {
-        let mut pw: libc::passwd = std::mem::zeroed();
-        let mut found: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(uid, &mut pw, buf.as_mut_ptr().cast(), buf.len(), &mut found);
-        if rc != 0 || found.is_null() || pw.pw_dir.is_null() {
-            return None;
-        }
-        let dir = std::ffi::CStr::from_ptr(pw.pw_dir).to_bytes();
-        Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir))).filter(|d| d.is_absolute())
-    }
-}
-
 /// Is `path` `root` or under it (whole components)?
 fn under(path: &Path, root: &Path) -> bool {
     path.starts_with(root)
@@ -324,11 +305,6 @@ mod tests {
         ] {
             assert_eq!(recorded.left_for(&now, &cwd_set(), &dirs), None, "{now:?}");
         }
-    }
-
-    #[test]
-    fn roots_home_directory_is_found() {
-        assert_eq!(home_of(0).as_deref(), Some(Path::new("/root")));
     }
 
     #[test]

@@ -155,7 +155,7 @@ pub fn sudo_credentials(
     if uid == 0 {
         return Ok(None);
     }
-    let (name, home_gid) = user_entry(uid).unzip();
+    let (name, home_gid) = user_entry(uid).map(|u| (u.name, u.gid)).unzip();
     let gid = match gid {
         Some(g) => num("SUDO_GID", g)?,
         None => {
@@ -166,11 +166,23 @@ pub fn sudo_credentials(
     Ok(Some(Credentials { uid, gid, groups }))
 }
 
-/// (login name, primary group) of `uid` from the user database.
-fn user_entry(uid: libc::uid_t) -> Option<(std::ffi::CString, libc::gid_t)> {
+/// A user's entry in the user database.
+#[derive(Debug)]
+pub struct UserEntry {
+    /// Login name.
+    pub name: std::ffi::CString,
+    /// Primary group.
+    pub gid: libc::gid_t,
+    /// Home directory, when it is an absolute path.
+    pub home: Option<std::path::PathBuf>,
+}
+
+/// The entry of `uid` in the user database (`getpwuid_r`).
+pub fn user_entry(uid: libc::uid_t) -> Option<UserEntry> {
+    use std::os::unix::ffi::OsStrExt;
     let mut buf = vec![0 as libc::c_char; 1 << 14];
     // SAFETY: getpwuid_r fills `pw` with pointers into `buf`, both ours
-    // and alive while they are read here.
+    // and alive while they are read here; `pw_dir` is checked for null.
     unsafe {
         let mut pw: libc::passwd = std::mem::zeroed();
         let mut out: *mut libc::passwd = std::ptr::null_mut();
@@ -178,7 +190,15 @@ fn user_entry(uid: libc::uid_t) -> Option<(std::ffi::CString, libc::gid_t)> {
         if r != 0 || out.is_null() {
             return None;
         }
-        Some((std::ffi::CStr::from_ptr(pw.pw_name).to_owned(), pw.pw_gid))
+        let home = (!pw.pw_dir.is_null())
+            .then(|| std::ffi::CStr::from_ptr(pw.pw_dir).to_bytes())
+            .map(|d| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(d)))
+            .filter(|d| d.is_absolute());
+        Some(UserEntry {
+            name: std::ffi::CStr::from_ptr(pw.pw_name).to_owned(),
+            gid: pw.pw_gid,
+            home,
+        })
     }
 }
 
@@ -312,6 +332,13 @@ pub fn forward_pending(pid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn roots_entry_has_its_name_and_home() {
+        let u = user_entry(0).expect("root in the user database");
+        assert_eq!((u.name.to_bytes(), u.gid), (&b"root"[..], 0));
+        assert_eq!(u.home.as_deref(), Some(std::path::Path::new("/root")));
+    }
 
     #[test]
     fn sudo_ids_become_credentials_and_bad_ones_are_refused() {

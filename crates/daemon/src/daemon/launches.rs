@@ -6,14 +6,14 @@
 use super::status::{level_name, status_of, verdict_name, LaunchStatus};
 use super::{log, Daemon, Done, Launch, Pending};
 use crate::launchset::{replay, LaunchReads, Recorder, Verdict};
-use crate::roots::{self, Roots};
+use crate::roots::Roots;
 use crate::sets::Cached;
 use crate::shared::{self, Matcher};
 use crate::store::{self, Places};
 use crate::streaks::Streaks;
 use outrider_driver::benefit::{Evidence, Gate, Level};
 use outrider_store::AppHistory;
-use outrider_sys::launch::Credentials;
+use outrider_sys::launch::{user_entry, Credentials};
 use outrider_sys::monotonic_ns;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -521,7 +521,7 @@ impl Daemon {
         if self.homes.len() >= HOMES_MAX {
             self.homes.clear();
         }
-        let home = self.homes.entry(uid).or_insert_with(|| roots::home_of(uid));
+        let home = (self.homes.entry(uid)).or_insert_with(|| user_entry(uid).and_then(|u| u.home));
         Roots::of_process(pid, argv, home.as_deref())
     }
 }
