@@ -769,6 +769,60 @@ fn the_next_launches_of_a_routine_are_read_before_their_execs() {
     }
 }
 
+/// A launch whose exec the daemon reads late (kept off the CPU: stopped
+/// here) reads its file while the program of page reads is detached
+/// (nothing was followed): what it brought in from the disk is recorded
+/// all the same, from the cache insertions, and replayed at the next
+/// launch, which never reads the file itself.
+#[test]
+fn a_launch_read_late_has_its_misses_recorded() {
+    let _cold = cold_lock();
+    let Some((py, dir, cfg, state)) = watching_python("") else {
+        return;
+    };
+    let data = dir.path().join("read-at-once");
+    std::fs::write(&data, vec![6u8; 8 << 20]).unwrap();
+    evict(&data);
+    let mut d = Daemon::start(&cfg, &state);
+    wait_for(&state, "the page reads' program detached", |s| {
+        s["reads_attached"] == false
+    });
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(d.pid() as i32, libc::SIGSTOP) };
+    let read = format!(
+        "import sys, time; open({:?}, 'rb').read(); print(flush=True); sys.stdin.read()",
+        data.display().to_string()
+    );
+    let mut first = Command::new(&py)
+        .args(["-c", &read])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(first.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // SAFETY: as above.
+    unsafe { libc::kill(d.pid() as i32, libc::SIGCONT) };
+    wait_for(&state, "its exec read", |s| s["launches_seen"] == 1);
+    drop(first.stdin.take());
+    assert!(first.wait().unwrap().success());
+    let l = saved_launch(&state, first.id());
+    assert!(l["recorded_pages"].as_u64() >= Some(2048), "{l}");
+    drop_caches();
+    assert!(resident_pct(&data) < 10.0);
+    python_ran(&py, "import time; time.sleep(0.5)");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while resident_pct(&data) <= 90.0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let s = status(&state).unwrap();
+    assert!(resident_pct(&data) > 90.0, "{s}");
+    d.signal(libc::SIGTERM);
+}
+
 /// A file a launch mapped and touched one page of, no larger than half
 /// the disk's readahead window, is asked for whole at its next launch's
 /// exec (the kernel's read-around reads it whole at the first fault in

@@ -174,6 +174,9 @@ pub struct Daemon {
     tree: FxHashMap<u32, u64>,
     boot: Option<(u64, Recorder)>,
     own: FxHashMap<u32, bool>,
+    /// Since when the source sees every page read (`None`: not now), as
+    /// the events being read were made.
+    reads_seen_since: Option<u64>,
     /// Users' home directories, as looked up (`getpwuid_r`).
     homes: FxHashMap<u32, Option<PathBuf>>,
     pending: Vec<Pending>,
@@ -271,6 +274,7 @@ impl Daemon {
             tree: FxHashMap::default(),
             boot: None,
             own: FxHashMap::default(),
+            reads_seen_since: Some(0),
             homes: FxHashMap::default(),
             pending: Vec::new(),
             last_save_ns: monotonic_ns(),
@@ -407,6 +411,7 @@ impl Daemon {
             let src = self.src.as_mut().expect("opened");
             let pages = (src.poll(&mut events, 256)).map_err(|e| format!("reading events: {e}"))?;
             let (stats, quieted) = (src.stats(), src.quieted());
+            self.reads_seen_since = src.reads_seen_since();
             events.sort_by_key(|e| e.ts_ns);
             for e in &events {
                 self.on_event(e);

@@ -358,6 +358,16 @@ impl EbpfSource {
         (self.reads.as_ref()).map(|(r, _)| (r.attached(), r.detached))
     }
 
+    /// Since when every page read of a followed thread is seen
+    /// ([`reads::Reads::seen_since`]): `None` while the program is
+    /// detached, 0 where it never is.
+    pub fn reads_seen_since(&self) -> Option<u64> {
+        match &self.reads {
+            Some((r, _)) => r.seen_since(),
+            None => Some(0),
+        }
+    }
+
     /// Records the kernel could not store (ring buffer full, or a fork
     /// beyond [`MAX_TRACKED`]).
     fn lost(&self) -> io::Result<u64> {

@@ -236,6 +236,16 @@ impl EventSource {
         }
     }
 
+    /// Since when (monotonic ns) every page read of a followed thread is
+    /// seen: `None` while the eBPF source's program of page reads is
+    /// detached, 0 where it never is (`ebpf::reads`).
+    pub fn reads_seen_since(&self) -> Option<u64> {
+        match self {
+            EventSource::Ebpf(s) => s.reads_seen_since(),
+            EventSource::TraceFs(_) => Some(0),
+        }
+    }
+
     /// Execs dropped in the kernel as quiet so far ([`EventSource::quiet`]).
     pub fn quieted(&self) -> u64 {
         match self {

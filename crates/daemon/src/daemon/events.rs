@@ -54,9 +54,21 @@ impl Daemon {
                 pages: 1,
                 mapped: true,
             }),
-            EventKind::AddToCache { order, .. } => {
-                self.on_miss(e.pid, 1u64 << order.min(20));
-                None
+            EventKind::AddToCache {
+                dev,
+                ino,
+                index,
+                order,
+            } => {
+                let pages = 1u64 << order.min(20);
+                self.on_miss(e.pid, pages);
+                self.unseen(e.ts_ns).then_some(PagesRead {
+                    dev,
+                    ino,
+                    index,
+                    pages,
+                    mapped: false,
+                })
             }
             _ => None,
         };
@@ -75,6 +87,18 @@ impl Daemon {
                 }
             }
         }
+    }
+
+    /// Whether a page read made at `ts_ns` may have gone unseen: the
+    /// source's program of page reads was detached then, and attached at
+    /// the exec's record read, which a daemon kept off the CPU reads
+    /// late (`outrider_live::ebpf`, module `reads`). What the read
+    /// brought into the cache is then recorded as read: a launch's
+    /// misses are what its replay is for. Under two busy loops, a
+    /// `python3` that read an 8 MiB file at once had none of it
+    /// recorded, so none of it replayed at the next launch.
+    fn unseen(&self, ts_ns: u64) -> bool {
+        self.reads_seen_since.is_none_or(|since| ts_ns < since)
     }
 
     /// Task `pid` of launch `id` read `pages` pages of (dev, ino) from

@@ -31,11 +31,16 @@
 //! reads within 50 ms of the last followed thread's let-go or exit.
 //!
 //! What is lost: the reads a launch makes between its exec and the
-//! reader's attach (a read from storage is reported once its pages came
-//! in, after the attach; a read from memory, say an ELF header `ld.so`
-//! reads before mapping the library whose pages its faults report, may
-//! go unseen), and the reads of a thread followed while nothing was
-//! (a record of its exec lost) for up to [`CHECK_DETACHED_NS`].
+//! reader's attach, and the reads of a thread followed while nothing was
+//! (a record of its exec lost) for up to [`CHECK_DETACHED_NS`]. The
+//! reader is late when its CPU is taken: at nice 19 against a busy task
+//! on each core it waits its turn for tens of milliseconds or more, and
+//! a short program reads its files before the attach. What such a read
+//! brought in from storage still comes, as the cache insertions (their
+//! program is never detached) made before [`Reads::seen_since`]: the
+//! daemon records those as the launch's reads. A read from memory in
+//! that time (an ELF header `ld.so` reads before mapping the library
+//! whose pages its faults report) goes unseen.
 
 use outrider_sys::bpf::{Map, Program};
 use std::io;
@@ -57,6 +62,8 @@ pub struct Reads {
     prog: Program,
     link: Option<OwnedFd>,
     checked_ns: u64,
+    /// When it was last attached, once the attach returned.
+    attached_ns: u64,
     /// Times it was detached.
     pub detached: u64,
 }
@@ -65,12 +72,21 @@ impl Reads {
     /// `prog`, attached by `link`, on raw tracepoint [`EVENT`]: first
     /// looked at [`CHECK_ATTACHED_NS`] from now.
     pub fn new(prog: Program, link: OwnedFd) -> Reads {
+        let now = outrider_sys::monotonic_ns();
         Reads {
             prog,
             link: Some(link),
-            checked_ns: outrider_sys::monotonic_ns(),
+            checked_ns: now,
+            attached_ns: now,
             detached: 0,
         }
+    }
+
+    /// Since when (monotonic ns) every page read is seen: `None` while
+    /// detached. A read made before it, by a thread followed then, may
+    /// have gone unseen.
+    pub fn seen_since(&self) -> Option<u64> {
+        self.link.as_ref().map(|_| self.attached_ns)
     }
 
     /// Whether the program is attached.
@@ -114,7 +130,10 @@ impl Reads {
     /// Attach (`on`) or detach the program; nothing when it already is.
     pub fn attach(&mut self, on: bool) -> io::Result<()> {
         match (on, self.link.is_some()) {
-            (true, false) => self.link = Some(self.prog.attach_raw_tracepoint(EVENT)?),
+            (true, false) => {
+                self.link = Some(self.prog.attach_raw_tracepoint(EVENT)?);
+                self.attached_ns = outrider_sys::monotonic_ns();
+            }
             (false, true) => {
                 self.link = None;
                 self.detached += 1;
