@@ -707,9 +707,16 @@ fn the_next_launches_of_a_routine_are_read_before_their_execs() {
                 .status();
             assert!(ok.unwrap().success());
         };
-        // Told apart by their first argument (the key's shape).
+        // Told apart by their first argument (the key's shape). Each
+        // stays 0.3 s after its read: a launch gone before the daemon read
+        // its exec is no launch (its executable and arguments are read
+        // from /proc), and under the other tests' load the daemon, at
+        // nice 19, read the exec of one that ran 30 ms too late.
         let reads = |i: usize| {
-            let read = format!("open({:?}, 'rb').read()", data[i].display().to_string());
+            let read = format!(
+                "import time; open({:?}, 'rb').read(); time.sleep(0.3)",
+                data[i].display().to_string()
+            );
             let ok = Command::new(&py)
                 .args([["-B", "-s"][i], "-c", &read])
                 .status();

@@ -24,6 +24,7 @@
 //! - [`launch`]: starting the program as its user (sudo), killed if
 //!   outrider dies, with outrider's signals forwarded; [`access`]: could
 //!   that user open a file?
+//! - [`sched`]: the calling thread's nice value and scheduler slice.
 //!
 //! The one design decision a reader must know: **nothing here keeps policy
 //! state.** Functions take a borrowed file descriptor and return plain data;
@@ -56,6 +57,7 @@ pub mod handle;
 pub mod launch;
 pub mod memory;
 pub mod pool;
+pub mod sched;
 pub mod taskstats;
 
 pub use advise::{

@@ -316,6 +316,7 @@ impl Daemon {
         self.status.successor_replays += next.len() as u64;
         let tx = self.done_tx.clone();
         std::thread::spawn(move || {
+            super::default_slice();
             if let Some((set, o)) = own {
                 let _ = tx.send(Done::Launch(id, replay(&set, &o)));
             }
