@@ -126,6 +126,7 @@ def day_section(work):
               f"{x:.2f}x | {span(ratios)} | {hs} | {'; '.join(f'**{s}**' for s in miss) or 'none'} |")
     print()
     print(f"Same targets as above, per row. {n_miss} rows miss.")
+    day_left(runs, reps, order, total)
     usage = os.path.join(work, "day-usage")
     if os.path.exists(usage):
         u = [line.split()[1:] for line in open(usage)]
@@ -141,6 +142,26 @@ def day_section(work):
             print("Next launches predicted over both days, per repetition (predicted / right / wrong): "
                   + ", ".join(f"{p}/{h}/{m}" for p, h, m in pred) + ".")
     print()
+
+
+def day_left(runs, reps, order, total):
+    """Where the script's headroom left on day 2 (daemon - hot) lies:
+    each program's share of it, and the script's headroom taken without
+    the program holding the most (medians of each repetition's own)."""
+    ok = [r for r in reps if total("daemon", r) > total("hot", r) and total("stock", r) > total("hot", r)]
+    if not ok:
+        return
+    left = lambda p, r: runs["daemon"][r].get(p, 0) - runs["hot"][r].get(p, 0)
+    share = {p: med([left(p, r) / (total("daemon", r) - total("hot", r)) for r in ok]) for p in order}
+    top = sorted(order, key=lambda p: -share[p])
+    most = top[0]
+    without = lambda a, r: total(a, r) - runs[a][r].get(most, 0)
+    heads = [(without("stock", r) - without("daemon", r)) / (without("stock", r) - without("hot", r))
+             for r in ok if without("stock", r) > without("hot", r)]
+    print()
+    print("The headroom left on day 2 (daemon - hot, the script's), by program: "
+          + ", ".join(f"{p} {share[p] * 100:.0f}%" for p in top[:4])
+          + f". The script without {most} took {med(heads) * 100:.0f}% of its headroom.")
 
 
 def busy_section(work):

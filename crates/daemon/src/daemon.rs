@@ -687,14 +687,14 @@ fn lowest_cpu_priority() {
 /// The calling thread, the one that reads the events, given the
 /// shortest slice ([`outrider_sys::sched`]), still at nice 19: behind a
 /// busy task on its core it waited its turn long enough for a short
-/// program to be gone before its exec was read (no launch then, and the
-/// reads of one still running unseen until it attached their program).
-/// With a busy loop on each core, 12 and 15 of 20 `python3 -c pass`,
-/// 0.3 s apart, were seen as launches; with this slice 19 and 20 (two
-/// sittings each, alternated). The replays' threads it starts go back
-/// to the default slice ([`default_slice`]): they are what a launch must
-/// not wait for. A kernel that takes no slice for a fair task (before
-/// 6.12) leaves the default.
+/// program to be gone before its exec was read (no launch then), and
+/// for one still running to read files before the program of page
+/// reads was attached again. With a busy loop on each core, 12-16 of 20
+/// `python3 -c pass`, 0.3 s apart, were seen as launches; with this
+/// slice 19-20 (5 sittings each, alternated). The replays' threads it
+/// starts go back to the default slice ([`default_slice`]): they are
+/// what a launch must not wait for. A kernel that takes no slice for a
+/// fair task (before 6.12) leaves the default.
 fn quick_wakeups() {
     let _ = outrider_sys::sched::set_fair(19, outrider_sys::sched::SHORTEST_SLICE_NS);
 }
