@@ -14,6 +14,7 @@ use common::daemon::{
 };
 use common::{is_root, outrider, stderr};
 use serde_json::Value;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -807,7 +808,6 @@ fn a_launch_read_late_has_its_misses_recorded() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    use std::io::BufRead;
     std::io::BufReader::new(first.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();

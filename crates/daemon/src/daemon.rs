@@ -701,7 +701,7 @@ fn quick_wakeups() {
 
 /// The calling thread back at nice 19's default slice (see
 /// [`quick_wakeups`]).
-pub(crate) fn default_slice() {
+fn default_slice() {
     let _ = outrider_sys::sched::set_fair(19, 0);
 }
 
