@@ -16,9 +16,13 @@ use std::time::Duration;
 
 /// A script reading the first 1 024 pages of `data` (4 MiB) 20 times, a
 /// page at a time: the kernel sends each page once and counts 20 480.
+/// It waits 0.3 s first: the kernel counts only the reads made once the
+/// daemon attached its program of page reads, at the exec's record
+/// (`outrider_live::ebpf`, module `reads`), which a daemon kept off the
+/// CPU reads late (8-57 ms beside a busy loop on each core).
 fn repeated_preads(data: &Path) -> String {
     format!(
-        "import os\nfd = os.open({:?}, os.O_RDONLY)\n\
+        "import os, time\ntime.sleep(0.3)\nfd = os.open({:?}, os.O_RDONLY)\n\
          for _ in range(20):\n    for i in range(1024): os.pread(fd, 1, i * 4096)",
         data.display().to_string()
     )

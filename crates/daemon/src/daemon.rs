@@ -411,15 +411,15 @@ impl Daemon {
             events.clear();
             let src = self.src.as_mut().expect("opened");
             let pages = (src.poll(&mut events, 256)).map_err(|e| format!("reading events: {e}"))?;
-            let (stats, quieted) = (src.stats(), src.quieted());
+            // Before the execs are acted on: see `outrider_live::ebpf`,
+            // module `reads`.
+            (src.settle_reads()).map_err(|e| format!("tracing: {e}"))?;
+            let (stats, quieted, reads) = (src.stats(), src.quieted(), src.reads_attached());
             self.reads_seen_since = src.reads_seen_since();
             events.sort_by_key(|e| e.ts_ns);
             for e in &events {
                 self.on_event(e);
             }
-            let src = self.src.as_mut().expect("opened");
-            (src.settle_reads()).map_err(|e| format!("tracing: {e}"))?;
-            let reads = src.reads_attached();
             self.judge_hot(monotonic_ns());
             self.mark_while_recording();
             self.take_dirs();

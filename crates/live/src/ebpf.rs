@@ -318,10 +318,9 @@ impl EbpfSource {
 
     /// [`reads`]: attach the page reads' program if an exec was read
     /// since the last call, and now and then attach it or detach it as
-    /// threads are followed or not. Called by the reader once it acted on
-    /// what it read: an attach takes ~200 µs, which a replay started at
-    /// the exec need not wait for. Never called, the program stays
-    /// attached.
+    /// threads are followed or not. Called by the reader after each
+    /// poll, before it acts on what it read ([`reads`] says why). Never
+    /// called, the program stays attached.
     pub fn settle_reads(&mut self) -> io::Result<()> {
         let exec_read = std::mem::take(&mut self.exec_read);
         let Some((r, true)) = &mut self.reads else {

@@ -209,8 +209,9 @@ impl EventSource {
         }
     }
 
-    /// Attach or detach the page reads' program once the events read were
-    /// acted on (eBPF under [`Scope::Execs`]; elsewhere nothing).
+    /// Attach or detach the page reads' program after a poll, before the
+    /// events read are acted on (eBPF under [`Scope::Execs`]; elsewhere
+    /// nothing).
     pub fn settle_reads(&mut self) -> Result<(), SourceError> {
         match self {
             EventSource::Ebpf(s) => Ok(s.settle_reads()?),
