@@ -16,12 +16,13 @@
 //! tracepoint's link. After each poll (`EbpfSource::settle_reads`), the
 //! source attaches it when a record of an exec was read (the exec's
 //! program follows the thread in the kernel and wakes the reader at
-//! once), before the reader acts on the exec, and every [`CHECK_ATTACHED_NS`] (every
-//! [`CHECK_DETACHED_NS`] while detached) it looks whether the table of
-//! followed threads is empty (one `BPF_MAP_GET_NEXT_KEY`) and nothing
-//! records every task: then it detaches the program; else it attaches
-//! it. Only a program on a raw tracepoint is detached: a perf event's
-//! close waits ~40 ms for a grace period (see `EbpfSource::stop`).
+//! once), before the reader acts on the exec; and every
+//! [`CHECK_ATTACHED_NS`] (every [`CHECK_DETACHED_NS`] while detached) it
+//! looks whether the table of followed threads is empty (one
+//! `BPF_MAP_GET_NEXT_KEY`) and nothing records every task: then it
+//! detaches the program; else it attaches it. Only a program on a raw
+//! tracepoint is detached: a perf event's close waits ~40 ms for a grace
+//! period (see `EbpfSource::stop`).
 //!
 //! What it costs the reader (measured in the daemon, this VM): a look at
 //! the empty table 50-125 µs (it scans its 65 536 buckets; a table with
@@ -44,12 +45,13 @@
 //!
 //! Why the attach comes before the exec is acted on: acting on it (the
 //! launch's `/proc` files, its set, its replay's thread) took the daemon
-//! 10-24 ms beside a busy loop, the attach itself 0.1-0.2 ms (three runs
-//! of a `python3` launch, timed in the daemon). Attached after, the
-//! program saw none of a launch's first 20 ms of reads: a `python3`
-//! reading 4 MiB from memory 20 times over was counted 2 344 pages in
-//! the kernel, not the 20 480 that let it go (failed 3 of 3 so); the
-//! replay now starts that ~0.2 ms later.
+//! 10-24 ms beside a busy loop, the attach itself 0.1-0.2 ms (four
+//! `python3` launches, timed in the daemon). Attached after, the program
+//! saw none of a launch's first ~20 ms of reads: a `python3` reading 4
+//! MiB from memory 20 times over was counted 2 344 pages in the kernel,
+//! not the 20 480 that let it go, and its test failed 6 of 7 runs beside
+//! one busy loop (6 of 6 passed attached first). A replay now starts
+//! those ~0.2 ms later.
 
 use outrider_sys::bpf::{Map, Program};
 use std::io;
