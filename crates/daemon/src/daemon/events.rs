@@ -7,7 +7,7 @@ use super::launches::NotLaunch;
 use super::status::status_of;
 use super::{Daemon, ANCESTORS_MAX, HOT_PAGES, RECORDING_PAGES_MAX};
 use crate::launchset::{PagesRead, EVIDENCE_PAGES, MISS_SHARE};
-use outrider_live::tracefs::{EventKind, LiveEvent};
+use outrider_live::tracefs::{folio_pages, EventKind, LiveEvent};
 use std::sync::atomic::Ordering;
 
 /// How often [`Daemon::judge_hot`] asks the kernel which launches it let
@@ -60,7 +60,7 @@ impl Daemon {
                 index,
                 order,
             } => {
-                let pages = 1u64 << order.min(20);
+                let pages = u64::from(folio_pages(order));
                 self.on_miss(e.pid, pages);
                 self.unseen(e.ts_ns).then_some(PagesRead {
                     dev,

@@ -5,6 +5,7 @@
 //! stream (see the module documentation of the controller).
 
 use super::*;
+use crate::tracefs::folio_pages;
 use outrider_core::policies::readahead::kernel::get_init_ra_size;
 
 /// Pages of one fault-around event taken at most (the kernel maps
@@ -387,7 +388,7 @@ impl Live {
                 if let Some(id) = self.file_id(dev, ino) {
                     let list = self.adds.entry(e.pid).or_default();
                     if list.len() < MAX_PENDING_ADDS {
-                        list.push((id, index, 1u32 << order.min(20)));
+                        list.push((id, index, folio_pages(order)));
                     }
                 }
             }

@@ -131,6 +131,13 @@ pub enum EventKind {
     },
 }
 
+/// Pages in a folio of `order` (an [`EventKind::AddToCache`]'s): the
+/// order is bounded at 20 (4 GiB) so a malformed record cannot shift past
+/// the width.
+pub fn folio_pages(order: u8) -> u32 {
+    1 << order.min(20)
+}
+
 /// Convert the kernel's internal `dev_t` (major << 20 | minor) to the
 /// user-space encoding `stat(2)` returns.
 pub fn kernel_dev_to_user(kdev: u64) -> u64 {
@@ -368,6 +375,14 @@ impl Decoder {
 mod tests {
     use super::super::format::parse_format;
     use super::*;
+
+    #[test]
+    fn a_folio_holds_two_to_its_order_pages_bounded() {
+        assert_eq!(folio_pages(0), 1);
+        assert_eq!(folio_pages(9), 512);
+        assert_eq!(folio_pages(20), 1 << 20);
+        assert_eq!(folio_pages(u8::MAX), 1 << 20);
+    }
 
     const ISSUE: &str = "name: block_rq_issue
 ID: 2104

@@ -36,7 +36,7 @@ pub mod decode;
 pub mod format;
 pub mod ring;
 
-pub use decode::{EventKind, LiveEvent, EVENTS, EXEC_EVENT};
+pub use decode::{folio_pages, EventKind, LiveEvent, EVENTS, EXEC_EVENT};
 
 use std::ffi::{CStr, CString};
 use std::fs::{self, File, OpenOptions};
