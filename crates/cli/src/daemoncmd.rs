@@ -120,7 +120,7 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
     if let Some(s) = &r.status {
         writeln!(
             out,
-            "launches seen {} (repeated {}; execs quieted {}), replayed {}, launch sets saved {} (stored {}, forgotten {}); events {} (lost {}; reads' program {}, detached {} times)",
+            "launches seen {} (repeated {}; execs quieted {}), replayed {}, launch sets saved {} (stored {}, forgotten {}); events {} (lost {}; reads' and faults' programs {}, detached {} times)",
             s.launches_seen,
             s.launches_repeated,
             s.execs_quieted,

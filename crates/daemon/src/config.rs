@@ -34,6 +34,7 @@
 //! | `cpu_busy_pct` | `25` | the machine is busy while some task waited for a CPU (PSI `cpu` `some`) more than this percent of the same 10 s; only then does `cpu_max_pct` hold, as the daemon's work then takes a CPU from a program (the day in miniature, one program after another on 2 cores, waited 3-17% of each second, 35-38% under `rg`'s threads; three busy loops on 2 cores 50-54%); `0`: it always holds, as when the machine cannot tell (no PSI) |
 //! | `delay_accounting` | `true` | turn the kernel's delay accounting on (`kernel.task_delayacct`, put back at exit) and report each launch's wait for block I/O, and per application the stall time its replays saved |
 //! | `detach_idle_reads` | `true` | detach the eBPF program of page-cache reads while no thread is followed, attaching it again at the next exec read (`outrider_live::ebpf`, module `reads`, with what it cost attached); `false`: it runs at every read of every task while the daemon runs |
+//! | `detach_idle_faults` | `true` | the same for the programs of page faults and fault-around maps of mapped files: a launch's faults before the daemon reads its exec are then seen only where they brought pages in from storage (its cache insertions); `false`: they run at every fault of every task, as `ld.so` makes ~40 for a `/bin/true` |
 //! | `event_source` | `"auto"` | `"ebpf"`: programs on the tracepoints follow each program from its exec and filter in the kernel ([`outrider_live::ebpf::Scope::Execs`]); `"tracefs"`: a tracing instance records every task and the daemon drops what it does not follow; `"auto"`: eBPF, else tracefs |
 //!
 //! A bad file is refused with a message naming the file, the key and what
@@ -112,6 +113,8 @@ pub struct Config {
     pub delay_accounting: bool,
     /// Page reads' program detached while nothing is followed.
     pub detach_idle_reads: bool,
+    /// Faults' and maps' programs detached while nothing is followed.
+    pub detach_idle_faults: bool,
     /// `auto`, `ebpf` or `tracefs`.
     pub event_source: String,
 }
@@ -150,6 +153,7 @@ impl Default for Config {
             cpu_busy_pct: 25.0,
             delay_accounting: true,
             detach_idle_reads: true,
+            detach_idle_faults: true,
             event_source: "auto".into(),
         }
     }

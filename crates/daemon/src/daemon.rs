@@ -461,8 +461,8 @@ impl Daemon {
         if self.boot.is_some() {
             (opened.source.record_everyone(true)).map_err(|e| format!("tracing: {e}"))?;
         }
-        (opened.source.detach_idle_reads(self.cfg.detach_idle_reads))
-            .map_err(|e| format!("tracing: {e}"))?;
+        let (reads, faults) = (self.cfg.detach_idle_reads, self.cfg.detach_idle_faults);
+        (opened.source.detach_idle(reads, faults)).map_err(|e| format!("tracing: {e}"))?;
         // The kernel judges as `stop_if_hot` does, at nice 0 in the
         // launch's own context, where the daemon comes late.
         (opened.source.let_go_from_memory(HOT_PAGES, MISS_SHARE))

@@ -124,10 +124,10 @@ pub struct EbpfSource {
     /// Perf events holding the programs attached (closed first on drop).
     links: Vec<OwnedFd>,
     _programs: Vec<Program>,
-    /// The page reads' program, detached while no thread is followed
-    /// ([`reads`]; [`Scope::Execs`] on raw tracepoints only), and whether
-    /// it is detached so.
-    reads: Option<(reads::Reads, bool)>,
+    /// The programs of page reads, faults and fault-around maps, detached
+    /// while no thread is followed ([`reads`]; [`Scope::Execs`] on raw
+    /// tracepoints only).
+    reads: Option<reads::Reads>,
     /// Followed threads' exits are sent, with their block-I/O wait
     /// ([`EventKind::Exit`]).
     exit_waits: bool,
@@ -254,7 +254,7 @@ impl EbpfSource {
             stamps: parts.stamps,
             links: parts.links,
             _programs: parts.programs,
-            reads: parts.reads.map(|r| (r, true)),
+            reads: parts.reads,
             exit_waits: parts.exit_waits,
             exec_read: false,
             park,
@@ -316,14 +316,14 @@ impl EbpfSource {
         Ok(pages)
     }
 
-    /// [`reads`]: attach the page reads' program if an exec was read
-    /// since the last call, and now and then attach it or detach it as
-    /// threads are followed or not. Called by the reader after each
-    /// poll, before it acts on what it read ([`reads`] says why). Never
-    /// called, the program stays attached.
+    /// [`reads`]: attach the programs of page reads and faults if an exec
+    /// was read since the last call, and now and then attach them or
+    /// detach them as threads are followed or not. Called by the reader
+    /// after each poll, before it acts on what it read ([`reads`] says
+    /// why). Never called, the programs stay attached.
     pub fn settle_reads(&mut self) -> io::Result<()> {
         let exec_read = std::mem::take(&mut self.exec_read);
-        let Some((r, true)) = &mut self.reads else {
+        let Some(r) = &mut self.reads else {
             return Ok(());
         };
         let counters = &self.counters;
@@ -331,15 +331,13 @@ impl EbpfSource {
         r.settle(monotonic_ns(), exec_read, &self.tracked.hash, everyone)
     }
 
-    /// Detach the page reads' program while no thread is followed (`on`,
-    /// the default), or keep it attached ([`reads`]); nothing where the
+    /// Detach the program of page reads (`reads`) and those of faults
+    /// and fault-around maps (`faults`) while no thread is followed (both,
+    /// by default), or keep them attached ([`reads`]); nothing where the
     /// source has no such program.
-    pub fn detach_idle_reads(&mut self, on: bool) -> io::Result<()> {
+    pub fn detach_idle(&mut self, reads: bool, faults: bool) -> io::Result<()> {
         match &mut self.reads {
-            Some((r, detaching)) => {
-                *detaching = on;
-                r.attach(true)
-            }
+            Some(r) => r.detach_idle(reads, faults),
             None => Ok(()),
         }
     }
@@ -351,10 +349,10 @@ impl EbpfSource {
         self.exit_waits
     }
 
-    /// Whether the page reads' program is attached, and how many times it
-    /// was detached; `None` when it is never detached.
+    /// Whether the programs of page reads and faults are attached, and
+    /// how many times they were detached; `None` when they never are.
     pub fn reads_attached(&self) -> Option<(bool, u64)> {
-        (self.reads.as_ref()).map(|(r, _)| (r.attached(), r.detached))
+        (self.reads.as_ref()).map(|r| (r.attached(), r.detached))
     }
 
     /// Since when every page read of a followed thread is seen
@@ -362,7 +360,7 @@ impl EbpfSource {
     /// detached, 0 where it never is.
     pub fn reads_seen_since(&self) -> Option<u64> {
         match &self.reads {
-            Some((r, _)) => r.seen_since(),
+            Some(r) => r.seen_since(),
             None => Some(0),
         }
     }
@@ -462,7 +460,7 @@ impl EbpfSource {
     pub fn record_everyone(&mut self, on: bool) -> io::Result<()> {
         (self.counters).update(&EVERYONE_KEY.to_ne_bytes(), &u64::from(on).to_ne_bytes())?;
         match &mut self.reads {
-            Some((r, _)) if on => r.attach(true),
+            Some(r) if on => r.attach(true),
             _ => Ok(()),
         }
     }
@@ -495,7 +493,12 @@ impl EbpfSource {
     /// is off or the name is taken, a detached process closes them.
     pub fn stop(&mut self) {
         let mut links = std::mem::take(&mut self.links);
-        links.extend(self.reads.as_mut().and_then(|(r, _)| r.take_link()));
+        links.extend(
+            self.reads
+                .as_mut()
+                .map(reads::Reads::take_links)
+                .unwrap_or_default(),
+        );
         if links.is_empty() {
             return;
         }
@@ -555,7 +558,8 @@ struct Parts {
     stamps: Option<Map>,
     links: Vec<OwnedFd>,
     programs: Vec<Program>,
-    /// The page reads' program ([`reads`]), not in `links` nor `programs`.
+    /// The programs of page reads and faults ([`reads`]), not in `links`
+    /// nor `programs`.
     reads: Option<reads::Reads>,
     /// The exits of followed threads are sent with their block-I/O wait.
     exit_waits: bool,
@@ -589,22 +593,23 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         waits,
     };
     let offsets = kernel.as_ref().and_then(raw::Offsets::of);
-    let (mut raw_programs, mut reads) = (0, None);
+    let (mut raw_programs, mut reads) = (0, reads::Reads::default());
     for format in formats {
         let role = role_of(format)?;
         let raw = offsets.and_then(|o| Some((raw::layout(format, record_end(format))?, o)));
-        let (prog, link) = match raw.map(|r| attach_raw(format, role, scope, &maps, r)) {
-            Some(Ok((prog, link))) if format.name == reads::EVENT => {
+        let attached = raw.map(|r| attach_raw(format, role, scope, &maps, r));
+        let (prog, link) = match (attached, reads::event(&format.name)) {
+            (Some(Ok((prog, link))), Some(event)) => {
                 raw_programs += 1;
-                reads = Some(reads::Reads::new(prog, link));
+                reads.add(prog, event, link);
                 continue;
             }
-            Some(Ok(attached)) => {
+            (Some(Ok(attached)), None) => {
                 raw_programs += 1;
                 attached
             }
             // No raw tracepoint (or its program refused): the tracepoint.
-            None | Some(Err(_)) => {
+            (None | Some(Err(_)), _) => {
                 let insns = program(format, role, scope, &maps, None)?;
                 let prog = Program::load_tracepoint(&format.name, &insns)?;
                 let link = prog.attach_tracepoint(u32::from(format.id)).map_err(|e| {
@@ -624,7 +629,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         stamps,
         links,
         programs,
-        reads,
+        reads: (!reads.is_empty()).then_some(reads),
         raw: raw_programs,
         exit_waits: waits.is_some(),
     })

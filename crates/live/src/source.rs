@@ -200,17 +200,18 @@ impl EventSource {
         }
     }
 
-    /// Detach the page reads' program while no thread is followed (`on`)
-    /// or keep it attached (eBPF under [`Scope::Execs`]; elsewhere nothing).
-    pub fn detach_idle_reads(&mut self, on: bool) -> Result<(), SourceError> {
+    /// Detach the programs of page reads (`reads`) and of faults and
+    /// fault-around maps (`faults`) while no thread is followed, or keep
+    /// them attached (eBPF under [`Scope::Execs`]; elsewhere nothing).
+    pub fn detach_idle(&mut self, reads: bool, faults: bool) -> Result<(), SourceError> {
         match self {
-            EventSource::Ebpf(s) => Ok(s.detach_idle_reads(on)?),
+            EventSource::Ebpf(s) => Ok(s.detach_idle(reads, faults)?),
             EventSource::TraceFs(_) => Ok(()),
         }
     }
 
-    /// Attach or detach the page reads' program after a poll, before the
-    /// events read are acted on (eBPF under [`Scope::Execs`]; elsewhere
+    /// Attach or detach the programs of page reads and faults after a
+    /// poll, before the events read are acted on (eBPF under [`Scope::Execs`]; elsewhere
     /// nothing).
     pub fn settle_reads(&mut self) -> Result<(), SourceError> {
         match self {
@@ -228,8 +229,8 @@ impl EventSource {
         }
     }
 
-    /// Whether the page reads' program is attached and how many times it
-    /// was detached; `None` where it never is.
+    /// Whether the programs of page reads and faults are attached and how
+    /// many times they were detached; `None` where they never are.
     pub fn reads_attached(&self) -> Option<(bool, u64)> {
         match self {
             EventSource::Ebpf(s) => s.reads_attached(),
@@ -238,8 +239,8 @@ impl EventSource {
     }
 
     /// Since when (monotonic ns) every page read of a followed thread is
-    /// seen: `None` while the eBPF source's program of page reads is
-    /// detached, 0 where it never is (`ebpf::reads`).
+    /// seen: `None` while the eBPF source's programs of page reads and
+    /// faults are detached, 0 where they never are (`ebpf::reads`).
     pub fn reads_seen_since(&self) -> Option<u64> {
         match self {
             EventSource::Ebpf(s) => s.reads_seen_since(),

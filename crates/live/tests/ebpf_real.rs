@@ -694,16 +694,18 @@ fn a_followed_threads_exit_is_sent_with_its_io_wait() {
     assert!(!unfollowed_sent, "the exit of a process not followed");
 }
 
-/// With no thread followed the page reads' program is detached a moment
-/// later; the next exec attaches it again before the launch reads, and
-/// the launch's reads are sent.
+/// The programs of page reads, faults and fault-around maps are detached
+/// while nothing is followed, and an exec read attaches them again: a
+/// launch's reads and the pages it maps after that are all sent.
 #[test]
-fn the_reads_program_is_detached_while_no_thread_is_followed_and_an_exec_attaches_it() {
+fn the_reads_and_faults_programs_are_detached_while_no_thread_is_followed_and_an_exec_attaches_them(
+) {
     if !is_root() || !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
         eprintln!("skipped: needs root for eBPF and the kernel's BTF");
         return;
     }
     let (_dir, path, md) = file_of_pages(64);
+    let (_dir2, mapped, mapped_md) = file_of_pages(64);
     let (_one, mut src) = execs_source();
     assert_eq!(
         src.reads_attached(),
@@ -721,9 +723,12 @@ fn the_reads_program_is_detached_while_no_thread_is_followed_and_an_exec_attache
     assert!(detached(&src), "detached: {:?}", src.reads_attached());
     evict(&path);
     let script = format!(
-        "import os, time\ntime.sleep(0.1)\nf = os.open({:?}, os.O_RDONLY)\n\
-         for o in range(0, 64 * 4096, 16384): os.pread(f, 16384, o)\n",
-        path.display().to_string()
+        "import mmap, os, time\ntime.sleep(0.1)\nf = os.open({:?}, os.O_RDONLY)\n\
+         for o in range(0, 64 * 4096, 16384): os.pread(f, 16384, o)\n\
+         m = mmap.mmap(os.open({:?}, os.O_RDONLY), 0, prot=mmap.PROT_READ)\n\
+         for o in range(0, 64 * 4096, 4096): m[o]\n",
+        path.display().to_string(),
+        mapped.display().to_string()
     );
     let py = (std::process::Command::new("/usr/bin/python3").args(["-c", &script]))
         .spawn()
@@ -731,6 +736,26 @@ fn the_reads_program_is_detached_while_no_thread_is_followed_and_an_exec_attache
     let got = gathered_while(&mut src, py);
     let unsent = reads_unsent(&got, md.ino(), (0..64).step_by(4));
     assert!(unsent.is_empty(), "reads not sent: {unsent:?}");
+    let unmapped = pages_unmapped(&got, mapped_md.ino(), 0..64);
+    assert!(unmapped.is_empty(), "mapped pages not sent: {unmapped:?}");
+}
+
+/// The pages of `pages` that no fault or fault-around map record of file
+/// `ino` in `got` holds.
+fn pages_unmapped(got: &[LiveEvent], ino: u64, pages: std::ops::Range<u64>) -> Vec<u64> {
+    let sent: std::collections::HashSet<u64> = (got.iter())
+        .flat_map(|e| match e.kind {
+            EventKind::Fault { ino: i, index, .. } if i == ino => index..index + 1,
+            EventKind::MapPages {
+                ino: i,
+                index,
+                last_index,
+                ..
+            } if i == ino => index..last_index + 1,
+            _ => 0..0,
+        })
+        .collect();
+    pages.filter(|p| !sent.contains(p)).collect()
 }
 
 /// A launch reading a file from start to end is sent its first

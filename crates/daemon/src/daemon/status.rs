@@ -129,10 +129,10 @@ pub struct Status {
     /// that was not a launch (repeated, or not watched; the eBPF source
     /// only): never seen by the daemon, so in no other count here.
     pub execs_quieted: u64,
-    /// Times the eBPF program of page reads was detached, no thread being
-    /// followed (`outrider_live::ebpf`, module `reads`).
+    /// Times the eBPF programs of page reads and faults were detached, no
+    /// thread being followed (`outrider_live::ebpf`, module `reads`).
     pub reads_detached: u64,
-    /// Whether that program is attached now (always, for tracefs).
+    /// Whether they are attached now (always, for tracefs).
     pub reads_attached: bool,
     /// Next launches predicted ([`crate::successors`]), right and wrong.
     pub successors: crate::successors::SuccessorStats,

@@ -44,9 +44,9 @@ impl LaunchReads {
     /// first. Neither telling within [`EVIDENCE_WAIT`], a launcher that
     /// read nothing from storage (`read_bytes`, faults' reads included) is
     /// taken as reading from memory: its first reads may come before the
-    /// daemon's page reads' program is attached again at its exec
-    /// (`outrider_live::ebpf`, module `reads`). With the faults' programs
-    /// detached that way too, `python3 -c` reading a file in memory, its
+    /// daemon's programs of page reads and faults are attached again at
+    /// its exec (`outrider_live::ebpf`, module `reads`). With the faults'
+    /// programs detached that way, `python3 -c` reading a file in memory, its
     /// libraries mapped before, had 20 ms pass with fewer pages seen (its
     /// set found in memory, then asked for whole, in each of 3 launches of
     /// 4 test runs). With the events alone, `rg` over a tree in memory, on

@@ -1,5 +1,6 @@
-//! The program of page-cache reads is detached while the source follows
-//! no thread ([`Scope::Execs`](super::Scope::Execs), the daemon's scope).
+//! The programs of page-cache reads, page faults and fault-around maps
+//! ([`EVENTS`]) are detached while the source follows no thread
+//! ([`Scope::Execs`](super::Scope::Execs), the daemon's scope).
 //!
 //! Why: attached, it runs at every `read` of every task on the machine,
 //! followed or not. For a thread not followed it returns at its bitmap
@@ -9,39 +10,63 @@
 //! calls, 3 alternations, this 2-core VM). `rg` over a source tree in
 //! memory makes 64 000 such reads a run and ran 0.93-0.96x of stock with
 //! the daemon running, the same with `rg` excluded (`bench/results/daemon.md`,
-//! two sittings). Faults and fault-around maps come once per page a
-//! process maps, not per call, and stay attached.
+//! two sittings).
 //!
-//! How: the program, loaded once, is attached or not by its raw
-//! tracepoint's link. After each poll (`EbpfSource::settle_reads`), the
-//! source attaches it when a record of an exec was read (the exec's
-//! program follows the thread in the kernel and wakes the reader at
-//! once), before the reader acts on the exec; and every
-//! [`CHECK_ATTACHED_NS`] (every [`CHECK_DETACHED_NS`] while detached) it
-//! looks whether the table of followed threads is empty (one
-//! `BPF_MAP_GET_NEXT_KEY`) and nothing records every task: then it
-//! detaches the program; else it attaches it. Only a program on a raw
-//! tracepoint is detached: a perf event's close waits ~40 ms for a grace
-//! period (see `EbpfSource::stop`).
+//! Faults and fault-around maps come once per page a process maps, not
+//! per call, but every process makes them: `ld.so` maps its libraries,
+//! ~40 faults for one `/bin/true`. With them attached, a shell loop of
+//! 300 `true`s ran the programs ~11 400 times (the kernel's count,
+//! `bench/results/daemon.md`), ~4 800 with them detached too, the rest
+//! being the 50 ms after the loop's own exec ([`CHECK_ATTACHED_NS`]).
+//! Measured, alternated with the daemon stopped (this VM): a program
+//! that forks and execs `/bin/true` 300 times, each exec timed, took at
+//! its 10th percentile 0.999x of the stopped time with them detached,
+//! 0.987x with them attached (medians of 8 repetitions of 5 runs); a
+//! script of ~550 execs of a dozen small programs 0.987x against 0.977x
+//! (medians of 10). A process not followed that maps and touches 163 840
+//! cached pages (~20 000 faults and maps) in a loop took 44.6 ms
+//! detached, 44.7 attached, 44.4 with no daemon (medians of 28): what
+//! costs is not a long-running process's runs; why a fresh exec's cost
+//! more was not measured.
+//! Detached so once before, they were attached again when a test of a
+//! routine's launches had half of a launch's read unseen: the attach then
+//! came after the exec was acted on, 10-24 ms late on a busy machine (see
+//! below); with the attach first, that test passed 10 of 10 runs, 4 of
+//! them beside a busy loop.
+//! `detach_idle_faults = false` keeps them attached.
+//!
+//! How: each program, loaded once, is attached or not by its raw
+//! tracepoint's link, all of them together (the faults' first). After
+//! each poll (`EbpfSource::settle_reads`), the source attaches them when
+//! a record of an exec was read (the exec's program follows the thread
+//! in the kernel and wakes the reader at once), before the reader acts
+//! on the exec; and every [`CHECK_ATTACHED_NS`] (every
+//! [`CHECK_DETACHED_NS`] while detached) it looks whether the table of
+//! followed threads is empty (one `BPF_MAP_GET_NEXT_KEY`) and nothing
+//! records every task: then it detaches them; else it attaches them.
+//! Only a program on a raw tracepoint is detached: a perf event's close
+//! waits ~40 ms for a grace period (see `EbpfSource::stop`).
 //!
 //! What it costs the reader (measured in the daemon, this VM): a look at
 //! the empty table 50-125 µs (it scans its 65 536 buckets; a table with
-//! a thread in it stops at its first), an attach or a detach ~200 µs.
-//! So a launch that exits at once costs ~0.5 ms; a program let go as it
-//! reads from memory (`rg` over a tree in memory) has the program off its
-//! reads within 50 ms of the last followed thread's let-go or exit.
+//! a thread in it stops at its first), an attach 110-130 µs a program
+//! (`strace -T`), a detach ~200 µs. So a launch that exits at once costs
+//! ~1 ms, and its replay starts ~0.4 ms later; a program let go as it
+//! reads from memory (`rg` over a tree in memory) has the programs off
+//! its reads within 50 ms of the last followed thread's let-go or exit.
 //!
-//! What is lost: the reads a launch makes between its exec and the
-//! reader's attach, and the reads of a thread followed while nothing was
-//! (a record of its exec lost) for up to [`CHECK_DETACHED_NS`]. The
+//! What is lost: the reads and faults a launch makes between its exec
+//! and the reader's attach, and those of a thread followed while nothing
+//! was (a record of its exec lost) for up to [`CHECK_DETACHED_NS`]. The
 //! reader is late when its CPU is taken: at nice 19 against a busy task
 //! on each core it waits its turn for tens of milliseconds or more, and
 //! a short program reads its files before the attach. What such a read
 //! brought in from storage still comes, as the cache insertions (their
 //! program is never detached) made before [`Reads::seen_since`]: the
-//! daemon records those as the launch's reads. A read from memory in
-//! that time (an ELF header `ld.so` reads before mapping the library
-//! whose pages its faults report) goes unseen.
+//! daemon records those as the launch's reads. A read or a fault from
+//! memory in that time (an ELF header `ld.so` reads, a page of a library
+//! another program keeps cached) goes unseen: it is recorded at the
+//! next launch that finds it missing.
 //!
 //! Why the attach comes before the exec is acted on: acting on it (the
 //! launch's `/proc` files, its set, its replay's thread) took the daemon
@@ -58,63 +83,125 @@ use std::io;
 use std::os::fd::OwnedFd;
 
 /// How often the table of followed threads is looked at while the
-/// program is attached: it is detached this long at most after the last
-/// followed thread went.
+/// programs are attached: they are detached this long at most after the
+/// last followed thread went.
 pub const CHECK_ATTACHED_NS: u64 = 50_000_000;
 /// How often while detached (a thread followed with no exec read).
 pub const CHECK_DETACHED_NS: u64 = 250_000_000;
 
-/// The event whose program is detached.
-pub const EVENT: &str = "mm_filemap_get_pages";
+/// What a detached program would have seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Page-cache reads (`read`, `pread`, ...).
+    Reads,
+    /// Page faults and fault-around maps of mapped files.
+    Faults,
+}
 
-/// The reads' program and its link, when attached.
+/// The events whose programs are detached, and what each sees.
+pub const EVENTS: [(&str, Kind); 3] = [
+    ("mm_filemap_get_pages", Kind::Reads),
+    ("mm_filemap_fault", Kind::Faults),
+    ("mm_filemap_map_pages", Kind::Faults),
+];
+
+/// Event `name` and what its program sees, when it is one of [`EVENTS`].
+pub fn event(name: &str) -> Option<(&'static str, Kind)> {
+    EVENTS.iter().find(|(e, _)| *e == name).copied()
+}
+
+/// One program and its link, when attached.
+#[derive(Debug)]
+struct Detachable {
+    prog: Program,
+    event: &'static str,
+    kind: Kind,
+    link: Option<OwnedFd>,
+}
+
+/// The programs of [`EVENTS`] and their links.
 #[derive(Debug)]
 pub struct Reads {
-    prog: Program,
-    link: Option<OwnedFd>,
+    progs: Vec<Detachable>,
+    /// Which kinds are detached while no thread is followed.
+    detaching: [bool; 2],
     checked_ns: u64,
-    /// When it was last attached, once the attach returned.
+    /// When they were last attached, once the attach returned.
     attached_ns: u64,
-    /// Times it was detached.
+    /// Times they were detached.
     pub detached: u64,
 }
 
-impl Reads {
-    /// `prog`, attached by `link`, on raw tracepoint [`EVENT`]: first
-    /// looked at [`CHECK_ATTACHED_NS`] from now.
-    pub fn new(prog: Program, link: OwnedFd) -> Reads {
+impl Default for Reads {
+    /// None yet, both kinds detached while idle; first looked at
+    /// [`CHECK_ATTACHED_NS`] from now.
+    fn default() -> Reads {
         let now = outrider_sys::monotonic_ns();
         Reads {
-            prog,
-            link: Some(link),
+            progs: Vec::new(),
+            detaching: [true; 2],
             checked_ns: now,
             attached_ns: now,
             detached: 0,
         }
     }
+}
 
-    /// Since when (monotonic ns) every page read is seen: `None` while
-    /// detached. A read made before it, by a thread followed then, may
-    /// have gone unseen.
+impl Reads {
+    /// Add `prog`, attached by `link` on raw tracepoint `event` (one of
+    /// [`EVENTS`], as [`event`] gives it).
+    pub fn add(&mut self, prog: Program, (event, kind): (&'static str, Kind), link: OwnedFd) {
+        let link = Some(link);
+        self.progs.push(Detachable {
+            prog,
+            event,
+            kind,
+            link,
+        });
+    }
+
+    /// Whether it holds no program.
+    pub fn is_empty(&self) -> bool {
+        self.progs.is_empty()
+    }
+
+    /// Since when (monotonic ns) every page read and fault is seen:
+    /// `None` while a program is detached. A read made before it, by a
+    /// thread followed then, may have gone unseen.
     pub fn seen_since(&self) -> Option<u64> {
-        self.link.as_ref().map(|_| self.attached_ns)
+        self.attached().then_some(self.attached_ns)
     }
 
-    /// Whether the program is attached.
+    /// Whether every program is attached.
     pub fn attached(&self) -> bool {
-        self.link.is_some()
+        self.progs.iter().all(|p| p.link.is_some())
     }
 
-    /// The link's descriptor, when attached (handed over at the end).
-    pub fn take_link(&mut self) -> Option<OwnedFd> {
-        self.link.take()
+    /// The links' descriptors, of those attached (handed over at the end).
+    pub fn take_links(&mut self) -> Vec<OwnedFd> {
+        self.progs
+            .iter_mut()
+            .filter_map(|p| p.link.take())
+            .collect()
+    }
+
+    /// Detach the programs of page reads (`reads`) and of faults and
+    /// fault-around maps (`faults`) while no thread is followed; those
+    /// not, attached now and kept so.
+    pub fn detach_idle(&mut self, reads: bool, faults: bool) -> io::Result<()> {
+        self.detaching = [reads, faults];
+        self.attach(true)
+    }
+
+    fn detaches(&self, kind: Kind) -> bool {
+        self.detaching[kind as usize]
     }
 
     /// Once the reader acted on a poll, at `now_ns`: attach at an exec
     /// read; every [`CHECK_ATTACHED_NS`] ([`CHECK_DETACHED_NS`] while
     /// detached), attach when a thread is followed in `hash` or
     /// `everyone()` (a counter's lookup, asked only then) says every task
-    /// is recorded, else detach.
+    /// is recorded, else detach. Nothing when no program is detached so.
     pub fn settle(
         &mut self,
         now_ns: u64,
@@ -122,13 +209,16 @@ impl Reads {
         hash: &Map,
         everyone: impl FnOnce() -> io::Result<bool>,
     ) -> io::Result<()> {
+        if !self.progs.iter().any(|p| self.detaches(p.kind)) {
+            return Ok(());
+        }
         if exec_read {
             self.checked_ns = now_ns;
             return self.attach(true);
         }
-        let every = match self.link {
-            Some(_) => CHECK_ATTACHED_NS,
-            None => CHECK_DETACHED_NS,
+        let every = match self.attached() {
+            true => CHECK_ATTACHED_NS,
+            false => CHECK_DETACHED_NS,
         };
         if now_ns.saturating_sub(self.checked_ns) < every {
             return Ok(());
@@ -138,19 +228,48 @@ impl Reads {
         self.attach(wanted)
     }
 
-    /// Attach (`on`) or detach the program; nothing when it already is.
+    /// Attach every program (`on`), or detach those detached while idle;
+    /// nothing for a program that already is. The faults' first: a
+    /// launch's first pages come by its faults (`ld.so` mapping).
     pub fn attach(&mut self, on: bool) -> io::Result<()> {
-        match (on, self.link.is_some()) {
-            (true, false) => {
-                self.link = Some(self.prog.attach_raw_tracepoint(EVENT)?);
-                self.attached_ns = outrider_sys::monotonic_ns();
+        let detaching = self.detaching;
+        let (mut attached, mut detached) = (false, false);
+        let order = [Kind::Faults, Kind::Reads];
+        for kind in order {
+            for p in self.progs.iter_mut().filter(|p| p.kind == kind) {
+                let want = on || !detaching[kind as usize];
+                match (want, p.link.is_some()) {
+                    (true, false) => {
+                        p.link = Some(p.prog.attach_raw_tracepoint(p.event)?);
+                        attached = true;
+                    }
+                    (false, true) => {
+                        p.link = None;
+                        detached = true;
+                    }
+                    _ => {}
+                }
             }
-            (false, true) => {
-                self.link = None;
-                self.detached += 1;
-            }
-            _ => {}
         }
+        if attached {
+            self.attached_ns = outrider_sys::monotonic_ns();
+        }
+        self.detached += u64::from(detached);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_detached_events_are_the_page_reads_faults_and_maps() {
+        let kind = |name| event(name).map(|(_, k)| k);
+        assert_eq!(kind("mm_filemap_get_pages"), Some(Kind::Reads));
+        assert_eq!(kind("mm_filemap_fault"), Some(Kind::Faults));
+        assert_eq!(kind("mm_filemap_map_pages"), Some(Kind::Faults));
+        assert_eq!(kind("mm_filemap_add_to_page_cache"), None);
+        assert_eq!(kind("sched_process_exec"), None);
     }
 }
