@@ -71,27 +71,6 @@ const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// 256 MiB cap, would otherwise hold 16 GiB worth.
 const RECORDING_PAGES_MAX: u64 = 2 << 20;
 
-/// Pages a launch with no set to replay reads before the daemon judges
-/// whether it read them from memory (at most one in [`MISS_SHARE`]
-/// missed: a few directory blocks or files evicted since leave it so);
-/// a launch that did is no longer recorded. Recording is not free for
-/// the program: each new file is opened, stamped and closed by the
-/// daemon while the program runs, on the cores it needs. `rg` over a
-/// source tree in memory, recorded as a first launch, took 0.71x of its
-/// time with no daemon (medians of 5, alternated, the same wait before
-/// each run); stopped at its first 8 MiB, 0.96x and 1.00x in two
-/// sittings of 7. But 8 MiB judged too soon: `rustc -O` right after
-/// `rustc --version` reads its first 8 MiB from memory and most of its
-/// 104 MiB from the disk; judged at 8 MiB it was not recorded, and on
-/// the second day in miniature it ran slower than on the first (0.51 s
-/// against 0.43 s, 0.52 against 0.40; one day pair each); judged at
-/// 64 MiB, 0.36 against 0.37 and 0.19 against 0.40. What a launch from
-/// memory reads is no set to replay: its next cold launch is recorded.
-/// The eBPF programs judge the same way, in the launch's own context
-/// (`outrider_live::ebpf::EbpfSource::let_go_from_memory`): this thread,
-/// at nice 19, came to it late beside a launch that kept both cores busy.
-const HOT_PAGES: u64 = 16384;
-
 /// Launches up a launch's reads are recorded in besides its own
 /// ([`Daemon::record_read`]): `make` → `gcc` → `cc1` is two.
 pub(crate) const ANCESTORS_MAX: usize = 3;
@@ -465,8 +444,10 @@ impl Daemon {
         (opened.source.detach_idle(reads, faults)).map_err(|e| format!("tracing: {e}"))?;
         // The kernel judges as `stop_if_hot` does, at nice 0 in the
         // launch's own context, where the daemon comes late.
-        (opened.source.let_go_from_memory(HOT_PAGES, MISS_SHARE))
-            .map_err(|e| format!("tracing: {e}"))?;
+        (opened
+            .source
+            .let_go_from_memory(self.cfg.judge_pages(), MISS_SHARE))
+        .map_err(|e| format!("tracing: {e}"))?;
         self.untracker = opened.source.untracker().map(Arc::new);
         self.src = Some(opened.source);
         Ok(prompt)

@@ -123,12 +123,12 @@
 //! # When a launch is not recorded
 //!
 //! * **It reads from memory.** A launch with no set of its own whose
-//!   first 64 MiB read came from the cache (at most one page in 32
-//!   missed), or whose replay found its set in memory (below), is no
-//!   longer followed and its recording is dropped: recording costs the
-//!   program the daemon's work on the cores it runs on (`rg` over a
-//!   source tree in memory took 0.71x of its time recorded), and what a
-//!   launch from memory reads is no set to replay. Its set, if it had
+//!   first 16 MiB read (`judge_from_memory_mib`) came from the cache (at
+//!   most one page in 32 missed), or whose replay found its set in
+//!   memory (below), is no longer followed and its recording is
+//!   dropped: recording costs the program the daemon's work on the cores
+//!   it runs on (`rg` over a source tree in memory took 0.71x of its time
+//!   recorded), and what a launch from memory reads is no set to replay. Its set, if it had
 //!   one, stays as it was; its next cold launch is recorded.
 //!
 //! # When a replay is not made

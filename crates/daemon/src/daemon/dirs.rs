@@ -53,7 +53,7 @@ impl Daemon {
     /// memory. Until then a launch may be one in memory: with a set of
     /// its own, 20-280 ms of it (the first `rg` over a tree in memory
     /// after a pause was marked for 33 of its 46 5-ms samples); with
-    /// none, until it is judged at its `HOT_PAGES`, later still when the
+    /// none, until it is judged (`judge_from_memory_mib`), later still when the
     /// daemon waits for a CPU the launch keeps busy (a copy of `rg` never
     /// seen, over a tree in memory, marked to its exit: 0.90x-0.92x of its
     /// time with no daemon, 0.96x with no watch, medians of 10-12

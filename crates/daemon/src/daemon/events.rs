@@ -5,7 +5,7 @@
 
 use super::launches::NotLaunch;
 use super::status::status_of;
-use super::{Daemon, ANCESTORS_MAX, HOT_PAGES, RECORDING_PAGES_MAX};
+use super::{Daemon, ANCESTORS_MAX, RECORDING_PAGES_MAX};
 use crate::launchset::{PagesRead, EVIDENCE_PAGES, MISS_SHARE};
 use outrider_live::tracefs::{folio_pages, EventKind, LiveEvent};
 use std::sync::atomic::Ordering;
@@ -148,7 +148,8 @@ impl Daemon {
     /// Record what launch `id` holds
     /// ([`crate::launchset::Recorder::holding`]) once it is seen to read
     /// from storage: its tree missed [`EVIDENCE_PAGES`] or more, over one
-    /// page in [`MISS_SHARE`] of those it read, or it read [`HOT_PAGES`]
+    /// page in [`MISS_SHARE`] of those it read, or it read the pages it is
+    /// judged at ([`Config::judge_pages`](crate::config::Config::judge_pages))
     /// and was not judged hot. Recorded, a set that fills up stops its
     /// launch being followed ([`Daemon::untrack_if_full`]). Else what it
     /// holds is recorded at the end of its window, after the program ran,
@@ -172,7 +173,8 @@ impl Daemon {
         let Some(l) = self.launches.get_mut(&id) else {
             return;
         };
-        let cold = missed >= EVIDENCE_PAGES && missed * MISS_SHARE > read || read >= HOT_PAGES;
+        let judged_at = self.cfg.judge_pages();
+        let cold = missed >= EVIDENCE_PAGES && missed * MISS_SHARE > read || read >= judged_at;
         if l.hot || !l.rec.is_holding() || !cold {
             return;
         }
@@ -194,7 +196,8 @@ impl Daemon {
     }
 
     /// Stop recording launch `id` once it reads from memory: once the
-    /// first [`HOT_PAGES`] pages its tree read came from there (at most 1
+    /// first pages its tree read came from there, as many as it is judged
+    /// at ([`Config::judge_pages`](crate::config::Config::judge_pages); at most 1
     /// in [`MISS_SHARE`] missed), before the read of `read` pages that
     /// reached them is recorded, or once its replay found its set there.
     /// Its tasks are no longer followed and nothing it read is saved (its
@@ -203,7 +206,8 @@ impl Daemon {
         let Some(s) = status_of(&mut self.status, id) else {
             return;
         };
-        let crossed = s.read_pages >= HOT_PAGES && s.read_pages - read < HOT_PAGES;
+        let at = self.cfg.judge_pages();
+        let crossed = s.read_pages >= at && s.read_pages - read < at;
         let in_memory = s.missed_pages * MISS_SHARE <= s.read_pages;
         let Some(l) = self.launches.get_mut(&id).filter(|l| !l.hot) else {
             return;
@@ -222,7 +226,7 @@ impl Daemon {
     /// which the daemon never sees), and they would count as recording,
     /// and hold the metadata walk's mark, for their whole window, and be
     /// saved at its end. `rg` over a source tree in memory, never seen
-    /// before, let go at its first 64 MiB: 3 launches of 4 were left
+    /// before, let go at its first 64 MiB (the bound then): 3 launches of 4 were left
     /// recording, their 3 000 directories resolved and files opened at
     /// their end, and the mark held for all of their run. So also a
     /// launch that read more than a holding

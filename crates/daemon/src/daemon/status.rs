@@ -123,7 +123,7 @@ pub struct Status {
     /// before.
     pub launches_repeated: u64,
     /// Launches no longer recorded once they were found to read from
-    /// memory (the daemon's `HOT_PAGES`).
+    /// memory (`judge_from_memory_mib`).
     pub launches_hot: u64,
     /// Execs dropped in the kernel, their file name quieted after an exec
     /// that was not a launch (repeated, or not watched; the eBPF source
