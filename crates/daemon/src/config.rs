@@ -12,7 +12,7 @@
 //! | `launch_key_args` | `2` | command-line words in an application's name besides its executable: `argv[0]`'s name, then arguments, paths (a `/`, or a name with an extension: told from the word, nothing looked up) written `<file>` ([`crate::launchset::app_name`]); `0`: the executable alone |
 //! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set |
 //! | `launch_cap_mib` | `256` | bytes one launch set holds at most |
-//! | `judge_from_memory_mib` | `16` | a launch with no set of its own is followed until its tree read this much; if at most one page in 32 of it missed the cache, it reads from memory and is let go, unrecorded (its next cold launch is recorded); [`Config::judge_pages`] says what the bound trades |
+//! | `judge_from_memory_mib` | `64` | a launch with no set of its own is followed until its tree read this much; if at most one page in 32 of it missed the cache, it reads from memory and is let go, unrecorded (its next cold launch is recorded); [`Config::judge_pages`] says what the bound trades |
 //! | `launch_files_max` | `8192` | files one launch set (and the boot set) holds at most: the daemon's work goes by files as much as by bytes (each is opened, stamped and named when recorded, verified, mapped and opened again when replayed, and the whole set handled at each launch); `rg` over a tree of 31 479 small files, its set whole at 32 768: its day 2 in the day in miniature took 0.48-0.57 of its day-1 time (0.86-0.89 at 8 192), but each of its launches from memory cost the daemon 78 ms of CPU (19 ms), the daemon held 84 MiB (27 MiB), and `rg` over the tree in memory ran at 0.92x of its speed with no daemon; with the replay stopping once its launch is judged to read from memory, 32 768 took the day to 67-70% of its headroom (47% at 8 192) and `rg` over the tree in memory to 0.98-0.99x, but an `rg` never seen over it, covered by that set, to 0.92x in three sittings (0.95x at 8 192 in the same sitting; `FILES_MAX=32768 bash bench/daemon/launch.sh`); and with that launch judged by the kernel at its 64 MiB as any launch with no set of its own, 32 768 took the day to 76% (1.64x) and left that `rg` at 0.93x (control 1.01x; the bench of 2026-12-02): the set's 16 probes found a page missing in 4 of its 6 launches (this VM's page cache loses pages in the background), and each such replay went over the set's 31 491 files until the launch was let go, 40-60 ms of the daemon's CPU, against 0-10 ms where the probes passed |
 //! | `argument_roots` | `true` | a launch replays none of its set's files (its mapped files apart) that lie under a path the set's launch was given on its command line and it was not, where the two lie apart (`grep -r x arch/arm64`, then `grep -r x arch/powerpc`), or under the set's launch's working directory when this launch's lies apart from it and neither is `/` or the user's home directory or above it (`git status` in one repository, then in another), nor walks such directories ([`crate::roots`], with what it cost); `false`: the set replays whole, as FAST and IORap replay an application's set |
 //! | `read_around` | `false` | a replay asks for each mapped file (an executable, a library) no larger than half its disk's readahead window whole, at its first access, as the kernel reads it at the first page fault in it ([`crate::launchset`], module `around`, with what it cost); `false`: only the pages the launch touched |
@@ -134,7 +134,7 @@ impl Default for Config {
             launch_key_args: 2,
             launch_window_s: 5.0,
             launch_cap_mib: 256,
-            judge_from_memory_mib: 16,
+            judge_from_memory_mib: 64,
             launch_files_max: 8192,
             argument_roots: true,
             read_around: false,
@@ -343,13 +343,12 @@ impl Config {
     /// against 0.43 s, 0.52 against 0.40; one day pair each); judged at
     /// 64 MiB, 0.36 against 0.37 and 0.19 against 0.40. Judged at 16 MiB
     /// (through the `rustup` proxy, caches dropped, `rustc --version`,
-    /// then `rustc -O`), its 16 MiB had 51 226 pages missed in its tree:
-    /// recorded. And a fresh copy of `rg` over the tree in memory took
-    /// 0.998x and 0.997x of its time with no daemon judged at 16 MiB
-    /// against 0.984x and 0.986x at 64 (its CPU time 0.999x against
-    /// 0.989x; medians of 10 alternations of 5 runs, two sittings). What
-    /// a launch from memory reads is no set to replay: its next cold
-    /// launch is recorded.
+    /// then `rustc -O`), its first 16 MiB had 51 226 pages missed in its
+    /// tree: recorded. But a fresh copy of `rg` over the tree in memory
+    /// took 0.977x of its time with no daemon judged at 16 MiB and 0.977x
+    /// at 64 (its CPU time 0.980x both; medians of 10 alternations of 5
+    /// runs): no gain seen, so 64 stays. What a launch from memory reads
+    /// is no set to replay: its next cold launch is recorded.
     /// The eBPF programs judge the same way, in the launch's own context
     /// (`outrider_live::ebpf::EbpfSource::let_go_from_memory`): this thread,
     /// at nice 19, came to it late beside a launch that kept both cores busy.

@@ -123,7 +123,7 @@
 //! # When a launch is not recorded
 //!
 //! * **It reads from memory.** A launch with no set of its own whose
-//!   first 16 MiB read (`judge_from_memory_mib`) came from the cache (at
+//!   first 64 MiB read (`judge_from_memory_mib`) came from the cache (at
 //!   most one page in 32 missed), or whose replay found its set in
 //!   memory (below), is no longer followed and its recording is
 //!   dropped: recording costs the program the daemon's work on the cores

@@ -226,7 +226,7 @@ impl Daemon {
     /// which the daemon never sees), and they would count as recording,
     /// and hold the metadata walk's mark, for their whole window, and be
     /// saved at its end. `rg` over a source tree in memory, never seen
-    /// before, let go at its first 64 MiB (the bound then): 3 launches of 4 were left
+    /// before, let go at its first 64 MiB: 3 launches of 4 were left
     /// recording, their 3 000 directories resolved and files opened at
     /// their end, and the mark held for all of their run. So also a
     /// launch that read more than a holding

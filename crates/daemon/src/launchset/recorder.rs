@@ -16,9 +16,8 @@ const MAX_RANGE_PAGES: u64 = 1 << 16;
 
 /// Reads a [`Recorder`] holds at most ([`Recorder::holding`]): then
 /// it records them and the rest as they come. A launch reading from
-/// memory is judged at its `judge_from_memory_mib` (16 MiB by default;
-/// 64 MiB, the most this bound was sized for, before it gets here if its
-/// reads average 2 pages or more) (`rg` over a source tree: ~8 a read). 32
+/// memory is judged at its `judge_from_memory_mib` (64 MiB by default),
+/// before it gets here if its reads average 2 pages or more (`rg` over a source tree: ~8 a read). 32
 /// bytes each: 256 KiB a launch, 16 MiB for 64 launches recorded at once.
 const HELD_MAX: usize = 8192;
 
@@ -107,7 +106,7 @@ impl Recorder {
     /// by its inode, looks at it and closes it, on the daemon's thread,
     /// while the program runs on the cores it needs: an `rg` never seen,
     /// over a tree in memory, had 3 170 files resolved before it was
-    /// judged (at its 64 MiB, then the bound) and dropped; `open_by_handle_at`, `close`
+    /// judged (at its 64 MiB) and dropped; `open_by_handle_at`, `close`
     /// and `fstatat` were 38% of the daemon's CPU in its runs (perf), and
     /// it ran at 0.92x of its speed with no daemon.
     pub fn holding(cap_bytes: u64, files_max: usize) -> Recorder {

@@ -20,8 +20,8 @@
 //! being the 50 ms after the loop's own exec ([`CHECK_ATTACHED_NS`]).
 //! Measured, alternated with the daemon stopped (this VM): a program
 //! that forks and execs `/bin/true` 300 times, each exec timed, took at
-//! its 10th percentile 0.999x of the stopped time with them detached,
-//! 0.987x with them attached (medians of 8 repetitions of 5 runs); a
+//! its 10th percentile 0.989x of the stopped time with them detached,
+//! 0.986x with them attached (medians of 8 repetitions of 5 runs); a
 //! script of ~550 execs of a dozen small programs 0.987x against 0.977x
 //! (medians of 10). A process not followed that maps and touches 163 840
 //! cached pages (~20 000 faults and maps) in a loop took 44.6 ms
@@ -31,7 +31,7 @@
 //! Detached so once before, they were attached again when a test of a
 //! routine's launches had half of a launch's read unseen: the attach then
 //! came after the exec was acted on, 10-24 ms late on a busy machine (see
-//! below); with the attach first, that test passed 10 of 10 runs, 4 of
+//! below); with the attach first, that test passed 8 of 8 runs, 3 of
 //! them beside a busy loop.
 //! `detach_idle_faults = false` keeps them attached.
 //!
