@@ -48,7 +48,9 @@
 # run is a new launch, followed until it is judged to read from memory);
 # grep-tree, du-tree, tar-tree and git-log are what a user runs over a
 # tree in memory (one thread's search, a metadata walk, an archive to a
-# pipe, a history read), none of them tuned for.
+# pipe, a history read), none of them tuned for; make-c is a build (make
+# -B -j2 of 41 small C files and their link: ~90 execs of gcc, cc1, as,
+# collect2 and ld).
 # UNHELPED="" skips it.
 #
 # Then the daemon on a busy machine: two busy loops keep both cores
@@ -66,7 +68,7 @@ SHORT_REPS=$REPS
 PROGRAMS=${PROGRAMS:-"gcc gxx rustc java node python python-bare perl file git-status wc"}
 DAY_PROGRAMS=${DAY_PROGRAMS-"file perl python-bare git-status gcc gxx node python java rustc find rg"}
 DAY_REPS=${DAY_REPS:-5}
-UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached rg-tree rg-unseen grep-tree du-tree tar-tree git-log"}
+UNHELPED=${UNHELPED-"exec-storm cpu-python sha-cached rg-tree rg-unseen grep-tree du-tree tar-tree git-log make-c"}
 UNHELPED_REPS=${UNHELPED_REPS:-15}
 UNHELPED_RUNS=${UNHELPED_RUNS:-5}
 OUT=${OUT:-bench/results/daemon.md}
@@ -211,7 +213,21 @@ unhelped_cmd() {
     du-tree) suite_tree; CMD=(du -s "$src") ;;
     tar-tree) suite_tree; CMD=(sh -c 'tar -cf - "$1" | wc -c' sh "$src") ;;
     git-log) suite_install git:git; suite_git; CMD=(git -C "$repo" log --stat -n 300) ;;
+    make-c) suite_install gcc:gcc; make_project; CMD=(make -s -B -j2 -C "$DATA_DIR/make-c") ;;
   esac
+}
+# make-c's project: 40 files of a function each and a main, built with
+# -O1 and linked.
+make_project() {
+  local d=$DATA_DIR/make-c i
+  [ -f "$d/.complete" ] && return 0
+  rm -rf "$d"; mkdir -p "$d"
+  for i in $(seq 40); do
+    printf '#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\nint f%d(int x) { char b[64]; snprintf(b, 64, "%%d", x); return strlen(b) + atoi(b); }\n' "$i" > "$d/f$i.c"
+  done
+  printf 'int main(void) { return 0; }\n' > "$d/main.c"
+  printf 'OBJ := $(patsubst %%.c,%%.o,$(wildcard *.c))\nprog: $(OBJ)\n\tgcc -o $@ $^\n%%.o: %%.c\n\tgcc -O1 -c $< -o $@\n' > "$d/Makefile"
+  touch "$d/.complete"
 }
 # rg-unseen runs rg as an executable the daemon never saw: a fresh copy
 # of it per run (a launch is keyed by its executable's path), made
