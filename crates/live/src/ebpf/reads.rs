@@ -123,7 +123,8 @@ struct Detachable {
 #[derive(Debug)]
 pub struct Reads {
     progs: Vec<Detachable>,
-    /// Which kinds are detached while no thread is followed.
+    /// Which kinds are detached while no thread is followed, indexed by
+    /// [`Kind`] ([`Reads::detaches`]).
     detaching: [bool; 2],
     checked_ns: u64,
     /// When they were last attached, once the attach returned.
@@ -232,12 +233,10 @@ impl Reads {
     /// nothing for a program that already is. The faults' first: a
     /// launch's first pages come by its faults (`ld.so` mapping).
     pub fn attach(&mut self, on: bool) -> io::Result<()> {
-        let detaching = self.detaching;
         let (mut attached, mut detached) = (false, false);
-        let order = [Kind::Faults, Kind::Reads];
-        for kind in order {
+        for kind in [Kind::Faults, Kind::Reads] {
+            let want = on || !self.detaches(kind);
             for p in self.progs.iter_mut().filter(|p| p.kind == kind) {
-                let want = on || !detaching[kind as usize];
                 match (want, p.link.is_some()) {
                     (true, false) => {
                         p.link = Some(p.prog.attach_raw_tracepoint(p.event)?);
