@@ -18,8 +18,9 @@
 # daemon's resident memory and CPU from `outrider status --json`.
 # `wc` (a 256 MiB sequential read) is a program a launch set cannot help:
 # it measures the daemon's cost. Needs root. PROGRAMS="gcc node" selects;
-# LAUNCH_CAP=MiB, FILES_MAX=N and JUDGE_MIB=MiB set launch_cap_mib,
-# launch_files_max and judge_from_memory_mib;
+# LAUNCH_CAP=MiB, FILES_MAX=N, JUDGE_MIB=MiB and DETACH_FAULTS=false set
+# launch_cap_mib, launch_files_max, judge_from_memory_mib and
+# detach_idle_faults;
 # OUT=file writes elsewhere.
 #
 # Then a day in miniature: DAY_PROGRAMS (a dozen) run one after another
@@ -94,6 +95,7 @@ successor_prefetch = false
 ${LAUNCH_CAP:+launch_cap_mib = $LAUNCH_CAP}
 ${FILES_MAX:+launch_files_max = $FILES_MAX}
 ${JUDGE_MIB:+judge_from_memory_mib = $JUDGE_MIB}
+${DETACH_FAULTS:+detach_idle_faults = $DETACH_FAULTS}
 EOF
 sed '/^successor_prefetch/d' "$work/daemon.toml" > "$work/day.toml"
 conf=$work/daemon.toml
