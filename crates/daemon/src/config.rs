@@ -353,7 +353,7 @@ impl Config {
     /// (`outrider_live::ebpf::EbpfSource::let_go_from_memory`): this thread,
     /// at nice 19, came to it late beside a launch that kept both cores busy.
     pub fn judge_pages(&self) -> u64 {
-        self.judge_from_memory_mib << 8
+        (self.judge_from_memory_mib << 20) / crate::launchset::PAGE
     }
 
     /// Is `exe` watched (named by `watch`, or `watch` empty, and not excluded)?

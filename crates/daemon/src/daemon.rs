@@ -444,10 +444,9 @@ impl Daemon {
         (opened.source.detach_idle(reads, faults)).map_err(|e| format!("tracing: {e}"))?;
         // The kernel judges as `stop_if_hot` does, at nice 0 in the
         // launch's own context, where the daemon comes late.
-        (opened
-            .source
-            .let_go_from_memory(self.cfg.judge_pages(), MISS_SHARE))
-        .map_err(|e| format!("tracing: {e}"))?;
+        let judged_at = self.cfg.judge_pages();
+        (opened.source.let_go_from_memory(judged_at, MISS_SHARE))
+            .map_err(|e| format!("tracing: {e}"))?;
         self.untracker = opened.source.untracker().map(Arc::new);
         self.src = Some(opened.source);
         Ok(prompt)

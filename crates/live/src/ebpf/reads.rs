@@ -217,9 +217,10 @@ impl Reads {
             self.checked_ns = now_ns;
             return self.attach(true);
         }
-        let every = match self.attached() {
-            true => CHECK_ATTACHED_NS,
-            false => CHECK_DETACHED_NS,
+        let every = if self.attached() {
+            CHECK_ATTACHED_NS
+        } else {
+            CHECK_DETACHED_NS
         };
         if now_ns.saturating_sub(self.checked_ns) < every {
             return Ok(());
