@@ -91,6 +91,9 @@ struct Launch {
     replayed: Option<Arc<AppHistory>>,
     /// With no set of its own: the search for another application's.
     matcher: Option<Matcher>,
+    /// The set its matcher found and where to replay it from, until the
+    /// launch reads from storage ([`Daemon::replay_shared_if_cold`]).
+    shared: Option<(String, usize)>,
     /// Its set is full and its tasks are no longer followed in the kernel.
     full: bool,
     /// It read from memory ([`Daemon::stop_if_hot`]): no longer followed,

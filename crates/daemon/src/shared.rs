@@ -11,7 +11,10 @@
 //! looks for [`MATCH_FILES`] files read one after another at increasing
 //! positions of one set. Only files at most [`SPECIFIC_MAX`] sets hold
 //! count: shared libraries and locale files, read by every program in
-//! the same order, would match any two programs.
+//! the same order, would match any two programs. The daemon replays a
+//! match once its launch is seen to read from storage
+//! (`Daemon::replay_shared_if_cold`): a launch reading from memory has
+//! nothing to gain from it.
 
 use outrider_store::AppHistory;
 use rustc_hash::{FxHashMap, FxHashSet};

@@ -36,11 +36,16 @@ pub fn drop_caches() {
 /// then reads from the disk, as a launch the daemon learns from does (one
 /// that reads from memory is not recorded).
 pub fn evict(path: &Path) {
+    evict_first(path, 0);
+}
+
+/// Drop the first `bytes` of `path` from the page cache (0: all of it).
+pub fn evict_first(path: &Path, bytes: i64) {
     use std::os::fd::AsRawFd;
     let f = std::fs::File::open(path).unwrap();
     f.sync_all().unwrap();
     // SAFETY: a valid descriptor; advice only.
-    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, bytes, libc::POSIX_FADV_DONTNEED) };
     assert_eq!(r, 0, "DONTNEED of {}", path.display());
 }
 

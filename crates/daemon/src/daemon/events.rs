@@ -136,8 +136,11 @@ impl Daemon {
             let matched = (l.matcher.as_mut())
                 .filter(|_| depth == 0)
                 .and_then(|m| m.read(&self.index, (dev, ino)));
-            if let Some((key, from)) = matched {
-                self.replay_shared(a, &key, from);
+            if matched.is_some() {
+                l.shared = matched;
+            }
+            if depth == 0 {
+                self.replay_shared_if_cold(a);
             }
             self.commit_if_cold(a);
             self.show_recorded(a);
@@ -323,6 +326,7 @@ impl Daemon {
             if let Some(l) = self.launches.get(&id) {
                 l.reads.missed.fetch_add(pages, Ordering::Relaxed);
             }
+            self.replay_shared_if_cold(id);
             self.commit_if_cold(id);
         }
     }

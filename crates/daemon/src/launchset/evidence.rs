@@ -72,6 +72,13 @@ impl LaunchReads {
         }
     }
 
+    /// Did the daemon's events see the launch read from storage: more of
+    /// its pages missed than one in [`MISS_SHARE`] of those it read, or
+    /// of [`EVIDENCE_PAGES`] while it read fewer ([`evidence_of`])?
+    pub fn from_storage(&self) -> bool {
+        self.evidence() == Some(false)
+    }
+
     /// What the daemon's events tell so far ([`evidence_of`]).
     fn evidence(&self) -> Option<bool> {
         evidence_of((
