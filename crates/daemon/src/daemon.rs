@@ -540,6 +540,7 @@ impl Daemon {
         {
             self.save_pending();
             self.last_save_ns = now;
+            self.trim_if_idle();
         }
         let since = now.saturating_sub(self.status_written_ns);
         if (self.dirty && since >= STATUS_MIN_NS) || since >= STATUS_EVERY_NS || stopping {
@@ -641,6 +642,23 @@ impl Daemon {
         }
         self.status.launch_sets_stored = self.sets.stored();
         self.dirty = true;
+    }
+}
+
+impl Daemon {
+    /// Give the heap's free memory back to the kernel once no launch is
+    /// recorded: a launch set of thousands of files, recorded, saved and
+    /// indexed, leaves most of what it held free in the allocator's
+    /// arenas (one per thread that replayed), and glibc returns only the
+    /// top of the main one by itself. With `launch_files_max = 32768`,
+    /// two cold launches of `rg` over a tree of 31 479 files left the
+    /// daemon at 68 MiB resident; trimmed after each save with no launch
+    /// recording, at 41 MiB (each trim 0.1-1.8 ms).
+    fn trim_if_idle(&self) {
+        if self.launches.is_empty() {
+            // SAFETY: no preconditions; it only releases free memory.
+            unsafe { libc::malloc_trim(0) };
+        }
     }
 }
 

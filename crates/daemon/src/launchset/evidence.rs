@@ -74,7 +74,7 @@ impl LaunchReads {
 
     /// Did the daemon's events see the launch read from storage: more of
     /// its pages missed than one in [`MISS_SHARE`] of those it read, or
-    /// of [`EVIDENCE_PAGES`] while it read fewer ([`evidence_of`])?
+    /// of [`EVIDENCE_PAGES`] while it read fewer?
     pub fn from_storage(&self) -> bool {
         self.evidence() == Some(false)
     }

@@ -43,7 +43,7 @@ pub struct ReplayStats {
     pub stopped_busy: bool,
     /// Its launch was judged to read from memory while it ran
     /// ([`LaunchReads::judge_hot`]), and its own requests had found their
-    /// pages there ([`asked_from_memory`]): the rest was not asked for. (A set
+    /// pages there (`asked_from_memory`): the rest was not asked for. (A set
     /// with a page or two evicted fails its probes; `rg` over a tree in
     /// memory, its set of 31 500 files, then had every file opened by
     /// handle and its tree walked, 0.37 s of the daemon's CPU, until it
