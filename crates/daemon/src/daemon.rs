@@ -643,9 +643,7 @@ impl Daemon {
         self.status.launch_sets_stored = self.sets.stored();
         self.dirty = true;
     }
-}
 
-impl Daemon {
     /// Give the heap's free memory back to the kernel once no launch is
     /// recorded: a launch set of thousands of files, recorded, saved and
     /// indexed, leaves most of what it held free in the allocator's

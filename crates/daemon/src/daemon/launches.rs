@@ -65,11 +65,14 @@ impl Daemon {
     /// and never for a launch judged to read from memory. A copy of `rg`
     /// never seen, over a tree in memory that `rg`'s set of 8 192 files
     /// covers, matched it at its third file and had the set loaded,
-    /// verified and probed at once: 4-5 ms of the daemon's CPU a launch
-    /// against 2 ms with no set to match (10 launches), and 0.973x of its
-    /// time with no daemon against 0.987x (medians of 20 alternations of
-    /// 5 runs). A launch reading from storage shows it within its first
-    /// few files (more than 8 pages missed, as many as it read).
+    /// verified and probed at once: 4-5 ms of the daemon's CPU a launch,
+    /// 2 ms once replayed only from storage (10 launches each; their
+    /// wall times were not told apart, 0.981x and 0.980x of no daemon in
+    /// 20 alternations of 5 runs). Such a copy over the tree cold,
+    /// following the set from storage, still ran 1.23x of no daemon
+    /// (1.15x replayed at once; medians of 7 alternations): a launch
+    /// reading from storage shows it within its first files (more than 8
+    /// pages missed, and more than one in 32 of those it read).
     pub(super) fn replay_shared_if_cold(&mut self, id: u64) {
         let Some(l) = self.launches.get_mut(&id) else {
             return;
