@@ -332,14 +332,24 @@ fn a_file_the_last_launch_was_given_is_not_replayed_for_another() {
 }
 
 /// The second and third launches of [`a_b_a`] replayed the interpreter
-/// and not the other launch's file.
+/// and not the other launch's file: each asked for at least 512 pages
+/// fewer than a launch before it recorded (the interpreter's pages and
+/// its file's 1 024). The third's set holds what either launch before
+/// it read of the interpreter, so it is held to the larger of their
+/// two: in one CI run the first launch (the daemon's first, its
+/// programs attached for the first time) recorded 1 958 pages, its
+/// file's 1 024 among them, and the third asked for 1 769 of the
+/// interpreter's alone.
 fn only_the_interpreter_replayed(
     ([first, second, third], a_cached, b_cached): ([Value; 3], f64, f64),
 ) {
     assert_eq!(second["files_left_out"], 1, "{second}");
-    // The first set: the interpreter's pages and a's 1 024.
-    let recorded = first["recorded_pages"].as_u64().unwrap();
-    for (l, cached) in [(&second, a_cached), (&third, b_cached)] {
+    let recorded = |l: &Value| l["recorded_pages"].as_u64().unwrap();
+    let both = recorded(&first).max(recorded(&second));
+    for (recorded, l, cached) in [
+        (recorded(&first), &second, a_cached),
+        (both, &third, b_cached),
+    ] {
         let asked = requested(l);
         assert!(
             asked > 0 && asked + 512 <= recorded,
