@@ -139,7 +139,7 @@ impl Daemon {
             if matched.is_some() {
                 l.shared = matched;
             }
-            if depth == 0 {
+            if l.shared.is_some() {
                 self.replay_shared_if_cold(a);
             }
             self.commit_if_cold(a);
@@ -275,6 +275,11 @@ impl Daemon {
             return;
         };
         (l.hot, l.full) = (true, true);
+        // Nor does it follow another application's set from now on.
+        l.shared = None;
+        if let Some(m) = l.matcher.as_mut() {
+            m.done = true;
+        }
         l.reads.judge_hot();
         l.rec.discard();
         if let Some(s) = status_of(&mut self.status, id) {
@@ -323,10 +328,13 @@ impl Daemon {
             if let Some(s) = status_of(&mut self.status, id) {
                 s.missed_pages += pages;
             }
-            if let Some(l) = self.launches.get(&id) {
+            let pending = self.launches.get(&id).is_some_and(|l| {
                 l.reads.missed.fetch_add(pages, Ordering::Relaxed);
+                l.shared.is_some()
+            });
+            if pending {
+                self.replay_shared_if_cold(id);
             }
-            self.replay_shared_if_cold(id);
             self.commit_if_cold(id);
         }
     }

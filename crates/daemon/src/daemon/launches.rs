@@ -62,7 +62,8 @@ impl Daemon {
     /// Replay the set launch `id`'s matcher found ([`crate::shared`])
     /// once its reads are seen to come from storage
     /// ([`LaunchReads::from_storage`](crate::launchset::LaunchReads::from_storage)),
-    /// and never for a launch judged to read from memory. A copy of `rg`
+    /// and never for a launch judged to read from memory (`make_hot`
+    /// drops its match and ends its matcher). A copy of `rg`
     /// never seen, over a tree in memory that `rg`'s set of 8 192 files
     /// covers, matched it at its third file and had the set loaded,
     /// verified and probed at once: 4-5 ms of the daemon's CPU a launch,
@@ -77,14 +78,12 @@ impl Daemon {
         let Some(l) = self.launches.get_mut(&id) else {
             return;
         };
-        if l.hot {
-            l.shared = None;
-        }
-        if l.shared.is_none() || !l.reads.from_storage() {
+        if !l.reads.from_storage() {
             return;
         }
-        let (key, from) = l.shared.take().expect("checked above");
-        self.replay_shared(id, &key, from);
+        if let Some((key, from)) = l.shared.take() {
+            self.replay_shared(id, &key, from);
+        }
     }
 
     /// Launch `id`, with no set of its own, reads files of set `key` in
