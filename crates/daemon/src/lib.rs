@@ -146,7 +146,7 @@
 //! * **Another application's set, to a launch reading from memory.** A
 //!   launch with no set of its own that reads files of another's in
 //!   its order ([`shared`]) has that set replayed only once its reads
-//!   are seen to come from storage (more than 8 of its pages missed,
+//!   are seen to come from storage (at least 64 of its pages missed,
 //!   and more than one in 32 of those it read): loading, verifying and
 //!   probing a set of 8 192 files
 //!   cost the daemon 2.5 ms of CPU at each launch of an `rg` over a

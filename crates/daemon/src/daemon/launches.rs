@@ -72,8 +72,8 @@ impl Daemon {
     /// 20 alternations of 5 runs). Such a copy over the tree cold,
     /// following the set from storage, still ran 1.23x of no daemon
     /// (1.15x replayed at once; medians of 7 alternations): a launch
-    /// reading from storage shows it within its first files (more than 8
-    /// pages missed, and more than one in 32 of those it read).
+    /// reading from storage shows it within its first files (64 pages
+    /// missed, and more than one in 32 of those it read).
     pub(super) fn replay_shared_if_cold(&mut self, id: u64) {
         let Some(l) = self.launches.get_mut(&id) else {
             return;
