@@ -331,8 +331,11 @@ impl Config {
     /// memory (at most one page in
     /// [`MISS_SHARE`](crate::launchset::MISS_SHARE) missed: a few directory blocks or files evicted since leave it so);
     /// a launch that did is no longer recorded. Recording is not free for
-    /// the program: each new file is opened, stamped and closed by the
-    /// daemon while the program runs, on the cores it needs. `rg` over a
+    /// the program: each new file was opened, stamped and closed by the
+    /// daemon while the program ran, on the cores it needs (now after it,
+    /// where the file can be opened by inode then:
+    /// [`Recorder::record_later`](crate::launchset::Recorder::record_later)),
+    /// and each of its reads is sent and filed. `rg` over a
     /// source tree in memory, recorded as a first launch, took 0.71x of its
     /// time with no daemon (medians of 5, alternated, the same wait before
     /// each run); stopped at its first 8 MiB, 0.96x and 1.00x in two

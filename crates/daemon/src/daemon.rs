@@ -515,6 +515,7 @@ impl Daemon {
             self.dirty = true;
         }
         self.take_exits();
+        self.commit_exited();
         (self.cpu).tick(now, (self.cfg.cpu_max_pct, self.cfg.cpu_busy_pct));
         let window = (self.cfg.launch_window_s * 1e9) as u64;
         let ended: Vec<u64> = self

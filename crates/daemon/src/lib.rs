@@ -69,10 +69,12 @@
 //!   alternated, `bench/daemon/launch.sh`). The set holds pages the launch
 //!   touched, not the kernel's readahead around them, nor the pages a
 //!   read asked for past the end of its file. It also holds at most
-//!   [`config::Config::launch_files_max`] files (8 192): the daemon's
-//!   work goes by files (each opened, stamped and named when recorded,
-//!   verified, mapped and opened again when replayed, and the whole set
-//!   handled at each launch). `rg`'s set of 31 479 files whole (a bound
+//!   [`config::Config::launch_files_max`] files (32 768; the key's
+//!   documentation says what each bound measured): the daemon's work
+//!   goes by files (each opened and stamped when recorded, after its
+//!   program exited where it can be opened by inode then, named when
+//!   saved, verified, mapped and opened again when replayed, and the
+//!   whole set handled at each launch). `rg`'s set of 31 479 files whole (a bound
 //!   of 32 768) took its day 2 in the day in miniature from 0.86-0.89 of
 //!   its day-1 time to 0.48-0.57, but cost the daemon 78 ms of CPU at each
 //!   of its launches from memory (19 ms at 8 192) and 84 MiB of memory

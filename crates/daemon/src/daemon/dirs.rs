@@ -66,10 +66,10 @@ impl Daemon {
     /// alternated). What a cold launch opens before it is seen to miss
     /// is not recorded: a cold tree walk misses its first directory's
     /// blocks at once, and its first 256 pages missed (`EVIDENCE_PAGES`)
-    /// commit it.
+    /// judge it to be recorded.
     pub(super) fn mark_while_recording(&mut self) {
         let recording = (self.launches.values()).any(|l| {
-            let looked_cold = !l.rec.is_holding() || l.resident.get() == Some(false);
+            let looked_cold = l.rec.is_recording() || l.resident.get() == Some(false);
             let running = (l.launcher.as_ref()).is_some_and(|f| !pidfd_exited(f));
             !l.full && running && looked_cold
         });

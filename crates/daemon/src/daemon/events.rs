@@ -7,6 +7,7 @@ use super::launches::NotLaunch;
 use super::status::status_of;
 use super::{Daemon, ANCESTORS_MAX, RECORDING_PAGES_MAX};
 use crate::launchset::{PagesRead, EVIDENCE_PAGES, MISS_SHARE};
+use outrider_live::session::pidfd_exited;
 use outrider_live::tracefs::{folio_pages, EventKind, LiveEvent};
 use std::sync::atomic::Ordering;
 
@@ -148,16 +149,20 @@ impl Daemon {
         }
     }
 
-    /// Record what launch `id` holds
+    /// Judge launch `id` to be recorded
     /// ([`crate::launchset::Recorder::holding`]) once it is seen to read
     /// from storage: its tree missed [`EVIDENCE_PAGES`] or more, over one
     /// page in [`MISS_SHARE`] of those it read, or it read the pages it is
     /// judged at ([`Config::judge_pages`](crate::config::Config::judge_pages))
-    /// and was not judged hot. Recorded, a set that fills up stops its
-    /// launch being followed ([`Daemon::untrack_if_full`]). Else what it
-    /// holds is recorded at the end of its window, after the program ran,
-    /// unless it was judged hot (or the recorder, at its bound, records
-    /// as the reads come).
+    /// and was not judged hot. What it holds, and what it reads from now
+    /// on, is recorded once its program exited ([`Daemon::commit_exited`];
+    /// [`crate::launchset::Recorder::record_later`] says why), or when the
+    /// recorder reaches its bound or meets a file it could not open after
+    /// the program; recorded, a set that fills up stops its launch being
+    /// followed ([`Daemon::untrack_if_full`]). Not judged so, what it holds is
+    /// recorded at the end of its window, after the program ran, unless it
+    /// was judged hot (or the recorder, at its bound, records as the reads
+    /// come).
     ///
     /// Neither its replay finding its set not in memory nor a few first
     /// misses are enough, to record it on the program's cores: on this
@@ -178,14 +183,39 @@ impl Daemon {
         };
         let judged_at = self.cfg.judge_pages();
         let cold = missed >= EVIDENCE_PAGES && missed * MISS_SHARE > read || read >= judged_at;
-        if l.hot || !l.rec.is_holding() || !cold {
+        if l.hot || l.rec.is_recording() || !cold {
             return;
         }
+        l.rec.record_later();
+        if !l.rec.is_deferred() {
+            self.commit_held(id);
+        }
+    }
+
+    /// Record what launch `id` holds now (its files resolved).
+    pub(super) fn commit_held(&mut self, id: u64) {
+        let Some(l) = self.launches.get_mut(&id) else {
+            return;
+        };
         let before = l.rec.pages;
         l.rec.commit();
         self.recording_pages += l.rec.pages - before;
         self.show_recorded(id);
         self.untrack_if_full(id);
+    }
+
+    /// Record what the launches judged to be recorded hold once their
+    /// program exited ([`crate::launchset::Recorder::record_later`]): its
+    /// files are resolved after its run, not on the cores it needs.
+    pub(super) fn commit_exited(&mut self) {
+        let exited: Vec<u64> = (self.launches.iter())
+            .filter(|(_, l)| l.rec.is_deferred())
+            .filter(|(_, l)| l.launcher.as_ref().is_none_or(pidfd_exited))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in exited {
+            self.commit_held(id);
+        }
     }
 
     /// Launch `id`'s recorded pages in its status.
