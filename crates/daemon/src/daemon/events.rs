@@ -11,6 +11,13 @@ use outrider_live::session::pidfd_exited;
 use outrider_live::tracefs::{folio_pages, EventKind, LiveEvent};
 use std::sync::atomic::Ordering;
 
+/// Launches whose files are resolved after their program
+/// ([`crate::launchset::Recorder::record_later`]) at once at most; more are
+/// recorded as their reads come. Each holds up to 2 MiB of reads and,
+/// its pages held counted each once up to its cap (65 536 pages by default),
+/// about as much again in the worst case: 8 of them, 32 MiB at most.
+const DEFERRED_LAUNCHES_MAX: usize = 8;
+
 /// How often [`Daemon::judge_hot`] asks the kernel which launches it let
 /// go: for 20 ms of a launch's run at most, the metadata walk's mark is
 /// held and its reads are recorded after the kernel stopped following it.
@@ -186,14 +193,20 @@ impl Daemon {
         if l.hot || l.rec.is_recording() || !cold {
             return;
         }
-        l.rec.record_later();
+        let deferred = (self.launches.values())
+            .filter(|l| l.rec.is_deferred())
+            .count();
+        let l = self.launches.get_mut(&id).expect("looked up");
+        if deferred < DEFERRED_LAUNCHES_MAX {
+            l.rec.record_later();
+        }
         if !l.rec.is_deferred() {
             self.commit_held(id);
         }
     }
 
     /// Record what launch `id` holds now (its files resolved).
-    pub(super) fn commit_held(&mut self, id: u64) {
+    fn commit_held(&mut self, id: u64) {
         let Some(l) = self.launches.get_mut(&id) else {
             return;
         };
