@@ -84,8 +84,8 @@ pub struct Recorder {
     /// Judged to be recorded, its files resolved later
     /// ([`Recorder::record_later`]).
     deferred: bool,
-    /// The pages held, as [`Recorder::seen`], and how many
-    /// ([`Recorder::held_pages`]).
+    /// The pages held once judged to record, as [`Recorder::seen`], and
+    /// how many ([`Recorder::count_held`]).
     held_seen: FxHashMap<(u32, u64), u64>,
     held_count: u64,
     /// Pages recorded, as 64-page bitmaps keyed by (file, page / 64):
@@ -169,7 +169,8 @@ impl Recorder {
     }
 
     /// Judged to be recorded, but its files resolved later: go on holding
-    /// the reads (up to [`DEFERRED_MAX`]) until [`Recorder::commit`],
+    /// the reads (up to [`DEFERRED_MAX`], or the set's cap in pages:
+    /// [`Recorder::count_held`]) until [`Recorder::commit`],
     /// which the daemon calls once the launch's program exited or its
     /// window ended. Resolving a file opens it by its inode, looks at it
     /// and closes it: done as the reads came, a cold `tar` of the suite's
@@ -183,9 +184,15 @@ impl Recorder {
     /// through the program's descriptors, which are gone once it exits,
     /// so what is held is recorded now and the rest as it comes.
     pub fn record_later(&mut self) {
-        if self.held.is_some() && !self.is_full() {
-            self.deferred = true;
+        if self.held.is_none() || self.is_full() {
+            return;
         }
+        self.deferred = true;
+        let held = self.held.take().unwrap_or_default();
+        for h in &held {
+            self.count_held(h.id, h.index, u64::from(h.pages));
+        }
+        self.held = Some(held);
     }
 
     /// Record the reads held, and each read from now on as it comes.
@@ -200,7 +207,7 @@ impl Recorder {
     /// Drop the reads held and any to come: the launch is not recorded.
     pub fn discard(&mut self) {
         self.held = Some(Vec::new());
-        self.held_seen = FxHashMap::default();
+        (self.deferred, self.held_seen) = (false, FxHashMap::default());
         self.files_max = 0;
     }
 
@@ -243,14 +250,13 @@ impl Recorder {
                 mapped,
             },
         );
-        let n = held.len();
-        let capped = self.held_pages(id, index, pages) >= self.cap_pages && self.deferred;
-        if n >= if self.deferred {
+        let bound = if self.deferred {
             DEFERRED_MAX
         } else {
             HELD_MAX
-        } || capped
-        {
+        };
+        let full = held.len() >= bound;
+        if full || self.deferred && self.count_held(id, index, pages) >= self.cap_pages {
             self.commit();
         }
     }
@@ -261,8 +267,10 @@ impl Recorder {
     /// records now: its set full, its launch is no longer followed
     /// ([`Recorder::is_full`]), where holding on, it was followed to its
     /// end (8 192 single-page reads of a launch with a set capped at
-    /// 1 MiB were all sent).
-    fn held_pages(&mut self, id: FileId, index: u64, pages: u64) -> u64 {
+    /// 1 MiB were all sent). Counted only once judged: a launch not yet
+    /// judged may be one reading from memory, whose reads cost the daemon
+    /// only their holding.
+    fn count_held(&mut self, id: FileId, index: u64, pages: u64) -> u64 {
         let fid = u32::try_from(id.0).unwrap_or(u32::MAX);
         for p in index..index + pages {
             let word = self.held_seen.entry((fid, p / 64)).or_insert(0);
