@@ -47,7 +47,12 @@ fn launch_over_a_tiny_cap(extra: &str) -> Value {
     let _cold = cold_lock();
     let d = Daemon::start(&cfg, &state);
     std::thread::sleep(Duration::from_millis(2200));
-    let ok = Command::new(&py).args(["-c", "pass"]).status().unwrap();
+    // Alive a while: an exec whose process is gone when the daemon reads
+    // it is no launch (its executable can no longer be read), and a CI
+    // run's daemon, at nice 19 on a loaded machine, read this one's after
+    // `python3 -c pass` had exited, seeing no launch at all.
+    let wait = "import time; time.sleep(0.5)";
+    let ok = Command::new(&py).args(["-c", wait]).status().unwrap();
     assert!(ok.success());
     let s = wait_for(&state, "the launch seen", |s| s["launches_seen"] == 1);
     drop(d);
