@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::daemon::{cold_lock, wait_for, watching_python, Daemon};
+use common::daemon::{cold_lock, status, wait_for, watching_python, Daemon};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,6 +37,71 @@ fn over_its_cpu_cap_on_a_machine_not_busy_the_daemon_still_works() {
     assert_eq!(s["launches"].as_array().map(Vec::len), Some(1), "{s}");
 }
 
+/// A process whose exec is no launch (its executable not watched) is no
+/// longer followed in the kernel, nor are the threads it started before
+/// the daemon read its exec (here, while the daemon was stopped): the
+/// kernel follows a thread from its fork, and each read of such a thread
+/// cost it a record sent (a fresh `rg` excluded from watching had its
+/// two searching threads followed to its end).
+#[test]
+fn threads_started_before_the_daemon_read_an_unwatched_exec_are_not_followed() {
+    let Some((py, dir, cfg, state)) = watching_python("") else {
+        return;
+    };
+    let _cold = cold_lock();
+    let other = dir.path().join("python3-not-watched");
+    std::fs::copy(&py, &other).unwrap();
+    let (data, go) = (dir.path().join("data"), dir.path().join("go"));
+    std::fs::write(&data, vec![7u8; 32 << 20]).unwrap();
+    let d = Daemon::start(&cfg, &state);
+    let events = |s: &Value| s["events"].as_u64().unwrap();
+    let s = status(&state).unwrap();
+    if s["event_source"] != "ebpf" {
+        eprintln!("skipped: no eBPF here");
+        return;
+    }
+    // Its thread starts at once, then waits for `go` to read every other
+    // page (4096 reads, none joining the one before in the kernel).
+    let script = format!(
+        "import os, threading, time\n\
+         def read():\n    while not os.path.exists({go:?}): time.sleep(0.01)\n    \
+         f = os.open({data:?}, os.O_RDONLY)\n    \
+         for o in range(0, 32 << 20, 8192): os.pread(f, 4096, o)\n\
+         t = threading.Thread(target=read)\nt.start()\nt.join()\n",
+        go = go.display().to_string(),
+        data = data.display().to_string()
+    );
+    let signal = |sig| unsafe { libc::kill(d.pid() as i32, sig) };
+    signal(libc::SIGSTOP);
+    let mut c = Command::new(&other).args(["-c", &script]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let stopped = events(&status(&state).unwrap());
+    signal(libc::SIGCONT);
+    wait_for(&state, "the exec read", |s| events(s) > stopped);
+    std::thread::sleep(Duration::from_millis(500));
+    let before = events(&status(&state).unwrap());
+    std::fs::write(&go, b"").unwrap();
+    assert!(c.wait().unwrap().success());
+    let late = events(&rewritten(&state)) - before;
+    drop(d);
+    assert!(
+        late < 1000,
+        "the 4096 reads of a thread of a process not watched were not followed: {late} events"
+    );
+}
+
+/// The status file once the daemon rewrote it (at most a second after a
+/// change): what it counted up to now.
+fn rewritten(state: &Path) -> Value {
+    let file = state.join("status.json");
+    let mtime = || std::fs::metadata(&file).and_then(|m| m.modified()).ok();
+    let (was, t0) = (mtime(), std::time::Instant::now());
+    while mtime() == was && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    status(state).expect("a status file")
+}
+
 /// The status once the daemon, with a CPU cap its start-up is over and
 /// `extra`, saw one launch of python (`Null`: skipped, not root).
 fn launch_over_a_tiny_cap(extra: &str) -> Value {
@@ -59,10 +124,13 @@ fn launch_over_a_tiny_cap(extra: &str) -> Value {
     s
 }
 
-/// `python3 -c pass` once as a user starts it.
+/// `python3` once as a user starts it, alive 0.2 s: an exec whose process
+/// is gone when the daemon reads it is no launch (see
+/// [`launch_over_a_tiny_cap`]), and `python3 -c pass` was gone first in
+/// one run of this file's tests in 8.
 fn launch_python(py: &Path) {
     assert!(Command::new(py)
-        .args(["-c", "pass"])
+        .args(["-c", "import time; time.sleep(0.2)"])
         .status()
         .unwrap()
         .success());

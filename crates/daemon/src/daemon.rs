@@ -410,6 +410,12 @@ impl Daemon {
             self.status.execs_quieted = quieted;
             (self.status.reads_attached, self.status.reads_detached) = reads.unwrap_or((true, 0));
             self.tick(monotonic_ns(), false);
+            // The table may have emptied: the programs of reads are
+            // detached now, not at the next poll's look.
+            let src = self.src.as_mut().expect("opened");
+            if src.untracked_since_settled() {
+                (src.settle_reads()).map_err(|e| format!("tracing: {e}"))?;
+            }
             if pages == 0 {
                 self.idle(prompt);
             }

@@ -78,6 +78,9 @@ mod reads;
 mod repeats;
 pub mod runs;
 
+/// How soon the programs of reads are detached once no thread is followed.
+pub use reads::{CHECK_ATTACHED_NS, CHECK_DETACHED_NS, CHECK_UNTRACKED_NS};
+
 use followed::Followed;
 use programs::{
     program, record_end, role_of, Maps, Role, CTX, EVERYONE_KEY, QUIET_KEY, SLOT_SCRATCH,
@@ -133,6 +136,9 @@ pub struct EbpfSource {
     exit_waits: bool,
     /// An exec was read since the last [`EbpfSource::settle_reads`].
     exec_read: bool,
+    /// A thread was untracked since the last [`EbpfSource::settle_reads`]
+    /// (by [`EbpfSource::untrack`]).
+    untracked: std::cell::Cell<bool>,
     /// The abstract socket name the source is parked under at the end
     /// (`None`: not parked, [`EbpfSource::stop`]).
     park: Option<Vec<u8>>,
@@ -257,6 +263,7 @@ impl EbpfSource {
             reads: parts.reads,
             exit_waits: parts.exit_waits,
             exec_read: false,
+            untracked: std::cell::Cell::new(false),
             park,
             reused,
             raw: parts.raw,
@@ -318,17 +325,21 @@ impl EbpfSource {
 
     /// [`reads`]: attach the programs of page reads and faults if an exec
     /// was read since the last call, and now and then attach them or
-    /// detach them as threads are followed or not. Called by the reader
-    /// after each poll, before it acts on what it read ([`reads`] says
-    /// why). Never called, the programs stay attached.
+    /// detach them as threads are followed or not (soon after a thread
+    /// was untracked). Called by the reader after each poll, before it
+    /// acts on what it read ([`reads`] says why), and again once it acted
+    /// when that untracked a thread. Never called, the programs stay
+    /// attached.
     pub fn settle_reads(&mut self) -> io::Result<()> {
         let exec_read = std::mem::take(&mut self.exec_read);
+        let untracked = self.untracked.take();
         let Some(r) = &mut self.reads else {
             return Ok(());
         };
         let counters = &self.counters;
         let everyone = || Ok(counter(counters, EVERYONE_KEY)? != 0);
-        r.settle(monotonic_ns(), exec_read, &self.tracked.hash, everyone)
+        let seen = (exec_read, untracked);
+        r.settle(monotonic_ns(), seen, &self.tracked.hash, everyone)
     }
 
     /// Detach the program of page reads (`reads`) and those of faults
@@ -398,7 +409,15 @@ impl EbpfSource {
     /// launch was recorded). Its children forked before stay followed
     /// until they are untracked or exit.
     pub fn untrack(&self, tid: u32) {
-        let _ = self.tracked.hash.delete(&tid.to_ne_bytes());
+        if let Ok(true) = self.tracked.hash.delete(&tid.to_ne_bytes()) {
+            self.untracked.set(true);
+        }
+    }
+
+    /// Whether a thread was untracked since the last
+    /// [`EbpfSource::settle_reads`].
+    pub fn untracked_since_settled(&self) -> bool {
+        self.untracked.get()
     }
 
     /// A handle that stops following threads, for another thread.

@@ -156,6 +156,15 @@ impl EventSource {
         }
     }
 
+    /// Whether a thread was untracked since the last
+    /// [`EventSource::settle_reads`] (eBPF; never for tracefs).
+    pub fn untracked_since_settled(&self) -> bool {
+        match self {
+            EventSource::Ebpf(s) => s.untracked_since_settled(),
+            EventSource::TraceFs(_) => false,
+        }
+    }
+
     /// Let an exec'd image go in the kernel once its first `pages` pages
     /// read came from memory (eBPF under [`Scope::Execs`]; see
     /// [`crate::ebpf::EbpfSource::let_go_from_memory`]).

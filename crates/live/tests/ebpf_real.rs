@@ -3,6 +3,7 @@
 //! processes it forks, and ignores every other task. Skipped (passes
 //! vacuously, with a note) when not root.
 
+use outrider_live::ebpf::CHECK_UNTRACKED_NS;
 use outrider_live::ebpf::{EbpfSource, Scope};
 use outrider_live::tracefs::{EventKind, LiveEvent, EVENTS, EXEC_EVENT};
 use outrider_sys::monotonic_ns;
@@ -738,6 +739,48 @@ fn the_reads_and_faults_programs_are_detached_while_no_thread_is_followed_and_an
     assert!(unsent.is_empty(), "reads not sent: {unsent:?}");
     let unmapped = pages_unmapped(&got, mapped_md.ino(), 0..64);
     assert!(unmapped.is_empty(), "mapped pages not sent: {unmapped:?}");
+}
+
+/// Once a thread is untracked, the table of followed threads is looked at
+/// `CHECK_UNTRACKED_NS` later, not `CHECK_ATTACHED_NS` (ten times it): a launch let
+/// go leaves the programs off the reads of everyone within a few
+/// milliseconds. (Other tests' processes are followed while they run:
+/// tried until a moment with none.)
+#[test]
+fn an_untrack_that_empties_the_table_detaches_the_reads_programs_soon() {
+    if !is_root() || !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        eprintln!("skipped: needs root for eBPF and the kernel's BTF");
+        return;
+    }
+    let (_one, mut src) = execs_source();
+    let detached_after = |src: &mut EbpfSource| {
+        let mut child = (std::process::Command::new("/bin/sleep").arg("5"))
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let exec = |e: &LiveEvent| matches!(e.kind, EventKind::Exec { pid: p, .. } if p == pid);
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while !drain(src).iter().any(exec) && std::time::Instant::now() < deadline {
+            src.wait(None, Duration::from_millis(5));
+        }
+        let attached = src.reads_attached().is_some_and(|(on, _)| on);
+        src.untrack(pid);
+        std::thread::sleep(Duration::from_nanos(CHECK_UNTRACKED_NS + 1_000_000));
+        src.settle_reads().unwrap();
+        let detached = src.reads_attached().is_some_and(|(on, _)| !on);
+        let _ = child.kill();
+        let _ = child.wait();
+        attached && detached
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut soon = false;
+    while !soon && std::time::Instant::now() < deadline {
+        soon = detached_after(&mut src);
+    }
+    assert!(
+        soon,
+        "never detached {CHECK_UNTRACKED_NS} ns after an untrack"
+    );
 }
 
 /// The pages of `pages` that no fault or fault-around map record of file

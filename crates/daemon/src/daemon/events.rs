@@ -28,15 +28,7 @@ impl Daemon {
         let read = match e.kind {
             EventKind::Exec { pid, name } => return self.on_exec(pid, name, e.ts_ns),
             EventKind::Exit { tid, blkio_ns } => return self.on_exit(tid, blkio_ns),
-            EventKind::Fork { parent, child } => {
-                if let Some(&id) = self.tree.get(&parent) {
-                    self.tree.insert(child, id);
-                    if self.launches.get(&id).is_some_and(|l| l.full) {
-                        self.untrack(child);
-                    }
-                }
-                return;
-            }
+            EventKind::Fork { parent, child } => return self.on_fork(parent, child),
             EventKind::GetPages {
                 dev,
                 ino,
@@ -407,6 +399,21 @@ impl Daemon {
     /// daemon CPU each, `bench/daemon/launch.sh`'s exec-storm). The
     /// price: another application of the same executable (`python3 b.py`
     /// after two quick `python3 a.py`) is not a launch either until then.
+    /// A followed task forked `child`: it joins its parent's launch, or,
+    /// the parent in none (its exec was no launch, or its launch ended
+    /// before the daemon read the fork), is no longer followed.
+    fn on_fork(&mut self, parent: u32, child: u32) {
+        match self.tree.get(&parent) {
+            Some(&id) => {
+                self.tree.insert(child, id);
+                if self.launches.get(&id).is_some_and(|l| l.full) {
+                    self.untrack(child);
+                }
+            }
+            None => self.untrack(child),
+        }
+    }
+
     fn on_exec(&mut self, pid: u32, name: u64, ts_ns: u64) {
         let Err(not) = self.start_launch(pid, ts_ns) else {
             return;
@@ -416,6 +423,12 @@ impl Daemon {
         }
         if !self.tree.contains_key(&pid) {
             self.untrack(pid);
+            // The threads it forked before the daemon read its exec: a
+            // fresh `rg` excluded from watching had its 2 searching
+            // threads followed to its end, every read of theirs sent.
+            if let Some(u) = &self.untracker {
+                u.untrack_threads_of(pid);
+            }
         }
     }
 }
