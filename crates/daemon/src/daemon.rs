@@ -81,6 +81,9 @@ struct Launch {
     pid: u32,
     /// A pidfd of `pid` (`None`: it was gone at the exec's handling).
     launcher: Option<std::os::fd::OwnedFd>,
+    /// `pid` exited (its pidfd polled once a turn of the loop until it
+    /// did: [`Daemon::note_exited`]).
+    exited: bool,
     started_ns: u64,
     /// When it exec'd (the event's time).
     exec_ns: u64,
@@ -402,6 +405,7 @@ impl Daemon {
             for e in &events {
                 self.on_event(e);
             }
+            self.note_exited();
             self.judge_hot(monotonic_ns());
             self.mark_while_recording();
             self.take_dirs();

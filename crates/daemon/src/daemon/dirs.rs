@@ -8,7 +8,6 @@
 //! a separate `/home`) would keep it from being unmounted.
 
 use super::{log, Daemon, ANCESTORS_MAX};
-use outrider_live::session::pidfd_exited;
 use outrider_sys::dirwatch::{DirOpen, DirWatch};
 use rustc_hash::FxHashSet;
 use std::path::{Path, PathBuf};
@@ -70,8 +69,7 @@ impl Daemon {
     pub(super) fn mark_while_recording(&mut self) {
         let recording = (self.launches.values()).any(|l| {
             let looked_cold = l.rec.is_recording() || l.resident.get() == Some(false);
-            let running = (l.launcher.as_ref()).is_some_and(|f| !pidfd_exited(f));
-            !l.full && running && looked_cold
+            !l.full && !l.exited && looked_cold
         });
         if let Some(w) = &mut self.dir_watch {
             w.watch.set_marked(recording);

@@ -209,13 +209,20 @@ impl Daemon {
         self.untrack_if_full(id);
     }
 
+    /// Note the launches whose program exited since the last turn (one
+    /// poll of its pidfd each, until it did; none: gone at its exec).
+    pub(super) fn note_exited(&mut self) {
+        for l in self.launches.values_mut().filter(|l| !l.exited) {
+            l.exited = l.launcher.as_ref().is_none_or(pidfd_exited);
+        }
+    }
+
     /// Record what the launches judged to be recorded hold once their
     /// program exited ([`crate::launchset::Recorder::record_later`]): its
     /// files are resolved after its run, not on the cores it needs.
     pub(super) fn commit_exited(&mut self) {
         let exited: Vec<u64> = (self.launches.iter())
-            .filter(|(_, l)| l.rec.is_deferred())
-            .filter(|(_, l)| l.launcher.as_ref().is_none_or(pidfd_exited))
+            .filter(|(_, l)| l.rec.is_deferred() && l.exited)
             .map(|(&id, _)| id)
             .collect();
         for id in exited {

@@ -203,6 +203,7 @@ impl Daemon {
                 exe,
                 pid,
                 launcher: outrider_live::session::pidfd(pid),
+                exited: false,
                 started_ns: monotonic_ns(),
                 exec_ns,
                 rec: Recorder::holding(self.cfg.launch_cap_mib << 20, self.cfg.launch_files_max),

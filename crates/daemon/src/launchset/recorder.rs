@@ -165,7 +165,8 @@ impl Recorder {
     /// Is it holding reads judged to be recorded, for
     /// [`Recorder::commit`] once the program is done?
     pub fn is_deferred(&self) -> bool {
-        self.deferred && self.held.is_some()
+        debug_assert!(!self.deferred || self.held.is_some(), "deferred holds");
+        self.deferred
     }
 
     /// Judged to be recorded, but its files resolved later: go on holding
