@@ -393,19 +393,6 @@ impl Daemon {
             .or_insert_with(|| std::path::Path::new(&format!("/proc/self/task/{tid}")).exists())
     }
 
-    /// An exec: a new launch if it is one, else the process is no longer
-    /// followed (unless it is part of a launch being recorded).
-    ///
-    /// An exec that is not a launch for a while (its application launched
-    /// within the repeat window, or it is not watched) has its file name
-    /// `name` quieted in the kernel that long: the execs of that name are
-    /// then dropped there, with no wake-up of the daemon and nothing
-    /// followed. Waking for each of a loop's 300 execs of `true`, only to
-    /// find it repeated, made the loop 0.83x of its speed with no daemon
-    /// (the wake-up, `/proc` reads and the untrack per exec: ~67 µs of
-    /// daemon CPU each, `bench/daemon/launch.sh`'s exec-storm). The
-    /// price: another application of the same executable (`python3 b.py`
-    /// after two quick `python3 a.py`) is not a launch either until then.
     /// A followed task forked `child`: it joins its parent's launch, or,
     /// the parent in none (its exec was no launch, or its launch ended
     /// before the daemon read the fork), is no longer followed.
@@ -421,6 +408,19 @@ impl Daemon {
         }
     }
 
+    /// An exec: a new launch if it is one, else the process is no longer
+    /// followed (unless it is part of a launch being recorded).
+    ///
+    /// An exec that is not a launch for a while (its application launched
+    /// within the repeat window, or it is not watched) has its file name
+    /// `name` quieted in the kernel that long: the execs of that name are
+    /// then dropped there, with no wake-up of the daemon and nothing
+    /// followed. Waking for each of a loop's 300 execs of `true`, only to
+    /// find it repeated, made the loop 0.83x of its speed with no daemon
+    /// (the wake-up, `/proc` reads and the untrack per exec: ~67 µs of
+    /// daemon CPU each, `bench/daemon/launch.sh`'s exec-storm). The
+    /// price: another application of the same executable (`python3 b.py`
+    /// after two quick `python3 a.py`) is not a launch either until then.
     fn on_exec(&mut self, pid: u32, name: u64, ts_ns: u64) {
         let Err(not) = self.start_launch(pid, ts_ns) else {
             return;

@@ -97,8 +97,9 @@ pub const CHECK_DETACHED_NS: u64 = 250_000_000;
 /// with its executable excluded from watching, 27 000-33 000 watched
 /// (let go at its first 64 MiB); looked at this soon after the untrack,
 /// 0-12 000 and 2 000-17 000 (one run of 10: 37 000; the reader, at
-/// nice 19 beside `rg`'s two threads, reads the exec late). Its wall time moved less than this
-/// machine's noise (0.994x of no daemon both, 20 alternations of 5 runs).
+/// nice 19 beside `rg`'s two threads, reads the exec late). Its wall
+/// time moved less than this machine's noise (0.994x of no daemon both,
+/// 20 alternations of 5 runs).
 /// A look at the empty table costs the reader 50-125 µs (above), at most
 /// one per this period.
 pub const CHECK_UNTRACKED_NS: u64 = 2_000_000;
