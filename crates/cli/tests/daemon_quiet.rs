@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::daemon::{cold_lock, status, wait_for, watching_python, Daemon};
+use common::daemon::{cold_lock, events, rewritten, status, wait_for, watching_python, Daemon};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,7 +54,6 @@ fn threads_started_before_the_daemon_read_an_unwatched_exec_are_not_followed() {
     let (data, go) = (dir.path().join("data"), dir.path().join("go"));
     std::fs::write(&data, vec![7u8; 32 << 20]).unwrap();
     let d = Daemon::start(&cfg, &state);
-    let events = |s: &Value| s["events"].as_u64().unwrap();
     let s = status(&state).unwrap();
     if s["event_source"] != "ebpf" {
         eprintln!("skipped: no eBPF here");
@@ -79,7 +78,7 @@ fn threads_started_before_the_daemon_read_an_unwatched_exec_are_not_followed() {
     signal(libc::SIGCONT);
     wait_for(&state, "the exec read", |s| events(s) > stopped);
     std::thread::sleep(Duration::from_millis(500));
-    let before = events(&status(&state).unwrap());
+    let before = events(&rewritten(&state));
     std::fs::write(&go, b"").unwrap();
     assert!(c.wait().unwrap().success());
     let late = events(&rewritten(&state)) - before;
@@ -88,18 +87,6 @@ fn threads_started_before_the_daemon_read_an_unwatched_exec_are_not_followed() {
         late < 1000,
         "the 4096 reads of a thread of a process not watched were not followed: {late} events"
     );
-}
-
-/// The status file once the daemon rewrote it (at most a second after a
-/// change): what it counted up to now.
-fn rewritten(state: &Path) -> Value {
-    let file = state.join("status.json");
-    let mtime = || std::fs::metadata(&file).and_then(|m| m.modified()).ok();
-    let (was, t0) = (mtime(), std::time::Instant::now());
-    while mtime() == was && t0.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    status(state).expect("a status file")
 }
 
 /// The status once the daemon, with a CPU cap its start-up is over and

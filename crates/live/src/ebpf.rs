@@ -78,8 +78,9 @@ mod reads;
 mod repeats;
 pub mod runs;
 
-/// How soon the programs of reads are detached once no thread is followed.
-pub use reads::{CHECK_ATTACHED_NS, CHECK_DETACHED_NS, CHECK_UNTRACKED_NS};
+/// How soon the programs of reads are detached once an untrack emptied
+/// the table of followed threads.
+pub use reads::CHECK_UNTRACKED_NS;
 
 use followed::Followed;
 use programs::{

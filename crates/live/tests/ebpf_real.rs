@@ -742,9 +742,9 @@ fn the_reads_and_faults_programs_are_detached_while_no_thread_is_followed_and_an
 }
 
 /// Once a thread is untracked, the table of followed threads is looked at
-/// `CHECK_UNTRACKED_NS` later, not `CHECK_ATTACHED_NS` (ten times it): a launch let
-/// go leaves the programs off the reads of everyone within a few
-/// milliseconds. (Other tests' processes are followed while they run:
+/// `CHECK_UNTRACKED_NS` later, not `CHECK_ATTACHED_NS` (ten times it): a
+/// launch let go leaves the programs off the reads of everyone within a
+/// few milliseconds. (Other tests' processes are followed while they run:
 /// tried until a moment with none.)
 #[test]
 fn an_untrack_that_empties_the_table_detaches_the_reads_programs_soon() {

@@ -94,6 +94,23 @@ pub fn status(state: &Path) -> Option<Value> {
     serde_json::from_str(&text).ok()
 }
 
+/// The events the daemon decoded, in its status `s`.
+pub fn events(s: &Value) -> u64 {
+    s["events"].as_u64().unwrap()
+}
+
+/// The status file once the daemon rewrote it (at most a second after a
+/// change): what it counted up to now.
+pub fn rewritten(state: &Path) -> Value {
+    let file = state.join("status.json");
+    let mtime = || std::fs::metadata(&file).and_then(|m| m.modified()).ok();
+    let (was, t0) = (mtime(), Instant::now());
+    while mtime() == was && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    status(state).expect("a status file")
+}
+
 /// Poll the status file until `ok` holds (at most 30 s); the status then.
 pub fn wait_for(state: &Path, what: &str, ok: impl Fn(&Value) -> bool) -> Value {
     let t0 = Instant::now();
