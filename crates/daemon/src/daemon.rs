@@ -35,7 +35,7 @@ use outrider_store::{AppHistory, Store, SHARED_KEY};
 use outrider_sys::launch::Credentials;
 use outrider_sys::monotonic_ns;
 use outrider_sys::taskstats::{self, TaskDelay, Taskstats};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{mpsc, Arc};
@@ -75,6 +75,13 @@ const RECORDING_PAGES_MAX: u64 = 2 << 20;
 /// ([`Daemon::record_read`]): `make` → `gcc` → `cc1` is two.
 pub(crate) const ANCESTORS_MAX: usize = 3;
 
+/// How long after its process tree is gone a launch ends, if its window
+/// has not: the directories its tree opened reach the daemon from the
+/// fanotify reader's thread, after the exits (ended at the exit of its
+/// last task, `python3` walking a tree of 31 directories as it exited
+/// had 5 of them recorded).
+const GONE_GRACE_NS: u64 = 100_000_000;
+
 struct Launch {
     exe: String,
     /// The process that exec'd it.
@@ -112,6 +119,9 @@ struct Launch {
     /// The launch whose process tree exec'd it, if one was recording: its
     /// reads are that launch's too ([`Daemon::record_read`]).
     parent: Option<u64>,
+    /// When its whole process tree was seen gone, its launches too
+    /// ([`Daemon::note_trees_gone`]).
+    gone_ns: Option<u64>,
     /// The directories its process tree opened.
     dirs: dirs::Opened,
     /// Its command line's roots ([`crate::roots`]).
@@ -156,7 +166,14 @@ pub struct Daemon {
     /// When [`Daemon::judge_hot`] last asked the kernel.
     let_go_looked: u64,
     launches: FxHashMap<u64, Launch>,
+    /// The tasks of the launches, each with its launch, until the launch
+    /// ends.
     tree: FxHashMap<u32, u64>,
+    /// The tasks of `tree` that exited (where the source sends exits).
+    dead: FxHashSet<u32>,
+    /// Launches that lost a task or a child launch since the last turn:
+    /// their whole tree may be gone ([`Daemon::note_trees_gone`]).
+    maybe_gone: Vec<u64>,
     boot: Option<(u64, Recorder)>,
     own: FxHashMap<u32, bool>,
     /// Since when the source sees every page read (`None`: not now), as
@@ -257,6 +274,8 @@ impl Daemon {
             let_go_looked: 0,
             launches: FxHashMap::default(),
             tree: FxHashMap::default(),
+            dead: FxHashSet::default(),
+            maybe_gone: Vec::new(),
             boot: None,
             own: FxHashMap::default(),
             reads_seen_since: Some(0),
@@ -527,11 +546,17 @@ impl Daemon {
         self.take_exits();
         self.commit_exited();
         (self.cpu).tick(now, (self.cfg.cpu_max_pct, self.cfg.cpu_busy_pct));
+        self.note_trees_gone(now);
         let window = (self.cfg.launch_window_s * 1e9) as u64;
         let ended: Vec<u64> = self
             .launches
             .iter()
-            .filter(|(_, l)| stopping || now.saturating_sub(l.started_ns) >= window)
+            .filter(|(_, l)| {
+                let gone = l
+                    .gone_ns
+                    .is_some_and(|t| now.saturating_sub(t) >= GONE_GRACE_NS);
+                stopping || gone || now.saturating_sub(l.started_ns) >= window
+            })
             .map(|(id, _)| *id)
             .collect();
         for id in ended {

@@ -157,20 +157,19 @@ pub fn python() -> Option<PathBuf> {
     std::fs::canonicalize("/usr/bin/python3").ok()
 }
 
-/// A configuration in `dir`: short windows, and every launch recorded
-/// (`repeat_window_s = 0`) unless `extra` sets it.
+/// A configuration in `dir`: short windows (`launch_window_s = 3`), and
+/// every launch recorded (`repeat_window_s = 0`), unless `extra` sets
+/// them.
 pub fn write_config(dir: &Path, extra: &str) -> (PathBuf, PathBuf) {
     let state = dir.join("state");
     let cfg = dir.join("daemon.toml");
-    let repeat = if extra.contains("repeat_window_s") {
-        ""
-    } else {
-        "repeat_window_s = 0\n"
-    };
+    let unless_set = |key: &str, line: &'static str| if extra.contains(key) { "" } else { line };
+    let repeat = unless_set("repeat_window_s", "repeat_window_s = 0\n");
+    let window = unless_set("launch_window_s", "launch_window_s = 3\n");
     std::fs::write(
         &cfg,
         format!(
-            "state_dir = \"{}\"\nlaunch_window_s = 3\nsave_interval_s = 0.2\n{repeat}{extra}",
+            "state_dir = \"{}\"\n{window}save_interval_s = 0.2\n{repeat}{extra}",
             state.display()
         ),
     )

@@ -143,7 +143,7 @@ impl Daemon {
         exits.exited(&mut self.exited);
         for i in 0..self.exited.len() {
             let d = self.exited[i];
-            self.on_exit(d.tid, d.blkio_ns);
+            self.on_task_exit(d.tid, d.blkio_ns);
         }
     }
 

@@ -27,7 +27,7 @@ impl Daemon {
     pub(super) fn on_event(&mut self, e: &LiveEvent) {
         let read = match e.kind {
             EventKind::Exec { pid, name } => return self.on_exec(pid, name, e.ts_ns),
-            EventKind::Exit { tid, blkio_ns } => return self.on_exit(tid, blkio_ns),
+            EventKind::Exit { tid, blkio_ns } => return self.on_task_exit(tid, blkio_ns),
             EventKind::Fork { parent, child } => return self.on_fork(parent, child),
             EventKind::GetPages {
                 dev,
@@ -393,6 +393,42 @@ impl Daemon {
             .or_insert_with(|| std::path::Path::new(&format!("/proc/self/task/{tid}")).exists())
     }
 
+    /// Task `tid` exited having waited `blkio_ns` for block I/O: its wait
+    /// is its launch's, and its launch's tree may be gone.
+    pub(super) fn on_task_exit(&mut self, tid: u32, blkio_ns: u64) {
+        self.on_exit(tid, blkio_ns);
+        if let Some(&id) = self.tree.get(&tid) {
+            self.dead.insert(tid);
+            self.maybe_gone.push(id);
+        }
+    }
+
+    /// Note as gone, at `now`, the launches of [`Daemon::maybe_gone`]
+    /// whose every task exited and whose own launches ended: a
+    /// [`GONE_GRACE_NS`](super::GONE_GRACE_NS) later their windows end,
+    /// as nothing more can be read in them, so a short program's set is
+    /// saved a moment after its run, not after its whole window. Where
+    /// the source sends no exits (of threads no longer followed: a launch
+    /// found in memory, or with its set full), a launch keeps its window.
+    pub(super) fn note_trees_gone(&mut self, now: u64) {
+        let mut maybe = std::mem::take(&mut self.maybe_gone);
+        maybe.sort_unstable();
+        maybe.dedup();
+        for id in maybe {
+            let tasks_gone = (self.tree.iter())
+                .filter(|(_, v)| **v == id)
+                .all(|(tid, _)| self.dead.contains(tid));
+            let children = self.launches.values().any(|l| l.parent == Some(id));
+            if let Some(l) = self
+                .launches
+                .get_mut(&id)
+                .filter(|_| tasks_gone && !children)
+            {
+                l.gone_ns.get_or_insert(now);
+            }
+        }
+    }
+
     /// A followed task forked `child`: it joins its parent's launch, or,
     /// the parent in none (its exec was no launch, or its launch ended
     /// before the daemon read the fork), is no longer followed.
@@ -400,6 +436,7 @@ impl Daemon {
         match self.tree.get(&parent) {
             Some(&id) => {
                 self.tree.insert(child, id);
+                self.dead.remove(&child);
                 if self.launches.get(&id).is_some_and(|l| l.full) {
                     self.untrack(child);
                 }

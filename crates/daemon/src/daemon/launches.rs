@@ -197,6 +197,7 @@ impl Daemon {
             ..LaunchStatus::default()
         });
         let parent = self.tree.insert(pid, id);
+        self.dead.remove(&pid);
         self.launches.insert(
             id,
             Launch {
@@ -217,6 +218,7 @@ impl Daemon {
                 resident,
                 prev,
                 parent,
+                gone_ns: None,
                 dirs: Default::default(),
                 roots,
             },
@@ -484,6 +486,8 @@ impl Daemon {
     pub(super) fn end_launch(&mut self, id: u64, stopping: bool) {
         self.add_running_waits(id);
         let mut l = self.launches.remove(&id).expect("listed");
+        // Its parent may have no other task or launch left.
+        self.maybe_gone.extend(l.parent);
         debug_assert!(
             self.recording_pages >= l.rec.pages,
             "recorded pages are counted"
@@ -494,9 +498,11 @@ impl Daemon {
             l.rec.commit();
         }
         let src = self.src.as_ref();
+        let dead = &mut self.dead;
         self.tree.retain(|&tid, v| {
             if *v == id {
                 src.inspect(|s| s.untrack(tid));
+                dead.remove(&tid);
             }
             *v != id
         });

@@ -71,6 +71,12 @@ pub struct ReplayStats {
     /// The set was found in memory before any of it was asked for
     /// ([`RESIDENT_PROBES`](super::RESIDENT_PROBES)): not asked for, counted as skipped.
     pub rest_resident: bool,
+    /// Pages the look for the set in memory read without waiting
+    /// ([`RESIDENT_PROBES`](super::RESIDENT_PROBES)), and those of them
+    /// not there.
+    pub probe_pages: u64,
+    /// See [`ReplayStats::probe_pages`].
+    pub probe_pages_missing: u64,
 }
 
 /// A file read sequentially over more than this many pages (8 MiB, the
@@ -597,6 +603,8 @@ impl Replayer {
             (looked, missing) = (looked + at.len() as u64, missing + gone);
             gone * 2 <= at.len() as u64
         });
+        self.st.probe_pages += looked;
+        self.st.probe_pages_missing += missing;
         each && missing * MISS_SHARE <= looked
     }
 
