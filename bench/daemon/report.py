@@ -270,45 +270,47 @@ def bpf_section(work):
     print()
 
 
-CEILING = "bench/results/daemon-ceiling.md"
+# bench/daemon/ceiling.sh's runs: its default programs, and the starts of
+# programs outside the suite (`daemon-starts.md`'s).
+CEILINGS = ("bench/results/daemon-ceiling.md", "bench/results/daemon-ceiling-starts.md")
 
 
 def ceiling():
     """bench/daemon/ceiling.sh's headrooms by program (daemon, concurrent,
-    ahead, as fractions) and the day it was written; ({}, None) without it."""
-    if not os.path.exists(CEILING):
-        return {}, None
-    heads, day = {}, None
-    for line in open(CEILING):
-        if line.startswith("Written by"):
-            day = line.split(" on ", 1)[1].split(" ", 1)[0]
-        cols = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cols) == 10 and cols[7].endswith("%") and cols[9].endswith("%"):
-            heads[cols[0]] = tuple(float(c.rstrip("%")) / 100 for c in cols[7:10])
-    return heads, day
+    ahead, as fractions, and the file and day that measured them)."""
+    heads = {}
+    for path in filter(os.path.exists, CEILINGS):
+        day = None
+        for line in open(path):
+            if line.startswith("Written by"):
+                day = line.split(" on ", 1)[1].split(" ", 1)[0]
+            cols = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cols) == 10 and cols[7].endswith("%") and cols[9].endswith("%"):
+                heads[cols[0]] = tuple(float(c.rstrip("%")) / 100 for c in cols[7:10]) + (path, day)
+    return heads
 
 
 def ceiling_section(missed):
     """For each program that missed the headroom target: how much of it a
     launch-set prefetcher could take at all, as bench/daemon/ceiling.sh
-    measured (another run: its date is given)."""
-    heads, day = ceiling()
+    measured (another run: its file and date are given)."""
+    heads = ceiling()
     known = [p for p in missed if p in heads]
     if not known:
         return
     print("## The headroom misses against what a launch set can take")
     print()
-    print(f"`{CEILING}` (written by `bench/daemon/ceiling.sh` on {day}, medians of its own alternated runs) times each "
+    print("`bench/daemon/ceiling.sh` (its own alternated runs, medians; the file and day of each row below) times each "
           "program with the same launch set read by a prefetcher that costs nothing and starts at the exec "
           "(**concurrent**), and with the set read in before the program starts (**ahead**, what the day's predicted "
           "launches get). Where even the concurrent one stays under the target, no replay started at the exec can "
           "meet it: the program's first reads race the set's arrival, and its own metadata reads stay cold.")
     print()
-    print("| program | daemon there | concurrent | ahead |")
-    print("|---|---:|---:|---:|")
+    print("| program | daemon there | concurrent | ahead | measured in |")
+    print("|---|---:|---:|---:|---|")
     for p in known:
-        d, c, a = heads[p]
-        print(f"| {p} | {d * 100:.0f}% | {c * 100:.0f}% | {a * 100:.0f}% |")
+        d, c, a, path, day = heads[p]
+        print(f"| {p} | {d * 100:.0f}% | {c * 100:.0f}% | {a * 100:.0f}% | `{path}`, {day} |")
     print()
 
 

@@ -411,6 +411,10 @@ impl Daemon {
     /// the source sends no exits (of threads no longer followed: a launch
     /// found in memory, or with its set full), a launch keeps its window.
     pub(super) fn note_trees_gone(&mut self, now: u64) {
+        debug_assert!(
+            self.dead.iter().all(|t| self.tree.contains_key(t)),
+            "the tasks that exited are tasks of launches"
+        );
         let mut maybe = std::mem::take(&mut self.maybe_gone);
         maybe.sort_unstable();
         maybe.dedup();
