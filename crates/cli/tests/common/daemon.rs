@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-/// Tests that drop every cache take this first (as in live.rs).
+/// Tests that drop every cache, or count every event the daemon decodes,
+/// take this first (as in live.rs).
 ///
 /// A static is one per test binary (each is a process of its own), and
 /// that is enough: `cargo test` runs a package's test binaries one after
