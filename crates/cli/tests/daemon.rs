@@ -353,7 +353,9 @@ fn a_launch_that_filled_its_set_is_not_judged_by_what_it_did_not_record() {
 /// for a second after its first 2 MiB (the daemon takes its events
 /// every 5 ms while it records, so what it does about the first part is
 /// done before the rest is read): its saved launch and the events the
-/// daemon decoded meanwhile.
+/// daemon decoded meanwhile (counted in status files written after each
+/// end: one read at any moment may be a second old, and miss the last
+/// of them).
 fn read_by_pages(py: &Path, state: &Path, data: &Path) -> (Value, u64) {
     let read = format!(
         "import time\nf = open('{}', 'rb', buffering=0)\n\
@@ -361,12 +363,12 @@ fn read_by_pages(py: &Path, state: &Path, data: &Path) -> (Value, u64) {
          time.sleep(1)\nwhile f.read(4096): pass\n",
         data.display()
     );
-    let before = events(&status(state).unwrap());
+    let before = events(&rewritten(state));
     let mut c = Command::new(py).args(["-c", &read]).spawn().unwrap();
     let pid = c.id();
     assert!(c.wait().unwrap().success());
     let l = saved_launch(state, pid);
-    (l, events(&status(state).unwrap()) - before)
+    (l, events(&rewritten(state)) - before)
 }
 
 /// Python code that waits `wait_s`, then reads every other page of

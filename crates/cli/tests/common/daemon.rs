@@ -158,19 +158,22 @@ pub fn python() -> Option<PathBuf> {
     std::fs::canonicalize("/usr/bin/python3").ok()
 }
 
-/// A configuration in `dir`: short windows (`launch_window_s = 3`), and
-/// every launch recorded (`repeat_window_s = 0`), unless `extra` sets
-/// them.
+/// A configuration in `dir`: short windows (`launch_window_s = 3`),
+/// every launch recorded (`repeat_window_s = 0`) and no socket, unless
+/// `extra` sets them.
 pub fn write_config(dir: &Path, extra: &str) -> (PathBuf, PathBuf) {
     let state = dir.join("state");
     let cfg = dir.join("daemon.toml");
     let unless_set = |key: &str, line: &'static str| if extra.contains(key) { "" } else { line };
     let repeat = unless_set("repeat_window_s", "repeat_window_s = 0\n");
     let window = unless_set("launch_window_s", "launch_window_s = 3\n");
+    // Not the machine's socket: a test's daemon neither takes it from
+    // an installed service nor serves that service's clients.
+    let socket = unless_set("socket", "socket = \"\"\n");
     std::fs::write(
         &cfg,
         format!(
-            "state_dir = \"{}\"\n{window}save_interval_s = 0.2\n{repeat}{extra}",
+            "state_dir = \"{}\"\n{window}save_interval_s = 0.2\n{repeat}{socket}{extra}",
             state.display()
         ),
     )
