@@ -732,10 +732,11 @@ fn lowest_cpu_priority() {
 /// fair task (before 6.12) leaves the default.
 /// At nice 0 this thread read a `go version` exec 0.04-0.09 ms after it
 /// (at 19, up to 2.6 ms), and its replay started 0.35-0.5 ms after the
-/// exec (at 19, ~2 ms), but neither launch gained: `go version` 0.95x of
-/// stock at nice 0 against 1.06x at 19, `make --version` 0.96x against
-/// 0.99x (medians of 9 and 11 cold runs alternated in one sitting, each
-/// run's own ratio spread over 0.8-1.3x). So it stays at 19.
+/// exec (at 19, ~2 ms), but neither launch gained: `go version` 1.06x
+/// of stock at nice 0 against 0.99x at 19 in one sitting, 0.95x against
+/// 1.06x in another, `make --version` 0.96x against 0.99x (medians of 9,
+/// 9 and 11 cold runs alternated, each run's own ratio spread over
+/// 0.8-1.3x). So it stays at 19.
 fn quick_wakeups() {
     let _ = outrider_sys::sched::set_fair(19, outrider_sys::sched::SHORTEST_SLICE_NS);
 }
