@@ -26,10 +26,11 @@
 //! measured (the program's own faults, each read around in the disk's
 //! readahead window, may hold the disk by then). The daemon's replay of
 //! it starts 0.4-2 ms after the exec (`started_s`), and following the
-//! launch in the kernel costs it about what that late replay gains (with no set to replay, it ran 0.94x of stock, medians
-//! of 9, each run's own ratio 0.7-1.3x): `go version` ran 0.95-1.06x of
-//! stock in four sittings. What remains for it is a set read before its
-//! exec (`successor_prefetch`).
+//! launch in the kernel costs it about what that late replay gains
+//! (with no set to replay, it ran 0.94x of stock, medians of 9, each
+//! run's own ratio 0.7-1.3x): `go version` ran 0.95-1.06x of stock in
+//! four sittings. What remains for it is a set read before its exec
+//! (`successor_prefetch`).
 
 mod around;
 mod evidence;
