@@ -264,23 +264,47 @@ pub(crate) mod tests {
     #[test]
     fn long_sequential_files_are_left_to_readahead() {
         let a = |file, page, pages| AccessRecord { file, page, pages };
-        let seq = sequential_files(&[
-            a(1, 0, 1024),
-            a(2, 0, 4096),
-            a(1, 1024, 1025),
-            a(3, 0, 2048),    // exactly 8 MiB: kept
-            a(2, 4099, 1),    // a hole of 3 pages (a read the tracepoint missed)
-            a(4, 1000, 4000), // not from near the first page
-            a(5, 0, 4096),
-            a(5, 4000, 100), // back
-            a(6, 0, 1024),
-            a(6, 1024 + 513, 4096), // a hole of more than a folio
-            a(7, 0, 1024),
-            a(7, 1024 + 500, 2048), // skipped more than 1 page in 16
-        ]);
+        let seq = sequential_files(
+            &[
+                a(1, 0, 1024),
+                a(2, 0, 4096),
+                a(1, 1024, 1025),
+                a(3, 0, 2048),    // exactly 8 MiB: kept
+                a(2, 4099, 1),    // a hole of 3 pages (a read the tracepoint missed)
+                a(4, 1000, 4000), // not from near the first page
+                a(5, 0, 4096),
+                a(5, 4000, 100), // back
+                a(6, 0, 1024),
+                a(6, 1024 + 513, 4096), // a hole of more than a folio
+                a(7, 0, 1024),
+                a(7, 1024 + 500, 2048), // skipped more than 1 page in 16
+            ],
+            &Default::default(),
+        );
         let mut seq: Vec<u32> = seq.into_iter().collect();
         seq.sort_unstable();
         assert_eq!(seq, vec![1, 2]);
+    }
+
+    /// A mapped scan is recorded with the holes its read-around and
+    /// large folios leave (`rg --mmap` of a 256 MiB file: 16 pages of
+    /// every 64); a mapped library is first touched near its end.
+    #[test]
+    fn mapped_scans_with_holes_are_left_to_readahead() {
+        let a = |file, page, pages| AccessRecord { file, page, pages };
+        let mut scan: Vec<_> = (0..1024).map(|i| a(1, i * 64, 16)).collect();
+        scan.extend((0..64).map(|i| a(2, i * 2246, 200))); // holes of 2 046: a run
+        scan.extend((0..64).map(|i| a(3, i * 2249, 200))); // of 2 049: none
+        scan.extend((0..64).map(|i| a(4, i * 64, 3))); // 3 pages in 64: none
+        scan.extend([a(5, 8000, 1), a(5, 0, 16)]); // headers near its end
+        scan.extend((0..64).map(|i| a(5, 16 + i * 64, 16)));
+        let mapped = [1, 2, 3, 4, 5].into_iter().collect();
+        let mut seq: Vec<u32> = sequential_files(&scan, &mapped).into_iter().collect();
+        seq.sort_unstable();
+        assert_eq!(seq, vec![1, 2]);
+        // File 1's holes in a file read through read(2): a strided reader.
+        let read: Vec<_> = (0..1024).map(|i| a(1, i * 64, 16)).collect();
+        assert!(sequential_files(&read, &Default::default()).is_empty());
     }
 
     #[test]
