@@ -101,9 +101,10 @@ pub const READAHEAD_PAGES: u64 = 2048;
 /// mapped scan from start to end is recorded with holes. `rg --mmap` of a
 /// 256 MiB file was recorded as 16 pages of every 64 past its first
 /// 44 MiB; with those replayed beside the kernel's read-around it took
-/// 0.86x of its stock time (0.14 s, readahead alone), left to readahead
-/// 1.10x, and one byte of every other page through `mmap` 0.99x (0.78x
-/// before; medians of 8-10 runs alternated in one sitting).
+/// 0.86x of its stock time (0.14 s, readahead alone) and left to
+/// readahead 1.10x (medians of 8 and 10 runs, alternated in one sitting
+/// each); one byte of every other page through `mmap`, 0.99x (10 runs)
+/// where `bench/daemon/launch.sh` had measured 0.78x (5 runs).
 /// A mapped library is no run: its first touch is near its end (the ELF
 /// headers), then here and there.
 pub fn sequential_files(accesses: &[AccessRecord], mapped: &FxHashSet<u32>) -> FxHashSet<u32> {
