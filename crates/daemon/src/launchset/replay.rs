@@ -111,27 +111,24 @@ pub fn sequential_files(accesses: &[AccessRecord], mapped: &FxHashSet<u32>) -> F
     // Per file: where its run ends and the pages it skipped, or None
     // once it went back or skipped too far.
     let mut runs: FxHashMap<u32, Option<(u64, u64)>> = Default::default();
-    let hole_max = |f| {
-        if mapped.contains(&f) {
-            READAHEAD_PAGES
-        } else {
-            HOLE_PAGES
-        }
+    // Per file: the longest hole, and the holes allowed in every
+    // HOLES_SHARE pages of the run.
+    let bounds = |f| match mapped.contains(&f) {
+        true => (READAHEAD_PAGES, HOLES_SHARE - 1),
+        false => (HOLE_PAGES, 1),
     };
     for a in accesses {
         let run = runs.entry(a.file).or_insert(Some((0, 0)));
         *run = run.and_then(|(end, holes)| {
             let hole = a.page.checked_sub(end)?;
-            (hole <= hole_max(a.file)).then_some((a.page + u64::from(a.pages), holes + hole))
+            (hole <= bounds(a.file).0).then_some((a.page + u64::from(a.pages), holes + hole))
         });
     }
-    let few_holes = |f, end, holes| match mapped.contains(&f) {
-        true => holes * HOLES_SHARE <= end * (HOLES_SHARE - 1),
-        false => holes * HOLES_SHARE <= end,
-    };
     runs.into_iter()
         .filter(|&(f, run)| {
-            run.is_some_and(|(end, holes)| end > READAHEAD_PAGES && few_holes(f, end, holes))
+            run.is_some_and(|(end, holes)| {
+                end > READAHEAD_PAGES && holes * HOLES_SHARE <= end * bounds(f).1
+            })
         })
         .map(|(f, _)| f)
         .collect()
