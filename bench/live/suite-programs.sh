@@ -8,7 +8,10 @@
 # suite_program NAME sets CAT (category), DESC, CMD=( ... ), TAGS (words:
 # backwards / stride for item-6's run-1 target, cgroup when the program runs
 # in the memory cgroup) and REPS_OF (repetitions; short programs get more).
-# SKIP is set (to the reason) when the program cannot run here.
+# SKIP is set (to the reason) when the program cannot run here. A program
+# whose launch set is to be learnt from another command sets FIRST_CMD
+# (the daemon's launch bench records with it). SUITE_NO_CGROUP=1 runs the
+# SQLite programs with no memory limit, as a user runs sqlite3.
 
 SUITE_PROGRAMS="tar cp sha256 rg du find diff
 git-log git-grep git-status
@@ -147,10 +150,18 @@ for _ in range(int(sys.argv[2])):
     print(f"SELECT id, cust, length(note) FROM orders WHERE id = {r.randrange(int(sys.argv[1]))};")' \
       "$SUITE_SQL_ROWS" "$SUITE_SQL_POINTS" > "$points"
   fi
+  db_bytes=$(stat -c %s "$db")
+  sql_wrap=() sql_where="with no memory limit"
+  [ -n "${SUITE_NO_CGROUP:-}" ] && return 0
   mkdir -p "$SUITE_CGROUP"
   echo "$SUITE_SQL_LIMIT" > "$SUITE_CGROUP/memory.limit_in_bytes"
   sql_limit=$(cat "$SUITE_CGROUP/memory.limit_in_bytes")
-  db_bytes=$(stat -c %s "$db")
+  sql_wrap=("$PWD/bench/live/incgroup.sh" "$SUITE_CGROUP") sql_where="in a $SUITE_SQL_LIMIT memory cgroup" TAGS=cgroup
+}
+
+# The index scan's statement over the customers in $1.
+sql_customers() {
+  echo "SELECT cust, count(*), sum(amount), max(length(note)) FROM orders WHERE $1 GROUP BY cust;"
 }
 
 suite_venv() {
@@ -191,7 +202,7 @@ print(sum(os.pread(fd, 4096, o)[0] for o in range(0, n, 8192)))'
 # demand; a fixture that fails to build stops the suite); SKIP says why
 # when the program cannot run here.
 suite_program() {
-  TAGS="" REPS_OF=$REPS SKIP="" CMD=()
+  TAGS="" REPS_OF=$REPS SKIP="" CMD=() FIRST_CMD=()
   local out=/dev/shm/outrider-suite-out
   case $1 in
     tar | cp | sha256 | rg | du | find | diff) suite_tree ;;
@@ -234,11 +245,13 @@ suite_program() {
     python) suite_venv || { SKIP="venv or pip install failed"; return 0; }
       CAT=start DESC="Python \`$SUITE_PY_IMPORT\` from a venv of PyPI wheels"
       CMD=("$venv/bin/python" -c "$SUITE_PY_IMPORT") ;;
-    sqlite-index) CAT=db TAGS=cgroup DESC="\`sqlite3\`: customers below $SUITE_SQL_CUST_BELOW of $SUITE_SQL_CUSTOMERS through the index on cust, $SUITE_SQL_ROWS-row table, in a $SUITE_SQL_LIMIT memory cgroup"
-      CMD=("$PWD/bench/live/incgroup.sh" "$SUITE_CGROUP" sqlite3 "$db"
-        "SELECT cust, count(*), sum(amount), max(length(note)) FROM orders WHERE cust < $SUITE_SQL_CUST_BELOW GROUP BY cust;") ;;
-    sqlite-point) CAT=db TAGS=cgroup DESC="\`sqlite3 .read\`: $SUITE_SQL_POINTS random primary-key lookups, one statement each, same table and cgroup"
-      CMD=("$PWD/bench/live/incgroup.sh" "$SUITE_CGROUP" sqlite3 "$db" ".read $points") ;;
+    sqlite-index) CAT=db DESC="\`sqlite3\`: customers below $SUITE_SQL_CUST_BELOW of $SUITE_SQL_CUSTOMERS through the index on cust, $SUITE_SQL_ROWS-row table, $sql_where"
+      CMD=("${sql_wrap[@]}" sqlite3 "$db" "$(sql_customers "cust < $SUITE_SQL_CUST_BELOW")") ;;
+    sqlite-point) CAT=db DESC="\`sqlite3 .read\`: $SUITE_SQL_POINTS random primary-key lookups, one statement each, same table, $sql_where"
+      CMD=("${sql_wrap[@]}" sqlite3 "$db" ".read $points") ;;
+    sqlite-other) CAT=db DESC="\`sqlite3\`: customers 50 000-52 000 through the same index, its launch set learnt from sqlite-index's query (the same launch key, other table pages), $sql_where"
+      CMD=("${sql_wrap[@]}" sqlite3 "$db" "$(sql_customers "cust >= 50000 AND cust < 52000")")
+      FIRST_CMD=("${sql_wrap[@]}" sqlite3 "$db" "$(sql_customers "cust < $SUITE_SQL_CUST_BELOW")") ;;
     wc) CAT=file DESC="\`wc -l\` of a $SUITE_FILE_MIB MiB text file (sequential read)"
       CMD=(wc -l "$big") ;;
     rg-mmap) suite_install rg:ripgrep; CAT=file DESC="\`rg --mmap\` of a string found nowhere in the file (sequential mmap)"
