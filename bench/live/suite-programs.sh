@@ -114,6 +114,12 @@ suite_file() {
     head -c $((SUITE_FILE_MIB * 1024 * 1024 * 100 / 101 / 4 * 3)) /dev/urandom | base64 -w 100 > "$big.tmp"
     mv "$big.tmp" "$big"; sync
   fi
+  # A quarter of its size, another file: pread-other's.
+  other=$DATA_DIR/other-$((SUITE_FILE_MIB / 4)).txt
+  if [ ! -f "$other" ]; then
+    head -c $((SUITE_FILE_MIB / 4 * 1024 * 1024 * 100 / 101 / 4 * 3)) /dev/urandom | base64 -w 100 > "$other.tmp"
+    mv "$other.tmp" "$other"; sync
+  fi
 }
 
 # orders(id, cust, day, amount, note): rows in id order, an index on cust,
@@ -264,6 +270,9 @@ suite_program() {
       CMD=(/usr/bin/python3 -c "$PY_MMAP_STRIDE" "$big") ;;
     pread-stride) CAT=file TAGS=stride DESC="Python: \`os.pread\` of every other 4 KiB block"
       CMD=(/usr/bin/python3 -c "$PY_PREAD_STRIDE" "$big") ;;
+    pread-other) CAT=file DESC="Python: \`os.pread\` of every other 4 KiB block of a $((SUITE_FILE_MIB / 4)) MiB file given on its standard input, its launch set learnt from the same command over the $SUITE_FILE_MIB MiB file (the data named nowhere on the command line)"
+      CMD=(sh -c 'exec /usr/bin/python3 -c "$1" /dev/stdin < "$2"' sh "$PY_PREAD_STRIDE" "$other")
+      FIRST_CMD=(sh -c 'exec /usr/bin/python3 -c "$1" /dev/stdin < "$2"' sh "$PY_PREAD_STRIDE" "$big") ;;
     ls) CAT=short DESC="\`ls -l /usr/bin\`" CMD=(ls -l /usr/bin) ;;
     python-bare) CAT=short DESC="\`python3 -c pass\` (Debian's Python)" CMD=(/usr/bin/python3 -c pass) ;;
     perl) CAT=short DESC="\`perl -MPOSIX -e 1\`" CMD=(perl -MPOSIX -e 1) ;;

@@ -44,8 +44,8 @@ pub use recorder::{PagesRead, Recorder};
 #[cfg(test)]
 use replay::{asked_from_memory, batches, merged_ranges};
 pub use replay::{
-    replay, sequential_files, Backoff, ReplayOptions, ReplayStats, EXIT_EVERY_PAGES,
-    PRESSURE_EVERY_PAGES, READAHEAD_PAGES, WALK_DIRS_MIN,
+    replay, sequential_files, sparse_files, Backoff, ReplayOptions, ReplayStats, EXIT_EVERY_PAGES,
+    PRESSURE_EVERY_PAGES, READAHEAD_PAGES, SPARSE_MIN_PAGES, SPARSE_RUN_PAGES, WALK_DIRS_MIN,
 };
 
 /// The application a launch belongs to, the key of its launch set: the
@@ -307,6 +307,97 @@ pub(crate) mod tests {
         assert!(sequential_files(&read, &Default::default()).is_empty());
     }
 
+    /// A data file is one read through read(2), SPARSE_MIN_PAGES or more
+    /// of it in accesses of SPARSE_RUN_PAGES or fewer on average, each
+    /// with its first-touched page; a mapped file, a small one or one read
+    /// in longer pieces is not.
+    #[test]
+    fn data_files_read_here_and_there_are_sparse() {
+        let a = |file, page, pages| AccessRecord { file, page, pages };
+        let n = SPARSE_MIN_PAGES;
+        let mut set: Vec<_> = (0..n).map(|i| a(1, 4 * n - i * 2, 1)).collect();
+        set.extend((0..n - 1).map(|i| a(2, i * 2, 1))); // one page too few
+        set.extend((0..64).map(|i| a(3, i * 10, SPARSE_RUN_PAGES as u32))); // 4 a piece
+        set.extend((0..64).map(|i| a(4, i * 10, SPARSE_RUN_PAGES as u32 + 1))); // 5 a piece
+        set.extend((0..n).map(|i| a(5, i * 2, 1))); // mapped
+        let mapped = [5].into_iter().collect();
+        let mut sparse: Vec<(u32, u64)> = sparse_files(&set, &mapped).into_iter().collect();
+        sparse.sort_unstable();
+        assert_eq!(sparse, vec![(1, 4 * n), (3, 0)]);
+    }
+
+    /// A data file's pages are asked for once the launch read its first
+    /// recorded page, not before: with the launcher alive and the page
+    /// not cached, nothing of it until the launcher exits; with it cached,
+    /// all of it; `confirm_sparse = false` or no launcher, at once.
+    #[test]
+    fn a_data_file_waits_for_its_first_page() {
+        if unsafe { libc::geteuid() } != 0 {
+            return; // files are found by inode, which needs root
+        }
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("data");
+        std::fs::write(&p, vec![1u8; 1024 * 4096]).unwrap();
+        let md = std::fs::metadata(&p).unwrap();
+        let mut r = Recorder::new(64 << 20, 8192);
+        for page in (0..1024).step_by(2) {
+            r.read(std::process::id(), read_of(&md, page, 1));
+        }
+        let h = r.finish("/bin/x");
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.3")
+            .spawn()
+            .unwrap();
+        let with = |launcher, confirm_sparse| ReplayOptions {
+            budget_bytes: 64 << 20,
+            launcher,
+            confirm_sparse,
+            ..opts(None)
+        };
+        drop_cached(&p);
+        let st = replay(&h, &with(Some(child.id()), true));
+        assert_eq!(
+            (st.pages_requested, st.pages_unconfirmed),
+            (0, 512),
+            "{st:?}"
+        );
+        assert!(
+            st.stopped_at_exit,
+            "it waited for the launcher's exit: {st:?}"
+        );
+        child.wait().unwrap();
+        let cached = outrider_sys::cachestat::cachestat;
+        let f = std::fs::File::open(&p).unwrap();
+        use std::os::fd::AsFd;
+        // Its first page was not read by the replay's look at it (its
+        // look for the set in memory may read a probe's page).
+        let first = cached(f.as_fd(), 0, PAGE).unwrap().cache;
+        assert_eq!(first, 0, "its first page not read");
+        // Its first page read (by the launch, here by the test).
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        std::os::unix::fs::FileExt::read_at(&f, &mut [0u8; 1], 0).unwrap();
+        let st = replay(&h, &with(Some(child.id()), true));
+        assert_eq!(
+            (st.pages_requested, st.pages_unconfirmed),
+            (512, 0),
+            "{st:?}"
+        );
+        for o in [with(Some(child.id()), false), with(None, true)] {
+            drop_cached(&p);
+            let st = replay(&h, &o);
+            assert_eq!(
+                (st.pages_requested, st.pages_unconfirmed),
+                (512, 0),
+                "{st:?}"
+            );
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
     #[test]
     fn ranges_of_a_file_merge() {
         let a = |file, page, pages| AccessRecord { file, page, pages };
@@ -329,6 +420,7 @@ pub(crate) mod tests {
             exec_ns: 0,
             ahead: false,
             read_around: false,
+            confirm_sparse: true,
             walk_dirs: Default::default(),
             storage_read_ns: Default::default(),
             launch_reads: Default::default(),
@@ -431,6 +523,7 @@ pub(crate) mod tests {
         assert_eq!(replay(&h, &opts(None)).pages_requested, 4);
         let around = ReplayOptions {
             read_around: true,
+            confirm_sparse: true,
             ..opts(None)
         };
         let window = around::Windows::default().pages(mmd.dev());

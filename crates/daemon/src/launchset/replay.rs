@@ -52,6 +52,10 @@ pub struct ReplayStats {
     /// Pages of files the launch read sequentially, left to the kernel's
     /// readahead ([`sequential_files`]).
     pub pages_left_to_readahead: u64,
+    /// Pages of files the launch read here and there, not asked for as
+    /// the launch was not seen to read the file's first page
+    /// ([`sparse_files`]).
+    pub pages_unconfirmed: u64,
     /// Seconds from the exec ([`ReplayOptions::exec_ns`]) to the
     /// replay's start, to the files of its first reorder buffer
     /// verified, to its first request and to its end (0 when it never
@@ -143,6 +147,45 @@ pub fn sequential_files(accesses: &[AccessRecord], mapped: &FxHashSet<u32>) -> F
 /// and replayed whole beside the kernel's readahead. A folio is at most
 /// 2 MiB. The same bounds as the eBPF programs', which stop sending a
 /// followed thread's run once it is surely one of these.
+/// A file read through `read(2)` with at least this many pages in a
+/// set (1 MiB) may be a data file read here and there ([`sparse_files`]).
+pub const SPARSE_MIN_PAGES: u64 = 256;
+
+/// ... when its recorded accesses average at most this many pages.
+pub const SPARSE_RUN_PAGES: u64 = 4;
+
+/// The data files of a set, each with its first-touched page: files
+/// read through `read(2)`, not `mapped`, with at least
+/// [`SPARSE_MIN_PAGES`] in the set in accesses of at most
+/// [`SPARSE_RUN_PAGES`] on average. Their pages are the launch's data,
+/// not the program's: a set is keyed by the executable and the shape of
+/// its first arguments, so it may hold what another run read, the data
+/// named nowhere on the command line (the module `roots` leaves out
+/// what is). Python reading every other 4 KiB block of a 64 MiB file
+/// given on its standard input, its set learnt from the same command
+/// over a 256 MiB file, ran at 0.46x of its time with no daemon (medians
+/// of 6-8, alternated, one sitting each): its replay asked for 34 500
+/// pages of the other file, one at a time, and the launch's reads
+/// waited behind them. Stopping the replay once the launch's reads were
+/// seen to miss the set came 0.48-0.52 s after the exec, the replay done
+/// by then: the launch, waiting behind it, read little to judge by. So
+/// such a file waits for its first page to be read
+/// ([`ReplayOptions::confirm_sparse`]). The program-start sets of
+/// `node`, `java`, `rustc`, `gcc`, `gdb`, `emacs` and `git` hold no such
+/// file: theirs are mapped, in accesses of 7-26 pages on average.
+pub fn sparse_files(accesses: &[AccessRecord], mapped: &FxHashSet<u32>) -> FxHashMap<u32, u64> {
+    // Per file: its first page, its pages and its accesses.
+    let mut files: FxHashMap<u32, (u64, u64, u64)> = FxHashMap::default();
+    for a in accesses.iter().filter(|a| !mapped.contains(&a.file)) {
+        let f = files.entry(a.file).or_insert((a.page, 0, 0));
+        (f.1, f.2) = (f.1 + u64::from(a.pages), f.2 + 1);
+    }
+    (files.into_iter())
+        .filter(|&(_, (_, pages, n))| pages >= SPARSE_MIN_PAGES && pages <= SPARSE_RUN_PAGES * n)
+        .map(|(file, (first, _, _))| (file, first))
+        .collect()
+}
+
 const HOLE_PAGES: u64 = runs::HOLE_PAGES as u64;
 /// A run skips at most one in this many of its pages.
 const HOLES_SHARE: u64 = 1 << runs::HOLES_SHIFT;
@@ -177,6 +220,11 @@ pub struct ReplayOptions {
     /// cost); `false`: the pages recorded, as libprefetch and FAST
     /// replay.
     pub read_around: bool,
+    /// The pages of a file the launch read here and there
+    /// ([`sparse_files`]) are asked for only once the launch read the
+    /// file's first recorded page; `false`: at once, as FAST and IORap
+    /// replay a set. Not ahead of a launch, nor at boot (no launcher).
+    pub confirm_sparse: bool,
     /// The directories the launch opened, in that order: listed, and the
     /// set's files looked up in them, on threads of their own beside the
     /// replay ([`outrider_live::metawalk`], as `outrider run` walks a
@@ -353,8 +401,10 @@ fn replay_from(
         user: o.user.clone(),
         tables: Vec::new(),
         table_of: FxHashMap::default(),
-        // Found after the look in memory, which has no use for it.
+        // Found after the look in memory, which has no use for them.
         readahead: FxHashSet::default(),
+        sparse: FxHashMap::default(),
+        pending: Vec::new(),
         launcher: o.launcher.map(outrider_live::session::pidfd),
         backoff,
         budget: o.budget_bytes / PAGE,
@@ -398,6 +448,9 @@ fn replay_from(
     if !o.ahead {
         let mapped = h.files.iter().filter(|f| f.mapped).map(|f| f.id).collect();
         r.readahead = sequential_files(&h.accesses, &mapped);
+        if o.confirm_sparse && o.launcher.is_some() {
+            r.sparse = sparse_files(&h.accesses, &mapped);
+        }
     }
     walk();
     for (i, b) in batches.iter().copied().enumerate() {
@@ -412,8 +465,10 @@ fn replay_from(
             r.st.verified_s = since();
         }
         r.fetch(b, since);
+        r.fetch_confirmed(since);
         r.reads.note();
     }
+    r.wait_confirmed(since);
     r.st
 }
 
@@ -471,6 +526,11 @@ struct Replayer {
     /// The table each verified file is in.
     table_of: FxHashMap<u32, usize>,
     readahead: FxHashSet<u32>,
+    /// Data files not yet seen read by the launch, each with its first
+    /// recorded page ([`sparse_files`]).
+    sparse: FxHashMap<u32, u64>,
+    /// Their ranges, held back until then: (file, first page, pages).
+    pending: Vec<(u32, u64, u64)>,
     launcher: Option<Option<std::os::fd::OwnedFd>>,
     backoff: Backoff,
     budget: u64,
@@ -561,6 +621,14 @@ impl Replayer {
             .sum();
         self.st.pages_left_to_readahead += left;
         b.retain(|r| !readahead.contains(&r.0));
+        let (held, b): (Vec<_>, Vec<_>) =
+            b.into_iter().partition(|r| self.sparse.contains_key(&r.0));
+        self.pending.extend(held);
+        self.fetch_ranges(b, since);
+    }
+
+    /// Ask for ranges `b` (file, first page, pages), in physical order.
+    fn fetch_ranges(&mut self, mut b: Vec<(u32, u64, u64)>, since: &dyn Fn() -> f64) {
         b.sort_by_cached_key(|&(file, page, _)| {
             let phys = (self.table(file).known_extents(FileId(u64::from(file)))).and_then(|ex| {
                 ex.iter()
@@ -579,6 +647,59 @@ impl Replayer {
                 self.fetch_range(file, at, piece.min(page + pages - at), since);
             }
         }
+    }
+
+    /// Ask for the held-back ranges of the data files whose first page
+    /// the launch has now read (found in the cache).
+    fn fetch_confirmed(&mut self, since: &dyn Fn() -> f64) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let mut read: FxHashSet<u32> = FxHashSet::default();
+        for (&file, &first) in &self.sparse {
+            // Not verified yet: not asked for yet either.
+            let Some(&at) = self.table_of.get(&file) else {
+                continue;
+            };
+            // cachestat(2), which reads nothing: a look with RWF_NOWAIT
+            // starts the kernel's readahead of a page it misses, and finds
+            // it there at the next look.
+            let f = self.tables[at].open_known(FileId(u64::from(file)));
+            let cached = |fd| outrider_sys::cachestat(fd, first * PAGE, PAGE);
+            if f.is_some_and(|f| cached(f.fd.as_fd()).is_ok_and(|c| c.cache > 0)) {
+                read.insert(file);
+            }
+        }
+        if read.is_empty() {
+            return;
+        }
+        self.sparse.retain(|f, _| !read.contains(f));
+        let (now, later) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|r| read.contains(&r.0));
+        self.pending = later;
+        self.fetch_ranges(now, since);
+    }
+
+    /// Once the rest is asked for: ask for the held-back ranges as their
+    /// files' first pages are read, looking every [`CONFIRM_LOOK`], until
+    /// none is left, the replay stops or the launcher exits, or
+    /// [`CONFIRM_WAIT_NS`] passed; what is left is not asked for.
+    fn wait_confirmed(&mut self, since: &dyn Fn() -> f64) {
+        let deadline = outrider_sys::monotonic_ns() + CONFIRM_WAIT_NS;
+        loop {
+            self.fetch_confirmed(since);
+            let gone = (self.launcher.as_ref()).is_some_and(|f| f.as_ref().is_none_or(exited));
+            self.st.stopped_at_exit |= gone && !self.pending.is_empty();
+            if self.pending.is_empty() || self.stopped() || outrider_sys::monotonic_ns() > deadline
+            {
+                break;
+            }
+            std::thread::sleep(CONFIRM_LOOK);
+        }
+        let left: u64 = self.pending.drain(..).map(|r| r.2).sum();
+        self.st.pages_unconfirmed += left;
+        self.st.pages_skipped += left;
     }
 
     /// Is the set in memory, before any of it is asked for? No other
@@ -756,6 +877,14 @@ const AHEAD_INFLIGHT_PAGES: u64 = 256;
 /// that does not arrive (a slow disk, a page the kernel dropped) stops
 /// holding the rest back.
 const INFLIGHT_WAIT_NS: u64 = 50_000_000;
+
+/// How long a replay done with the rest waits for its launch to read
+/// the first page of a held-back data file ([`sparse_files`]), at most:
+/// `python3` reading its data file reads it 30-50 ms after its exec.
+const CONFIRM_WAIT_NS: u64 = 2_000_000_000;
+
+/// How often it looks meanwhile.
+const CONFIRM_LOOK: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// The first reorder buffer's pages: 1 MiB, each next one twice the last
 /// up to [`MAX_BATCH_PAGES`].
