@@ -556,6 +556,11 @@ struct Replayer {
 }
 
 impl Replayer {
+    /// Has the launcher exited? One already gone (no pidfd) has.
+    fn launcher_exited(&self) -> bool {
+        (self.launcher.as_ref()).is_some_and(|f| f.as_ref().is_none_or(exited))
+    }
+
     /// Is the rest of the set not to be asked for (memory pressure, the
     /// launcher's exit, a busy disk, or its launch judged hot)?
     fn stopped(&self) -> bool {
@@ -694,7 +699,7 @@ impl Replayer {
         let deadline = outrider_sys::monotonic_ns() + CONFIRM_WAIT_NS;
         loop {
             self.fetch_confirmed(since);
-            let gone = (self.launcher.as_ref()).is_some_and(|f| f.as_ref().is_none_or(exited));
+            let gone = self.launcher_exited();
             self.st.stopped_at_exit |= gone && !self.pending.is_empty();
             if self.pending.is_empty() || self.stopped() || outrider_sys::monotonic_ns() > deadline
             {
@@ -773,9 +778,8 @@ impl Replayer {
         }
         if st.pages_requested >= self.next_exit {
             self.next_exit = st.pages_requested + EXIT_EVERY_PAGES;
-            // A launcher already gone (no pidfd) counts as exited.
-            st.stopped_at_exit =
-                (self.launcher.as_ref()).is_some_and(|f| f.as_ref().is_none_or(exited));
+            self.st.stopped_at_exit = self.launcher_exited();
+            let st = &mut self.st;
             st.stopped_hot =
                 self.launch_reads.judged_hot() && self.reads.found_in_memory(st.pages_requested);
             self.reads.note();
