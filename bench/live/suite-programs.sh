@@ -273,6 +273,9 @@ suite_program() {
     pread-other) CAT=file DESC="Python: \`os.pread\` of every other 4 KiB block of a $((SUITE_FILE_MIB / 4)) MiB file given on its standard input, its launch set learnt from the same command over the $SUITE_FILE_MIB MiB file (the data named nowhere on the command line)"
       CMD=(sh -c 'exec /usr/bin/python3 -c "$1" /dev/stdin < "$2"' sh "$PY_PREAD_STRIDE" "$other")
       FIRST_CMD=(sh -c 'exec /usr/bin/python3 -c "$1" /dev/stdin < "$2"' sh "$PY_PREAD_STRIDE" "$big") ;;
+    mmap-other) CAT=file DESC="Python: one byte of every other 4 KiB page through mmap of a $((SUITE_FILE_MIB / 4)) MiB file given on its standard input, its launch set learnt from the same command over the $SUITE_FILE_MIB MiB file"
+      CMD=(sh -c 'exec /usr/bin/python3 -c "$1" /dev/stdin < "$2"' sh "$PY_MMAP_STRIDE" "$other")
+      FIRST_CMD=(sh -c 'exec /usr/bin/python3 -c "$1" /dev/stdin < "$2"' sh "$PY_MMAP_STRIDE" "$big") ;;
     ls) CAT=short DESC="\`ls -l /usr/bin\`" CMD=(ls -l /usr/bin) ;;
     python-bare) CAT=short DESC="\`python3 -c pass\` (Debian's Python)" CMD=(/usr/bin/python3 -c pass) ;;
     perl) CAT=short DESC="\`perl -MPOSIX -e 1\`" CMD=(perl -MPOSIX -e 1) ;;
