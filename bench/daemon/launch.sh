@@ -18,9 +18,8 @@
 # daemon's resident memory and CPU from `outrider status --json`.
 # `wc` (a 256 MiB sequential read) is a program a launch set cannot help:
 # it measures the daemon's cost; so do `sqlite-other`, `pread-other` and
-# `mmap-other`,
-# whose sets are learnt from another query or file (FIRST_CMD) and are
-# mostly the wrong pages. Needs root. PROGRAMS="gcc node" selects;
+# `mmap-other`, whose sets are learnt from another query or file
+# (FIRST_CMD) and are mostly the wrong pages. Needs root. PROGRAMS="gcc node" selects;
 # LAUNCH_CAP=MiB, FILES_MAX=N, JUDGE_MIB=MiB and DETACH_FAULTS=false set
 # launch_cap_mib, launch_files_max, judge_from_memory_mib and
 # detach_idle_faults;
@@ -194,11 +193,16 @@ day_daemon() { # rep
   wait_saved
   cold; day daemon "$1"
   status | python3 -c 'import json,sys; s=json.load(sys.stdin); print("day", s["rss_bytes"], s["cpu_s"], s["uptime_s"], s["status"]["successors"]["predicted"], s["status"]["successors"]["hits"], s["status"]["successors"]["misses"])' >> "$work/day-usage"
+  # Again once day 2's launches were saved: the daemon trims its heap
+  # when no launch is recorded.
+  wait_saved
+  status | python3 -c 'import json,sys; print("day", json.load(sys.stdin)["rss_bytes"])' >> "$work/day-saved"
   stop_daemon
   conf=$work/daemon.toml
 }
 : > "$work/day"
 : > "$work/day-usage"
+: > "$work/day-saved"
 for q in $DAY_PROGRAMS; do suite_program "$q"; done # fixtures and packages first
 for rep in $(seq 1 "$DAY_REPS"); do
   [ -n "$DAY_PROGRAMS" ] || break

@@ -4,8 +4,10 @@ measurements. Arguments: WORKDIR REPS ELAPSED_S VERSION.
 
 WORKDIR holds `results` (`program arm rep wall_s`, arm stock | daemon |
 hot), `usage` (`program rss_bytes cpu_s uptime_s` of the daemon after
-each of its launches) and `programs` (name, category, description,
-tab-separated)."""
+each of its launches), `day-usage` (`day rss_bytes cpu_s uptime_s
+predicted hits misses` at day 2's end), `day-saved` (`day rss_bytes`
+once day 2's launches were saved) and `programs` (name, category,
+description, tab-separated)."""
 import datetime
 import os
 import platform
@@ -23,6 +25,8 @@ def med(v):
 
 
 BOOTSTRAP = 4000  # resamples of the repetitions
+# launch.sh's wait_saved: a launch's window (3 s) and the next save (0.2 s).
+SAVED_S = 3.6
 
 
 def interval(v, level=0.95):
@@ -135,8 +139,12 @@ def day_section(work):
         pred = [tuple(int(x) for x in a[3:6]) for a in u if len(a) >= 6]
         if rss:
             print()
-            print(f"The daemon after day 2: resident memory {med(rss) / 2**20:.1f} MiB median, {max(rss) / 2**20:.1f} MiB most; "
-                  f"CPU {med(cpu) * 100:.1f}% of a core median over its life (two days and the saves), {max(cpu) * 100:.1f}% most.")
+            saved = os.path.join(work, "day-saved")
+            later = [int(line.split()[1]) for line in open(saved)] if os.path.exists(saved) else []
+            print(f"The daemon after day 2: resident memory {med(rss) / 2**20:.1f} MiB median, {max(rss) / 2**20:.1f} MiB most"
+                  + (f" at its last program's exit, its launches still recorded; {med(later) / 2**20:.1f} MiB median, "
+                     f"{max(later) / 2**20:.1f} MiB most once they were saved ({SAVED_S} s later)" if later else "")
+                  + f"; CPU {med(cpu) * 100:.1f}% of a core median over its life (two days and the saves), {max(cpu) * 100:.1f}% most.")
         if pred:
             print()
             print("Next launches predicted over both days, per repetition (predicted / right / wrong): "
