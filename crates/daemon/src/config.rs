@@ -15,7 +15,7 @@
 //! | `judge_from_memory_mib` | `64` | a launch with no set of its own is followed until its tree read this much; if at most one page in 32 of it missed the cache, it reads from memory and is let go, unrecorded (its next cold launch is recorded); [`Config::judge_pages`] says what the bound trades |
 //! | `launch_files_max` | `32768` | files one launch set (and the boot set) holds at most: the daemon's work goes by files as much as by bytes (each is opened, stamped and named when recorded, verified, mapped and opened again when replayed, and the whole set handled at each launch). `rg` over a tree of 31 479 small files, in the day in miniature (`FILES_MAX=N bash bench/daemon/launch.sh`, one sitting each): the day took 80% of its headroom at 32 768 (its set whole), 52% at 16 384, 48% at 8 192, the daemon resident at 66, 47 and 29 MiB after it, before it gave its free heap back once idle ([`Daemon`](crate::Daemon), `trim_if_idle`); 59% (1.35x) at 32 768 in `bench/results/daemon.md` of 2026-12-05. What set it at 8 192 before: each launch of `rg` from memory cost the daemon 78 ms of CPU (19 ms at 8 192) until the replay stopped once its launch is judged to read from memory, and an `rg` never seen over the tree in memory, following `rg`'s set as shared history, ran at 0.92-0.93x of its speed with no daemon (the set's probes found a page or two missing, this VM's page cache losing pages in the background, and the replay went over 31 491 files, 40-60 ms of the daemon's CPU) (at 32 768, 0.96x within noise in the sitting above) until a launch reading from memory had no shared set replayed ([`crate::shared`]): that `rg` then ran 0.99x, and `rg` over the tree in memory 0.99x (`bench/results/daemon.md` of 2026-12-05, 15 alternations each) |
 //! | `argument_roots` | `true` | a launch replays none of its set's files (its mapped files apart) that lie under a path the set's launch was given on its command line and it was not, where the two lie apart (`grep -r x arch/arm64`, then `grep -r x arch/powerpc`), or under the set's launch's working directory when this launch's lies apart from it and neither is `/` or the user's home directory or above it (`git status` in one repository, then in another), nor walks such directories ([`crate::roots`], with what it cost); `false`: the set replays whole, as FAST and IORap replay an application's set |
-//! | `confirm_sparse_files` | `true` | a replay asks for the pages of a data file the launch read here and there (read through `read(2)`, 1 MiB or more of the set in accesses of 4 pages or fewer on average) only once the launch is seen to read the file's first recorded page, waiting up to 2 s after the rest: the set may hold another run's data, named nowhere on the command line (a script given its file on standard input ran 0.46x of its stock time with the other run's pages asked for; [`crate::launchset::sparse_files`]); `false`: at once, as FAST and IORap replay a set |
+//! | `confirm_data_files` | `true` | a replay asks for the pages of the set's data files (read through `read(2)`, 1 MiB or more of the set each) only once the launch is seen to read the first recorded page of one of them, waiting up to 2 s after the rest: the set may hold another run's data, named nowhere on the command line (a script given its file on standard input ran 0.46x of its stock time with the other run's pages asked for, `wc -l` of a 6 MiB file on standard input 0.79x; [`crate::launchset::data_files`]); `false`: at once, as FAST and IORap replay a set |
 //! | `read_around` | `false` | a replay asks for each mapped file (an executable, a library) no larger than half its disk's readahead window whole, at its first access, as the kernel reads it at the first page fault in it ([`crate::launchset`], module `around`, with what it cost); `false`: only the pages the launch touched |
 //! | `metadata_walk` | `true` | record the directories each launch's process tree opens on the root file system (fanotify, one event per directory opened there by any process, and 25-60 ns more per read of any file there, `outrider_sys::dirwatch`) and, at the next launch of one that opened at least 4 ([`crate::launchset::WALK_DIRS_MIN`]), list them and look the set's files up in them beside the replay, until the launcher exits ([`crate::launchset`]): a tree walker waits on directory blocks and inodes, which no launch set of file pages holds |
 //! | `max_recording` | `64` | launches recorded at once at most (more are not recorded) |
@@ -77,8 +77,8 @@ pub struct Config {
     pub launch_files_max: usize,
     /// Files under the last launch's foreign command-line paths left out.
     pub argument_roots: bool,
-    /// A data file read here and there waits for its first page's read.
-    pub confirm_sparse_files: bool,
+    /// The set's data files wait until the launch reads one of them.
+    pub confirm_data_files: bool,
     /// Small mapped files replayed whole.
     pub read_around: bool,
     /// Directories recorded and walked at replays.
@@ -140,7 +140,7 @@ impl Default for Config {
             judge_from_memory_mib: 64,
             launch_files_max: 32768,
             argument_roots: true,
-            confirm_sparse_files: true,
+            confirm_data_files: true,
             read_around: false,
             metadata_walk: true,
             max_recording: 64,

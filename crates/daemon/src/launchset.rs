@@ -44,8 +44,8 @@ pub use recorder::{PagesRead, Recorder};
 #[cfg(test)]
 use replay::{asked_from_memory, batches, merged_ranges};
 pub use replay::{
-    replay, sequential_files, sparse_files, Backoff, ReplayOptions, ReplayStats, EXIT_EVERY_PAGES,
-    PRESSURE_EVERY_PAGES, READAHEAD_PAGES, SPARSE_MIN_PAGES, SPARSE_RUN_PAGES, WALK_DIRS_MIN,
+    data_files, replay, sequential_files, Backoff, ReplayOptions, ReplayStats, DATA_MIN_PAGES,
+    EXIT_EVERY_PAGES, PRESSURE_EVERY_PAGES, READAHEAD_PAGES, WALK_DIRS_MIN,
 };
 
 /// The application a launch belongs to, the key of its launch set: the
@@ -307,58 +307,60 @@ pub(crate) mod tests {
         assert!(sequential_files(&read, &Default::default()).is_empty());
     }
 
-    /// A data file is one read through read(2), SPARSE_MIN_PAGES or more
-    /// of it in accesses of SPARSE_RUN_PAGES or fewer on average, each
-    /// with its first-touched page; a mapped file, a small one or one read
-    /// in longer pieces is not.
+    /// A data file is one read through read(2) with DATA_MIN_PAGES or
+    /// more of it in the set, however it was read, each with its
+    /// first-touched page; a mapped file or a smaller one is not.
     #[test]
-    fn data_files_read_here_and_there_are_sparse() {
+    fn data_files_are_the_large_files_read() {
         let a = |file, page, pages| AccessRecord { file, page, pages };
-        let n = SPARSE_MIN_PAGES;
+        let n = DATA_MIN_PAGES;
         let mut set: Vec<_> = (0..n).map(|i| a(1, 4 * n - i * 2, 1)).collect();
         set.extend((0..n - 1).map(|i| a(2, i * 2, 1))); // one page too few
-        set.extend((0..64).map(|i| a(3, i * 10, SPARSE_RUN_PAGES as u32))); // 4 a piece
-        set.extend((0..64).map(|i| a(4, i * 10, SPARSE_RUN_PAGES as u32 + 1))); // 5 a piece
+        set.extend((0..n / 64).map(|i| a(3, 8 + i * 64, 64))); // in order, 64 a piece
         set.extend((0..n).map(|i| a(5, i * 2, 1))); // mapped
         let mapped = [5].into_iter().collect();
-        let mut sparse: Vec<(u32, u64)> = sparse_files(&set, &mapped).into_iter().collect();
-        sparse.sort_unstable();
-        assert_eq!(sparse, vec![(1, 4 * n), (3, 0)]);
+        let mut data: Vec<(u32, u64)> = data_files(&set, &mapped).into_iter().collect();
+        data.sort_unstable();
+        assert_eq!(data, vec![(1, 4 * n), (3, 8)]);
     }
 
-    /// A data file's pages are asked for once the launch read its first
-    /// recorded page, not before: with the launcher alive and the page
-    /// not cached, nothing of it until the launcher exits; with it cached,
-    /// all of it; `confirm_sparse = false` or no launcher, at once.
+    /// The data files' pages are asked for once the launch read the first
+    /// recorded page of one of them, not before: with the launcher alive
+    /// and neither page cached, nothing of them until the launcher exits;
+    /// with the second file's cached, all of both; `confirm_data = false`
+    /// or no launcher, at once.
     #[test]
-    fn a_data_file_waits_for_its_first_page() {
+    fn data_files_wait_for_the_launch_to_read_one() {
         if unsafe { libc::geteuid() } != 0 {
             return; // files are found by inode, which needs root
         }
         let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let p = dir.path().join("data");
-        std::fs::write(&p, vec![1u8; 1024 * 4096]).unwrap();
-        let md = std::fs::metadata(&p).unwrap();
+        let (p, q) = (dir.path().join("data"), dir.path().join("more"));
         let mut r = Recorder::new(64 << 20, 8192);
-        for page in (0..1024).step_by(2) {
-            r.read(std::process::id(), read_of(&md, page, 1));
+        for f in [&p, &q] {
+            std::fs::write(f, vec![1u8; 1024 * 4096]).unwrap();
+            let md = std::fs::metadata(f).unwrap();
+            for page in (0..1024).step_by(2) {
+                r.read(std::process::id(), read_of(&md, page, 1));
+            }
         }
         let h = r.finish("/bin/x");
         let mut child = std::process::Command::new("sleep")
             .arg("0.3")
             .spawn()
             .unwrap();
-        let with = |launcher, confirm_sparse| ReplayOptions {
+        let with = |launcher, confirm_data| ReplayOptions {
             budget_bytes: 64 << 20,
             launcher,
-            confirm_sparse,
+            confirm_data,
             ..opts(None)
         };
-        drop_cached(&p);
+        let drop_both = || [&p, &q].into_iter().for_each(|f| drop_cached(f));
+        drop_both();
         let st = replay(&h, &with(Some(child.id()), true));
         assert_eq!(
             (st.pages_requested, st.pages_unconfirmed),
-            (0, 512),
+            (0, 1024),
             "{st:?}"
         );
         assert!(
@@ -367,30 +369,36 @@ pub(crate) mod tests {
         );
         child.wait().unwrap();
         let cached = outrider_sys::cachestat::cachestat;
-        let f = std::fs::File::open(&p).unwrap();
+        let (f, g) = (
+            std::fs::File::open(&p).unwrap(),
+            std::fs::File::open(&q).unwrap(),
+        );
         use std::os::fd::AsFd;
-        // Its first page was not read by the replay's look at it (its
+        // The first pages were not read by the replay's looks at them (its
         // look for the set in memory may read a probe's page).
-        let first = cached(f.as_fd(), 0, PAGE).unwrap().cache;
-        assert_eq!(first, 0, "its first page not read");
-        // Its first page read (by the launch, here by the test).
+        for (name, f, first) in [("data", &f, 0), ("more", &g, 0)] {
+            let c = cached(f.as_fd(), first, PAGE).unwrap().cache;
+            assert_eq!(c, 0, "{name}: its first recorded page not read");
+        }
+        // The second file's first page read (by the launch, here by the test).
         let mut child = std::process::Command::new("sleep")
             .arg("5")
             .spawn()
             .unwrap();
-        std::os::unix::fs::FileExt::read_at(&f, &mut [0u8; 1], 0).unwrap();
+        drop_both();
+        std::os::unix::fs::FileExt::read_at(&g, &mut [0u8; 1], 0).unwrap();
         let st = replay(&h, &with(Some(child.id()), true));
         assert_eq!(
             (st.pages_requested, st.pages_unconfirmed),
-            (512, 0),
+            (1024, 0),
             "{st:?}"
         );
         for o in [with(Some(child.id()), false), with(None, true)] {
-            drop_cached(&p);
+            drop_both();
             let st = replay(&h, &o);
             assert_eq!(
                 (st.pages_requested, st.pages_unconfirmed),
-                (512, 0),
+                (1024, 0),
                 "{st:?}"
             );
         }
@@ -420,7 +428,7 @@ pub(crate) mod tests {
             exec_ns: 0,
             ahead: false,
             read_around: false,
-            confirm_sparse: true,
+            confirm_data: true,
             walk_dirs: Default::default(),
             storage_read_ns: Default::default(),
             launch_reads: Default::default(),
@@ -523,7 +531,7 @@ pub(crate) mod tests {
         assert_eq!(replay(&h, &opts(None)).pages_requested, 4);
         let around = ReplayOptions {
             read_around: true,
-            confirm_sparse: true,
+            confirm_data: true,
             ..opts(None)
         };
         let window = around::Windows::default().pages(mmd.dev());

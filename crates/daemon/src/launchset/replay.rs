@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 mod confirm;
-pub use confirm::{sparse_files, SPARSE_MIN_PAGES, SPARSE_RUN_PAGES};
+pub use confirm::{data_files, DATA_MIN_PAGES};
 
 /// What one replay did.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -55,9 +55,8 @@ pub struct ReplayStats {
     /// Pages of files the launch read sequentially, left to the kernel's
     /// readahead ([`sequential_files`]).
     pub pages_left_to_readahead: u64,
-    /// Pages of files the launch read here and there, not asked for as
-    /// the launch was not seen to read the file's first page
-    /// ([`sparse_files`]).
+    /// Pages of the set's data files, not asked for as the launch was not
+    /// seen to read the first page of one of them ([`data_files`]).
     pub pages_unconfirmed: u64,
     /// Seconds from the exec ([`ReplayOptions::exec_ns`]) to the
     /// replay's start, to the files of its first reorder buffer
@@ -184,11 +183,11 @@ pub struct ReplayOptions {
     /// cost); `false`: the pages recorded, as libprefetch and FAST
     /// replay.
     pub read_around: bool,
-    /// The pages of a file the launch read here and there
-    /// ([`sparse_files`]) are asked for only once the launch read the
-    /// file's first recorded page; `false`: at once, as FAST and IORap
-    /// replay a set. Not ahead of a launch, nor at boot (no launcher).
-    pub confirm_sparse: bool,
+    /// The pages of the set's data files ([`data_files`]) are asked for
+    /// only once the launch read the first recorded page of one of them;
+    /// `false`: at once, as FAST and IORap replay a set. Not ahead of a
+    /// launch, nor at boot (no launcher).
+    pub confirm_data: bool,
     /// The directories the launch opened, in that order: listed, and the
     /// set's files looked up in them, on threads of their own beside the
     /// replay ([`outrider_live::metawalk`], as `outrider run` walks a
@@ -367,7 +366,7 @@ fn replay_from(
         table_of: FxHashMap::default(),
         // Found after the look in memory, which has no use for them.
         readahead: FxHashSet::default(),
-        sparse: FxHashMap::default(),
+        held_files: FxHashMap::default(),
         pending: Vec::new(),
         launcher: o.launcher.map(outrider_live::session::pidfd),
         backoff,
@@ -412,8 +411,8 @@ fn replay_from(
     if !o.ahead {
         let mapped = h.files.iter().filter(|f| f.mapped).map(|f| f.id).collect();
         r.readahead = sequential_files(&h.accesses, &mapped);
-        if o.confirm_sparse && o.launcher.is_some() {
-            r.sparse = sparse_files(&h.accesses, &mapped);
+        if o.confirm_data && o.launcher.is_some() {
+            r.held_files = data_files(&h.accesses, &mapped);
         }
     }
     walk();
@@ -490,9 +489,9 @@ struct Replayer {
     /// The table each verified file is in.
     table_of: FxHashMap<u32, usize>,
     readahead: FxHashSet<u32>,
-    /// Data files not yet seen read by the launch, each with its first
-    /// recorded page ([`sparse_files`]).
-    sparse: FxHashMap<u32, u64>,
+    /// The data files, each with its first recorded page
+    /// ([`data_files`]), until the launch is seen to read one.
+    held_files: FxHashMap<u32, u64>,
     /// Their ranges, held back until then: (file, first page, pages).
     pending: Vec<(u32, u64, u64)>,
     launcher: Option<Option<std::os::fd::OwnedFd>>,
@@ -590,8 +589,9 @@ impl Replayer {
             .sum();
         self.st.pages_left_to_readahead += left;
         b.retain(|r| !readahead.contains(&r.0));
-        let (held, b): (Vec<_>, Vec<_>) =
-            b.into_iter().partition(|r| self.sparse.contains_key(&r.0));
+        let (held, b): (Vec<_>, Vec<_>) = b
+            .into_iter()
+            .partition(|r| self.held_files.contains_key(&r.0));
         self.pending.extend(held);
         self.fetch_ranges(b, since);
     }

@@ -1,7 +1,7 @@
-//! Data-file confirmation: a data file the launch read here and there
-//! ([`sparse_files`]) is asked for only once the launch is seen to read
-//! its first recorded page, as a set keyed by the executable and its
-//! arguments' shape may hold another run's data.
+//! Data-file confirmation: the data files of a set ([`data_files`]) are
+//! asked for only once the launch is seen to read one of them, as a set
+//! keyed by the executable and its arguments' shape may hold another
+//! run's data.
 
 use super::{Replayer, PAGE};
 use outrider_core::FileId;
@@ -9,52 +9,63 @@ use outrider_store::AccessRecord;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::os::fd::AsFd;
 
-/// A file read through `read(2)` with at least this many pages in a
-/// set (1 MiB) may be a data file read here and there ([`sparse_files`]).
-pub const SPARSE_MIN_PAGES: u64 = 256;
-
-/// ... when its recorded accesses average at most this many pages.
-pub const SPARSE_RUN_PAGES: u64 = 4;
+/// A file read through `read(2)` with at least this many pages in a set
+/// (1 MiB) is taken for a data file ([`data_files`]).
+pub const DATA_MIN_PAGES: u64 = 256;
 
 /// The data files of a set, each with its first-touched page: files
 /// read through `read(2)`, not `mapped`, with at least
-/// [`SPARSE_MIN_PAGES`] in the set in accesses of at most
-/// [`SPARSE_RUN_PAGES`] on average. Their pages are the launch's data,
-/// not the program's: a set is keyed by the executable and the shape of
-/// its first arguments, so it may hold what another run read, the data
-/// named nowhere on the command line (the module `roots` leaves out
-/// what is). Python reading every other 4 KiB block of a 64 MiB file
-/// given on its standard input, its set learnt from the same command
-/// over a 256 MiB file, ran at 0.46x of its time with no daemon (medians
-/// of 6-8, alternated, one sitting each): its replay asked for 34 500
-/// pages of the other file, one at a time, and the launch's reads
-/// waited behind them. Stopping the replay once the launch's reads were
-/// seen to miss the set (tried, not kept) came 0.48-0.52 s after the
-/// exec, the replay done by then: the launch, waiting behind it, read
-/// little to judge by. So such a file waits for its first page to be
-/// read ([`ReplayOptions::confirm_sparse`]): that run then took 1.13x of
-/// its stock time, against 0.47x with the file asked for at once; the
-/// same read over its own set's file 2.75x against 1.71x, and `sqlite3`'s
-/// index scan 5.00x against 4.66x (medians of 6, alternated, one sitting
-/// each: a program's own start no longer waits behind its data's
-/// thousands of one-page requests). The program-start sets of
-/// `node`, `java`, `rustc`, `gcc`, `gdb`, `emacs` and `git` hold no such
-/// file: theirs are mapped, in accesses of 7-26 pages on average.
-pub fn sparse_files(accesses: &[AccessRecord], mapped: &FxHashSet<u32>) -> FxHashMap<u32, u64> {
-    // Per file: its first page, its pages and its accesses.
-    let mut files: FxHashMap<u32, (u64, u64, u64)> = FxHashMap::default();
+/// [`DATA_MIN_PAGES`] in the set. Their pages are the launch's data, not
+/// the program's (its executable, libraries and modules are mapped, or
+/// smaller: the program-start sets of `node`, `java`, `rustc`, `gcc`,
+/// `gdb`, `emacs` and `git` hold no such file). A set is keyed by the
+/// executable and the shape of its first arguments, so it may hold what
+/// another run read, the data named nowhere on the command line (the
+/// module `roots` leaves out what is). So they wait until the launch is
+/// seen to read the first recorded page of one of them
+/// ([`ReplayOptions::confirm_data`]); then all of them are asked for, as
+/// a launch reading its set's data reads the rest of it too (`sha256sum`
+/// of a directory reads file after file, and the replay stays ahead).
+///
+/// Measured (medians of 6-10, alternated with no daemon, one sitting
+/// each), first with files read here and there (accesses of 4 pages or
+/// fewer on average) alone held:
+/// - Python reading every other 4 KiB block of a 64 MiB file given on
+///   its standard input, its set learnt from the same command over a
+///   256 MiB file: 0.46x of its time with no daemon, its replay asking
+///   for 34 500 pages of the other file one at a time, the launch's
+///   reads waiting behind them; held, 1.13x. Stopping the replay once the
+///   launch's reads were seen to miss the set (tried, not kept) came
+///   0.48-0.52 s after the exec, the replay done by then.
+/// - The same read over its own set's file 2.75x against 1.71x, and
+///   `sqlite3`'s index scan 5.00x against 4.66x: a program's own start
+///   no longer waits behind its data's one-page requests.
+///
+/// Then with every such file held: `wc -l` of a 6 MiB file given on its
+/// standard input ran 0.80-0.83x with its own set's file asked for at
+/// once (the replay races the kernel's readahead for the one file the
+/// launch reads from its start: its first pages come with the whole
+/// request, not the first window), 0.70-0.79x with another file's; held,
+/// 0.99-1.02x and 1.05x (10 each). `cat` of eight 6 MiB files named on
+/// its command line, its own set: 0.76x asked for at once, 0.94-0.97x
+/// held (8-10); `sha256sum` of them 0.88x and 0.98x (8). Leaving such
+/// files to readahead as well when read from start to end (as
+/// [`super::sequential_files`] leaves those over 8 MiB) made no
+/// difference measured beside this (0.97x and 0.98x, 8-10 each).
+pub fn data_files(accesses: &[AccessRecord], mapped: &FxHashSet<u32>) -> FxHashMap<u32, u64> {
+    // Per file: its first page and its pages.
+    let mut files: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
     for a in accesses.iter().filter(|a| !mapped.contains(&a.file)) {
-        let f = files.entry(a.file).or_insert((a.page, 0, 0));
-        (f.1, f.2) = (f.1 + u64::from(a.pages), f.2 + 1);
+        files.entry(a.file).or_insert((a.page, 0)).1 += u64::from(a.pages);
     }
     (files.into_iter())
-        .filter(|&(_, (_, pages, n))| pages >= SPARSE_MIN_PAGES && pages <= SPARSE_RUN_PAGES * n)
-        .map(|(file, (first, _, _))| (file, first))
+        .filter(|&(_, (_, pages))| pages >= DATA_MIN_PAGES)
+        .map(|(file, (first, _))| (file, first))
         .collect()
 }
 
 /// How long a replay done with the rest waits for its launch to read
-/// the first page of a held-back data file ([`sparse_files`]), at most:
+/// the first page of a held-back data file ([`data_files`]), at most:
 /// `python3` reading its data file reads it 30-50 ms after its exec.
 const CONFIRM_WAIT_NS: u64 = 2_000_000_000;
 
@@ -62,40 +73,36 @@ const CONFIRM_WAIT_NS: u64 = 2_000_000_000;
 const CONFIRM_LOOK: std::time::Duration = std::time::Duration::from_millis(2);
 
 impl Replayer {
-    /// Ask for the held-back ranges of the data files whose first page
-    /// the launch has now read (found in the cache).
+    /// Ask for all the held-back ranges once the launch read the first
+    /// page of one of their files (found in the cache).
     pub(super) fn fetch_confirmed(&mut self, since: &dyn Fn() -> f64) {
         if self.pending.is_empty() {
             return;
         }
-        let mut read: FxHashSet<u32> = FxHashSet::default();
-        for (&file, &first) in &self.sparse {
-            // Not verified yet: not asked for yet either.
-            let Some(&at) = self.table_of.get(&file) else {
-                continue;
-            };
-            // cachestat(2), which reads nothing: a look with RWF_NOWAIT
-            // starts the kernel's readahead of a page it misses, and finds
-            // it there at the next look.
-            let f = self.tables[at].open_known(FileId(u64::from(file)));
-            let cached = |fd| outrider_sys::cachestat(fd, first * PAGE, PAGE);
-            if f.is_some_and(|f| cached(f.fd.as_fd()).is_ok_and(|c| c.cache > 0)) {
-                read.insert(file);
-            }
-        }
-        if read.is_empty() {
+        let held: Vec<(u32, u64)> = self.held_files.iter().map(|(&f, &p)| (f, p)).collect();
+        if !held.into_iter().any(|(file, page)| self.cached(file, page)) {
             return;
         }
-        self.sparse.retain(|f, _| !read.contains(f));
-        let (now, later) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|r| read.contains(&r.0));
-        self.pending = later;
-        self.fetch_ranges(now, since);
+        self.held_files.clear();
+        let all = std::mem::take(&mut self.pending);
+        self.fetch_ranges(all, since);
     }
 
-    /// Once the rest is asked for: ask for the held-back ranges as their
-    /// files' first pages are read, looking every [`CONFIRM_LOOK`], until
+    /// Is `file`'s `page` in the cache? cachestat(2), which reads nothing:
+    /// a look with RWF_NOWAIT starts the kernel's readahead of a page it
+    /// misses, and finds it there at the next look. A file not verified
+    /// yet is not asked for yet either: not cached, as far as this knows.
+    fn cached(&mut self, file: u32, page: u64) -> bool {
+        let Some(&at) = self.table_of.get(&file) else {
+            return false;
+        };
+        let f = self.tables[at].open_known(FileId(u64::from(file)));
+        let look = |fd| outrider_sys::cachestat(fd, page * PAGE, PAGE);
+        f.is_some_and(|f| look(f.fd.as_fd()).is_ok_and(|c| c.cache > 0))
+    }
+
+    /// Once the rest is asked for: ask for the held-back ranges once one
+    /// of their files' first pages is read, looking every [`CONFIRM_LOOK`], until
     /// none is left, the replay stops or the launcher exits, or
     /// [`CONFIRM_WAIT_NS`] passed; what is left is not asked for.
     pub(super) fn wait_confirmed(&mut self, since: &dyn Fn() -> f64) {
