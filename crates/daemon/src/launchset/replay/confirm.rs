@@ -23,7 +23,7 @@ pub const DATA_MIN_PAGES: u64 = 256;
 /// another run read, the data named nowhere on the command line (the
 /// module `roots` leaves out what is). So they wait until the launch is
 /// seen to read the first recorded page of one of them
-/// ([`ReplayOptions::confirm_data`]); then all of them are asked for, as
+/// ([`super::ReplayOptions::confirm_data`]); then all of them are asked for, as
 /// a launch reading its set's data reads the rest of it too (`sha256sum`
 /// of a directory reads file after file, and the replay stays ahead).
 ///
