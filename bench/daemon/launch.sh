@@ -17,9 +17,9 @@
 # / (stock - hot) as medians of each repetition's own ratio, and the
 # daemon's resident memory and CPU from `outrider status --json`.
 # `wc` (a 256 MiB sequential read) is a program a launch set cannot help:
-# it measures the daemon's cost; so do `sqlite-other`, `pread-other` and
-# `mmap-other`, whose sets are learnt from another query or file
-# (FIRST_CMD) and are mostly the wrong pages. Needs root. PROGRAMS="gcc node" selects;
+# it measures the daemon's cost; so do `sqlite-other`, `pread-other`,
+# `mmap-other` and `wc-other`, whose sets are learnt from another query or
+# file (FIRST_CMD) and are mostly the wrong pages. Needs root. PROGRAMS="gcc node" selects;
 # LAUNCH_CAP=MiB, FILES_MAX=N, JUDGE_MIB=MiB and DETACH_FAULTS=false set
 # launch_cap_mib, launch_files_max, judge_from_memory_mib and
 # detach_idle_faults;

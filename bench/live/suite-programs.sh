@@ -120,6 +120,15 @@ suite_file() {
     head -c $((SUITE_FILE_MIB / 4 * 1024 * 1024 * 100 / 101 / 4 * 3)) /dev/urandom | base64 -w 100 > "$other.tmp"
     mv "$other.tmp" "$other"; sync
   fi
+  # Two files of 6 MiB (less than the disk's readahead window, 8 MiB):
+  # wc-stdin's and wc-other's.
+  small=$DATA_DIR/small-6.txt small_other=$DATA_DIR/small-other-6.txt
+  local f
+  for f in "$small" "$small_other"; do
+    [ -f "$f" ] && continue
+    head -c $((6 * 1024 * 1024 * 100 / 101 / 4 * 3)) /dev/urandom | base64 -w 100 > "$f.tmp"
+    mv "$f.tmp" "$f"; sync
+  done
 }
 
 # orders(id, cust, day, amount, note): rows in id order, an index on cust,
@@ -213,7 +222,7 @@ suite_program() {
   case $1 in
     tar | cp | sha256 | rg | du | find | diff) suite_tree ;;
     git-*) suite_install git:git; if command -v git > /dev/null; then suite_git; fi ;;
-    wc | rg-mmap | tac | mmap-* | pread-*) suite_file ;;
+    wc | wc-* | rg-mmap | tac | mmap-* | pread-*) suite_file ;;
     sqlite-*) suite_install sqlite3:sqlite3; suite_sqlite ;;
     gcc | gxx | rustc | java) suite_sources ;;
   esac
@@ -273,6 +282,11 @@ suite_program() {
     pread-other) CAT=file DESC="Python: \`os.pread\` of every other 4 KiB block of a $((SUITE_FILE_MIB / 4)) MiB file given on its standard input, its launch set learnt from the same command over the $SUITE_FILE_MIB MiB file (the data named nowhere on the command line)"
       CMD=(sh -c 'exec /usr/bin/python3 -c "$1" /dev/stdin < "$2"' sh "$PY_PREAD_STRIDE" "$other")
       FIRST_CMD=(sh -c 'exec /usr/bin/python3 -c "$1" /dev/stdin < "$2"' sh "$PY_PREAD_STRIDE" "$big") ;;
+    wc-stdin) CAT=file DESC="\`wc -l\` of a 6 MiB file given on its standard input"
+      CMD=(sh -c 'exec wc -l < "$1"' sh "$small") ;;
+    wc-other) CAT=file DESC="\`wc -l\` of a 6 MiB file given on its standard input, its launch set learnt from the same command over another 6 MiB file"
+      CMD=(sh -c 'exec wc -l < "$1"' sh "$small")
+      FIRST_CMD=(sh -c 'exec wc -l < "$1"' sh "$small_other") ;;
     mmap-other) CAT=file DESC="Python: one byte of every other 4 KiB page through mmap of a $((SUITE_FILE_MIB / 4)) MiB file given on its standard input, its launch set learnt from the same command over the $SUITE_FILE_MIB MiB file"
       CMD=(sh -c 'exec /usr/bin/python3 -c "$1" /dev/stdin < "$2"' sh "$PY_MMAP_STRIDE" "$other")
       FIRST_CMD=(sh -c 'exec /usr/bin/python3 -c "$1" /dev/stdin < "$2"' sh "$PY_MMAP_STRIDE" "$big") ;;
