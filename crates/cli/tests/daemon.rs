@@ -559,7 +559,9 @@ fn bad_configurations_exit_2_naming_the_file_and_key() {
 /// cannot serve it: what it wastes outweighs the interpreter's pages it
 /// uses; one application, `python3.11 <file>`) is judged harmed: the
 /// next launch gets a quarter of the budget, and after a second harmed
-/// replay none.
+/// replay none. The file is asked for at once (`confirm_data_files =
+/// false`): held until the launch reads a page of it, as by default, the
+/// other part is never asked for and the replay costs nothing to judge.
 #[test]
 fn replays_that_do_not_pay_are_throttled_then_stopped() {
     let Some(py) = python().filter(|_| is_root()) else {
@@ -580,7 +582,11 @@ fn replays_that_do_not_pay_are_throttled_then_stopped() {
          sys.stdin.read()\n",
     )
     .unwrap();
-    let (cfg, state) = write_config(dir.path(), &format!("watch = [\"{}\"]\n", py.display()));
+    let watch = format!(
+        "watch = [\"{}\"]\nconfirm_data_files = false\n",
+        py.display()
+    );
+    let (cfg, state) = write_config(dir.path(), &watch);
     let _d = Daemon::start(&cfg, &state);
     let f = dir.path().join("big");
     std::fs::write(&f, vec![1u8; 192 << 20]).unwrap();
