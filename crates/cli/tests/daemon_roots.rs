@@ -61,11 +61,13 @@ fn requested(l: &Value) -> u64 {
 }
 
 /// As FAST and IORap replay an application's set (`argument_roots =
-/// false`): one launch behind the set, all of it, the file the launch
-/// was given included; two, only the files both read (the streaks).
+/// false`, `confirm_data_files = false`): one launch behind the set, all
+/// of it, the file the launch was given included; two, only the files
+/// both read (the streaks).
 #[test]
 fn a_file_only_the_last_launch_read_is_not_replayed() {
-    let Some(([_, second, third], _, b_cached)) = a_b_a("argument_roots = false\n", false) else {
+    let whole = "argument_roots = false\nconfirm_data_files = false\n";
+    let Some(([_, second, third], _, b_cached)) = a_b_a(whole, false) else {
         return;
     };
     assert!(requested(&second) >= 1024, "{second}");
