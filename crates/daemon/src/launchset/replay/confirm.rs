@@ -5,6 +5,7 @@
 
 use super::{Replayer, PAGE};
 use outrider_core::FileId;
+use outrider_live::files::FileTable;
 use outrider_store::AccessRecord;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::os::fd::AsFd;
@@ -79,26 +80,14 @@ impl Replayer {
         if self.pending.is_empty() {
             return;
         }
-        let held: Vec<(u32, u64)> = self.held_files.iter().map(|(&f, &p)| (f, p)).collect();
-        if !held.into_iter().any(|(file, page)| self.cached(file, page)) {
+        let (table_of, tables) = (&self.table_of, &mut self.tables);
+        let read = |(&file, &page): (&u32, &u64)| cached(table_of, tables, file, page);
+        if !self.held_files.iter().any(read) {
             return;
         }
         self.held_files.clear();
         let all = std::mem::take(&mut self.pending);
         self.fetch_ranges(all, since);
-    }
-
-    /// Is `file`'s `page` in the cache? cachestat(2), which reads nothing:
-    /// a look with RWF_NOWAIT starts the kernel's readahead of a page it
-    /// misses, and finds it there at the next look. A file not verified
-    /// yet is not asked for yet either: not cached, as far as this knows.
-    fn cached(&mut self, file: u32, page: u64) -> bool {
-        let Some(&at) = self.table_of.get(&file) else {
-            return false;
-        };
-        let f = self.tables[at].open_known(FileId(u64::from(file)));
-        let look = |fd| outrider_sys::cachestat(fd, page * PAGE, PAGE);
-        f.is_some_and(|f| look(f.fd.as_fd()).is_ok_and(|c| c.cache > 0))
     }
 
     /// Once the rest is asked for: ask for the held-back ranges once one
@@ -121,4 +110,23 @@ impl Replayer {
         self.st.pages_unconfirmed += left;
         self.st.pages_skipped += left;
     }
+}
+
+/// Is `file`'s `page` in the cache? cachestat(2), which reads nothing:
+/// a look with RWF_NOWAIT starts the kernel's readahead of a page it
+/// misses, and finds it there at the next look. A file not verified yet
+/// (in none of `tables`) is not asked for yet either: not cached, as far
+/// as this knows.
+fn cached(
+    table_of: &FxHashMap<u32, usize>,
+    tables: &mut [FileTable],
+    file: u32,
+    page: u64,
+) -> bool {
+    let Some(&at) = table_of.get(&file) else {
+        return false;
+    };
+    let f = tables[at].open_known(FileId(u64::from(file)));
+    let look = |fd| outrider_sys::cachestat(fd, page * PAGE, PAGE);
+    f.is_some_and(|f| look(f.fd.as_fd()).is_ok_and(|c| c.cache > 0))
 }
