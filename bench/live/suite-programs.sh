@@ -23,6 +23,11 @@ SUITE_QUICK="tar du gcc sqlite-point tac ls"
 # Program starts beyond the suite (Debian packages a user runs), for the
 # daemon's launch bench: PROGRAMS="$SUITE_STARTS" bench/daemon/launch.sh.
 SUITE_STARTS="gdb cmake convert vim npm man pip go sqlite-cli curl gpg make xz lua php ruby emacs gs"
+# Programs over the machine's own files (its documentation, headers,
+# libraries, package database), as a user runs them on any Debian system,
+# and two over small files of the suite's: the daemon's launch bench,
+# PROGRAMS="$SUITE_SYSTEM" bench/daemon/launch.sh.
+SUITE_SYSTEM="find-usr grep-doc dpkg-search py-stdlib md5-libs du-lib ls-include tar-man awk-file sort-file"
 
 # Subdirectories of the kernel tree copied to the tree walkers' tree (185 MB,
 # 31 k files) and to the git repository's history (90 MB, 5 k files).
@@ -222,7 +227,7 @@ suite_program() {
   case $1 in
     tar | cp | sha256 | rg | du | find | diff) suite_tree ;;
     git-*) suite_install git:git; if command -v git > /dev/null; then suite_git; fi ;;
-    wc | wc-* | rg-mmap | tac | mmap-* | pread-*) suite_file ;;
+    wc | wc-* | rg-mmap | tac | mmap-* | pread-* | awk-file | sort-file) suite_file ;;
     sqlite-*) suite_install sqlite3:sqlite3; suite_sqlite ;;
     gcc | gxx | rustc | java) suite_sources ;;
   esac
@@ -294,6 +299,24 @@ suite_program() {
     python-bare) CAT=short DESC="\`python3 -c pass\` (Debian's Python)" CMD=(/usr/bin/python3 -c pass) ;;
     perl) CAT=short DESC="\`perl -MPOSIX -e 1\`" CMD=(perl -MPOSIX -e 1) ;;
     file) suite_install file:file; CAT=short DESC="\`file /bin/ls\` (loads the magic database)" CMD=(file /bin/ls) ;;
+    find-usr) CAT=system DESC="\`find /usr/share -name '*.nomatch'\`"
+      CMD=(find /usr/share -name '*.nomatch') ;;
+    grep-doc) CAT=system DESC="GNU \`grep -r\` of a string found nowhere over /usr/share/doc"
+      CMD=(grep -r -F -e outrider-suite-no-such-string /usr/share/doc) ;;
+    dpkg-search) CAT=system DESC="\`dpkg -S /usr/bin/perl\` (every package's file list)"
+      CMD=(dpkg -S /usr/bin/perl) ;;
+    py-stdlib) CAT=start DESC="Debian's python3 importing asyncio, email, http.server, xml.dom, sqlite3, decimal, unittest, argparse"
+      CMD=(/usr/bin/python3 -c "import asyncio, email.mime.multipart, http.server, xml.dom.minidom, sqlite3, decimal, unittest, argparse") ;;
+    md5-libs) CAT=system DESC="\`md5sum\` of every shared library over 1 MiB in /usr/lib/x86_64-linux-gnu (CPU-bound: no headroom)"
+      CMD=(find /usr/lib/x86_64-linux-gnu -maxdepth 1 -name '*.so.*' -type f -size +1M -exec md5sum {} +) ;;
+    du-lib) CAT=system DESC="\`du -s /usr/lib\`" CMD=(du -s /usr/lib) ;;
+    ls-include) CAT=system DESC="\`ls -lR /usr/include\`" CMD=(ls -lR /usr/include) ;;
+    tar-man) CAT=system DESC="\`tar -cf - /usr/share/man | wc -c\`"
+      CMD=(sh -c 'tar -cf - /usr/share/man 2> /dev/null | wc -c') ;;
+    awk-file) CAT=file DESC="\`awk 'END { print NR }'\` of a $((SUITE_FILE_MIB / 4)) MiB file"
+      CMD=(awk 'END { print NR }' "$other") ;;
+    sort-file) CAT=file DESC="\`sort\` of a 6 MiB file to /dev/null"
+      CMD=(sort -o /dev/null "$small") ;;
     gdb) suite_install gdb:gdb; CAT=start DESC="\`gdb --version\`" CMD=(gdb --version) ;;
     cmake) suite_install cmake:cmake; CAT=start DESC="\`cmake --version\`" CMD=(cmake --version) ;;
     convert) suite_install /usr/bin/convert:imagemagick; CAT=start DESC="\`convert -version\` (ImageMagick)" CMD=(/usr/bin/convert -version) ;;
@@ -313,7 +336,7 @@ suite_program() {
     ruby) suite_install ruby:ruby; CAT=start DESC="\`ruby -e\` requiring json and set" CMD=(ruby -e 'require "json"; require "set"') ;;
     emacs) suite_install emacs:emacs-nox; CAT=start DESC="\`emacs --batch\` quitting at once" CMD=(emacs --batch --eval "(kill-emacs)") ;;
     gs) suite_install gs:ghostscript; CAT=start DESC="\`gs -dNODISPLAY\` quitting at once (Ghostscript)" CMD=(gs -q -dNODISPLAY -dBATCH -c quit) ;;
-    *) echo "suite: unknown program '$1' (expected one of: $(echo $SUITE_PROGRAMS $SUITE_STARTS))" >&2; exit 2 ;;
+    *) echo "suite: unknown program '$1' (expected one of: $(echo $SUITE_PROGRAMS $SUITE_STARTS $SUITE_SYSTEM))" >&2; exit 2 ;;
   esac
   [ "$CAT" = short ] && [ "$REPS_OF" -lt "$SHORT_REPS" ] && REPS_OF=$SHORT_REPS
   if ! command -v "${CMD[0]}" > /dev/null 2>&1; then
