@@ -307,7 +307,7 @@ suite_program() {
       CMD=(dpkg -S /usr/bin/perl) ;;
     py-stdlib) CAT=start DESC="Debian's python3 importing asyncio, email, http.server, xml.dom, sqlite3, decimal, unittest, argparse"
       CMD=(/usr/bin/python3 -c "import asyncio, email.mime.multipart, http.server, xml.dom.minidom, sqlite3, decimal, unittest, argparse") ;;
-    md5-libs) CAT=system DESC="\`md5sum\` of every shared library over 1 MiB in /usr/lib/x86_64-linux-gnu (CPU-bound: no headroom)"
+    md5-libs) CAT=system DESC="\`md5sum\` of every shared library over 1 MiB in /usr/lib/x86_64-linux-gnu (mostly CPU: little to prefetch)"
       CMD=(find /usr/lib/x86_64-linux-gnu -maxdepth 1 -name '*.so.*' -type f -size +1M -exec md5sum {} +) ;;
     du-lib) CAT=system DESC="\`du -s /usr/lib\`" CMD=(du -s /usr/lib) ;;
     ls-include) CAT=system DESC="\`ls -lR /usr/include\`" CMD=(ls -lR /usr/include) ;;
