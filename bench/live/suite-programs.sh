@@ -25,7 +25,7 @@ SUITE_QUICK="tar du gcc sqlite-point tac ls"
 SUITE_STARTS="gdb cmake convert vim npm man pip go sqlite-cli curl gpg make xz lua php ruby emacs gs"
 # Programs over the machine's own files (its documentation, headers,
 # libraries, package database), as a user runs them on any Debian system,
-# and two over small files of the suite's: the daemon's launch bench,
+# and two over files of the suite's (64 and 6 MiB): the daemon's launch bench,
 # PROGRAMS="$SUITE_SYSTEM" bench/daemon/launch.sh.
 SUITE_SYSTEM="find-usr grep-doc dpkg-search py-stdlib md5-libs du-lib ls-include tar-man awk-file sort-file"
 
