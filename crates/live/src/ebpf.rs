@@ -598,7 +598,6 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
     // Held by the programs that use it once they are loaded.
     let seen = (scope == Scope::Execs).then(repeats::create).transpose()?;
     let stamps = (scope == Scope::Execs).then(hot::create).transpose()?;
-    let runs = (scope == Scope::Execs).then(runs::create).transpose()?;
     let (mut links, mut programs) = (Vec::new(), Vec::new());
     let kernel = (scope == Scope::Execs).then(kernel::Kernel::open).flatten();
     let waits = kernel.as_ref().and_then(exits::WaitOffsets::of);
@@ -609,7 +608,7 @@ fn load(formats: &[EventFormat], scope: Scope) -> io::Result<Parts> {
         quiet: quiet.as_ref(),
         seen: seen.as_ref(),
         stamps: stamps.as_ref(),
-        runs: runs.as_ref(),
+        cut_runs: scope == Scope::Execs,
         waits,
     };
     let offsets = kernel.as_ref().and_then(raw::Offsets::of);
@@ -674,8 +673,9 @@ fn attach_raw(
 /// sizes (a ring claimed at another size would be read wrongly).
 fn park_name(events: &[(String, String)]) -> Vec<u8> {
     let mut text = format!(
-        "outrider-bpf-{},ring:{RING_BYTES},tracked:{MAX_TRACKED}x8",
-        env!("CARGO_PKG_VERSION")
+        "outrider-bpf-{},ring:{RING_BYTES},tracked:{MAX_TRACKED}x{}",
+        env!("CARGO_PKG_VERSION"),
+        followed::VALUE_BYTES
     );
     for (sys, ev) in events {
         text += &format!(",{sys}:{ev}");

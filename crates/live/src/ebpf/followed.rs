@@ -1,5 +1,6 @@
-//! The threads a source follows: a hash of thread id → stamp, and beside
-//! it a bitmap with one bit per thread id that the programs test first.
+//! The threads a source follows: a hash of thread id → stamp and the
+//! thread's run ([`runs`](super::runs)), and beside it a bitmap with one
+//! bit per thread id that the programs test first.
 //!
 //! Why: every program runs on every page-cache read, fault and fork of
 //! every task, followed or not, and for a task not followed the hash
@@ -31,7 +32,7 @@
 //! so its read-modify-write of a word can at most set again a bit its
 //! thread was clearing.
 
-use super::{MAX_TRACKED, SLOT_STAMP, SLOT_TID, TID};
+use super::{MAX_TRACKED, SLOT_SCRATCH, SLOT_STAMP, SLOT_TID, TID};
 use outrider_sys::bpf::{helper, Asm, Label, Map, MapType, Reg, Size, FP, NO_PREALLOC};
 use std::io;
 use std::os::fd::{OwnedFd, RawFd};
@@ -43,6 +44,16 @@ const SLOT_WORD: i16 = -12;
 /// The current thread's word while the programs test it (free then:
 /// the programs use r8 and r9 only once a thread passed).
 const WORD: Reg = 9;
+/// A followed thread's entry once it passed ([`pass`]).
+pub const ENTRY: Reg = 8;
+/// An entry: the thread's stamp, then its run.
+pub const VALUE_BYTES: u32 = 8 + super::runs::RUN_BYTES;
+/// Where the run is in an entry.
+pub const RUN_AT: i16 = 8;
+/// Where [`track`] makes an entry (the repeats' scratch words: unused by
+/// the programs of forks and execs).
+const SLOT_VALUE: i16 = SLOT_SCRATCH;
+const _: () = assert!(VALUE_BYTES as i16 <= 8 * super::repeats::SCRATCH_WORDS);
 
 /// The hash and the bitmap of followed threads.
 #[derive(Debug)]
@@ -58,7 +69,7 @@ impl Followed {
             MapType::Hash,
             "outrider_tids",
             4,
-            8,
+            VALUE_BYTES,
             MAX_TRACKED,
             NO_PREALLOC,
         )?;
@@ -69,7 +80,7 @@ impl Followed {
     /// The tables of a parked source (`hash`, then `bits`).
     pub fn from_fds(hash: OwnedFd, bits: OwnedFd) -> Followed {
         Followed {
-            hash: Map::from_fd(hash, 8),
+            hash: Map::from_fd(hash, VALUE_BYTES as usize),
             bits: Map::from_fd(bits, 8),
         }
     }
@@ -82,7 +93,9 @@ impl Followed {
     /// Follow thread `tid` with `stamp`: only the calling thread, and only
     /// while nothing else is followed (the module comment).
     pub fn follow(&self, tid: u32, stamp: u64) -> io::Result<()> {
-        self.hash.update(&tid.to_ne_bytes(), &stamp.to_ne_bytes())?;
+        let mut value = [0u8; VALUE_BYTES as usize];
+        value[..8].copy_from_slice(&stamp.to_ne_bytes());
+        self.hash.update(&tid.to_ne_bytes(), &value)?;
         let Some(word) = self.word(tid)? else {
             return Ok(()); // past the bitmap: the hash alone
         };
@@ -148,9 +161,9 @@ fn bit_of(a: &mut Asm, slot: i16) {
 }
 
 /// Go on only when the current thread (at `SLOT_TID`) is followed, its
-/// stamp copied to `SLOT_STAMP`; to `out` otherwise: at once when its
-/// bit is clear, else after the hash lookup, clearing its bit when the
-/// hash no longer has it.
+/// stamp copied to `SLOT_STAMP` and its entry at [`ENTRY`]; to `out`
+/// otherwise: at once when its bit is clear, else after the hash lookup,
+/// clearing its bit when the hash no longer has it.
 pub fn pass(a: &mut Asm, t: Tables<'_>, out: Label) {
     let (lookup, gone, pass) = (a.label(), a.label(), a.label());
     word_of(a, t.bits, SLOT_TID);
@@ -168,6 +181,7 @@ pub fn pass(a: &mut Asm, t: Tables<'_>, out: Label) {
     a.add_imm(2, SLOT_TID.into());
     a.call(helper::MAP_LOOKUP_ELEM);
     a.jeq_imm(0, 0, gone);
+    a.mov_reg(ENTRY, 0);
     a.load(Size::DW, 1, 0, 0);
     a.store(Size::DW, FP, SLOT_STAMP, 1);
     a.ja(pass);
@@ -182,11 +196,16 @@ pub fn pass(a: &mut Asm, t: Tables<'_>, out: Label) {
 }
 
 /// Follow the thread id at stack slot `slot` with the stamp at
-/// `SLOT_STAMP`: its hash entry, then its bit; to `lost` when the hash is
-/// full.
+/// `SLOT_STAMP` and no run: its hash entry, then its bit; to `lost` when
+/// the hash is full.
 pub fn track(a: &mut Asm, t: Tables<'_>, slot: i16, lost: Label) {
     let done = a.label();
-    super::programs::update_from_stack(a, t.hash, (slot, SLOT_STAMP), 0);
+    a.load(Size::DW, 1, FP, SLOT_STAMP);
+    a.store(Size::DW, FP, SLOT_VALUE, 1);
+    for at in (RUN_AT..VALUE_BYTES as i16).step_by(8) {
+        a.store_imm(Size::DW, FP, SLOT_VALUE + at, 0);
+    }
+    super::programs::update_from_stack(a, t.hash, (slot, SLOT_VALUE), 0);
     a.jne_imm(0, 0, lost);
     word_of(a, t.bits, slot);
     a.jeq_imm(0, 0, done);

@@ -57,7 +57,8 @@ pub(super) struct Maps<'a> {
     pub(super) quiet: Option<&'a Map>,
     pub(super) seen: Option<&'a Map>,
     pub(super) stamps: Option<&'a Map>,
-    pub(super) runs: Option<&'a Map>,
+    /// Whether a thread's sequential runs are cut ([`runs`]).
+    pub(super) cut_runs: bool,
     /// Where an exiting thread's block-I/O wait is ([`exits::WaitOffsets`]).
     pub(super) waits: Option<exits::WaitOffsets>,
 }
@@ -127,9 +128,9 @@ pub(super) fn program(
         _ => followed::pass(&mut a, m.tracked, out),
     }
     // Before anything is built for the record: most of a long run's go.
-    let reads = (m.runs).zip(runs::reads_of(f, raw.is_some()));
-    if let (Role::Emit, Some((table, r))) = (role, reads) {
-        runs::cut(&mut a, &r, table, out);
+    let reads = runs::reads_of(f, raw.is_some()).filter(|_| m.cut_runs);
+    if let (Role::Emit, Some(r)) = (role, reads) {
+        runs::cut(&mut a, &r, out);
     }
     if let Some((layout, offsets)) = raw {
         raw::record(&mut a, layout, offsets);
@@ -263,7 +264,8 @@ pub(super) fn update_from_stack(a: &mut Asm, map: &Map, (key, value): (i16, i16)
 }
 
 /// Go on as [`followed::pass`], or, for a thread not followed, when the
-/// record-everyone switch is on, with stamp 0.
+/// record-everyone switch is on, with stamp 0 and no entry (0 at
+/// [`followed::ENTRY`]).
 fn pass_tracked_or_switched_on(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf::Label) {
     let (untracked, pass) = (a.label(), a.label());
     followed::pass(a, m.tracked, untracked);
@@ -273,6 +275,7 @@ fn pass_tracked_or_switched_on(a: &mut Asm, m: &Maps<'_>, out: outrider_sys::bpf
     a.load(Size::DW, 1, 0, 0);
     a.jeq_imm(1, 0, out);
     a.store_imm(Size::DW, FP, SLOT_STAMP, 0);
+    a.mov_imm(followed::ENTRY, 0);
     a.bind(pass);
 }
 
