@@ -19,9 +19,9 @@
 //! tracepoint, device and inode on the tracepoint), the page after the
 //! run, the pages it read and the pages it skipped. A read of that file
 //! from the run's last page (a read that does not start on a page
-//! boundary starts there) to [`HOLE_PAGES`] past its end continues it: Linux serves a small read inside one
-//! cached folio without `filemap_get_pages`, so a sequential reader's
-//! records skip pages. Any other read starts a new run, counted as
+//! boundary starts there) to [`HOLE_PAGES`] past its end continues it:
+//! Linux serves a small read inside one cached folio without
+//! `filemap_get_pages`, so a sequential reader's records skip pages. Any other read starts a new run, counted as
 //! having skipped the pages before it: a run must start within
 //! [`HOLE_PAGES`] of the file's first page to be cut, as the daemon
 //! leaves only a file read from its start to readahead and replays a run
