@@ -30,7 +30,8 @@
 //!    time) and wakes
 //!    the reader at once, while the other records wait for the reader's
 //!    next poll (`BPF_RB_NO_WAKEUP`, unless the record takes the ring
-//!    past a multiple of [`WAKE_BYTES`] unread), unless the file name
+//!    past a multiple of [`WAKE_BYTES`] unread, or a stamp still judged
+//!    to [`WAKE_MISSED`] pages missed), unless the file name
 //!    the exec was given is quiet ([`EbpfSource::quiet`]); a switch
 //!    ([`EbpfSource::record_everyone`]) lets every task's records
 //!    through; under [`Scope::Execs`] a thread's sequential read of one
@@ -80,6 +81,7 @@ pub mod runs;
 
 /// How soon the programs of reads are detached once an untrack emptied
 /// the table of followed threads.
+pub use hot::WAKE_MISSED;
 pub use reads::CHECK_UNTRACKED_NS;
 
 use followed::Followed;

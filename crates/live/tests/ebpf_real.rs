@@ -452,18 +452,7 @@ fn a_ring_filling_up_wakes_its_reader_with_no_exec() {
     let (_dir, path, _) = file_of_pages(pages);
     let (_one, mut src) = execs_source();
     // One exec, then a page per `read` (a record each) once a line comes.
-    let reader = format!(
-        "import sys\nsys.stdin.readline()\nf = open({:?}, 'rb')\nwhile f.read(4096): pass\n",
-        path.display().to_string()
-    );
-    let mut child = std::process::Command::new("python3")
-        .args(["-c", &reader])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    drain(&mut src);
+    let (mut child, mut stdin) = reader_at_a_line(&mut src, &path, "");
     let go = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
         use std::io::Write;
@@ -483,6 +472,66 @@ fn a_ring_filling_up_wakes_its_reader_with_no_exec() {
         "the reads were sent: {} records",
         got.len()
     );
+}
+
+/// A launch still judged wakes its reader at the record that takes its
+/// misses to `WAKE_MISSED` pages, though no record of a read does: a
+/// reader polling slowly sees it turn to storage at once. Here it reads
+/// a cold file after a line comes, then waits for another.
+#[test]
+fn a_launch_still_judged_wakes_its_reader_at_its_first_misses() {
+    if !is_root() {
+        eprintln!("skipped: needs root for eBPF");
+        return;
+    }
+    let pages = 4 * outrider_live::ebpf::WAKE_MISSED as usize;
+    let (_dir, path, md) = file_of_pages(pages);
+    evict(&path);
+    let (_one, mut src) = execs_source();
+    src.let_go_from_memory(8192, 8).unwrap();
+    let (mut child, mut stdin) = reader_at_a_line(&mut src, &path, "sys.stdin.readline()\n");
+    stdin.write_all(b"go\n").unwrap();
+    let timeout = Duration::from_secs(30);
+    let t0 = std::time::Instant::now();
+    let woken = src.wait(None, timeout);
+    let waited = t0.elapsed();
+    std::thread::sleep(Duration::from_millis(200));
+    let got = drain(&mut src);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert!(woken && waited < timeout, "woken after {waited:?}");
+    let missed: u64 = (got.iter())
+        .filter_map(|e| match e.kind {
+            EventKind::AddToCache { ino, order, .. } if ino == md.ino() => Some(1u64 << order),
+            _ => None,
+        })
+        .sum();
+    assert!(
+        missed >= outrider_live::ebpf::WAKE_MISSED,
+        "its misses were sent: {missed} pages"
+    );
+}
+
+/// `python3` reading `path` 4 KiB at a time once a line comes to its
+/// stdin, then running `then`; its records so far drained from `src`.
+fn reader_at_a_line(
+    src: &mut EbpfSource,
+    path: &std::path::Path,
+    then: &str,
+) -> (std::process::Child, std::process::ChildStdin) {
+    let reader = format!(
+        "import sys\nsys.stdin.readline()\nf = open({:?}, 'rb')\nwhile f.read(4096): pass\n{then}",
+        path.display().to_string()
+    );
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", &reader])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    drain(src);
+    (child, stdin)
 }
 
 /// Pages of (`ino`) sent in read records while `child` runs.

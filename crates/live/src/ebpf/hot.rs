@@ -27,6 +27,12 @@
 //! its next record, which is dropped); not, the stamp is judged and
 //! followed to its end.
 //!
+//! A stamp still counting wakes the reader at the record that takes its
+//! misses to [`WAKE_MISSED`] pages: a launch with no set of its own may
+//! follow another application's set once it reads from storage, and is
+//! otherwise read at the reader's slow pace (see `outrider_daemon`'s
+//! `MATCHING_NS`).
+//!
 //! Repeats count: a launch reading the same cached pages over and over
 //! sends them once, and counted after the repeats were dropped it was
 //! never let go. A loop of 1-byte `pread`s of 16 cached pages took 761-779
@@ -38,7 +44,8 @@
 //! let go here. A stamp evicted from the table starts counting again.
 
 use super::followed::Tables;
-use super::{CTX, SLOT_STAMP};
+use super::programs::{RB_FORCE_WAKEUP, RB_NO_WAKEUP};
+use super::{CTX, SLOT_SCRATCH, SLOT_STAMP};
 use crate::tracefs::format::EventFormat;
 use outrider_sys::bpf::{helper, Asm, Label, Map, MapType, Size, FP};
 use std::io;
@@ -59,6 +66,15 @@ pub const LET_GO: u64 = 2;
 /// and the miss share.
 pub const PAGES_KEY: u32 = 3;
 pub const SHARE_KEY: u32 = 4;
+
+/// Misses of a stamp still counting at which the reader is woken: the
+/// daemon's `FROM_STORAGE_PAGES`, the misses at which it takes a launch
+/// to read from storage.
+pub const WAKE_MISSED: u64 = 64;
+/// Where a cache insertion's program keeps the flags its record is
+/// submitted with: below the scratch words (an exit's program and a raw
+/// tracepoint's use them; neither is a cache insertion's).
+pub(super) const SLOT_WAKE: i16 = SLOT_SCRATCH - 8;
 
 /// Stack words used here, below the stamp's slot (the repeats' scratch
 /// words, free once they were dropped): the record's pages read, and
@@ -125,13 +141,21 @@ fn counts_of(f: &EventFormat) -> Option<Counts> {
 /// Count the record in its stamp's entry (the stamp at `SLOT_STAMP`,
 /// the thread at `SLOT_TID`) and judge it at the bound; to `out` when the
 /// stamp was let go before. Uses r8 and r9 (set again by the emitter).
+/// A cache insertion's program has its submit flags at [`SLOT_WAKE`]
+/// then: true.
 pub fn judge(
     a: &mut Asm,
     f: &EventFormat,
     (stamps, counters, tracked): (&Map, &Map, Tables<'_>),
     out: Label,
-) {
-    let Some(counts) = counts_of(f) else { return };
+) -> bool {
+    let Some(counts) = counts_of(f) else {
+        return false;
+    };
+    let missed = matches!(counts, Counts::Missed { .. });
+    if missed {
+        a.store_imm(Size::DW, FP, SLOT_WAKE, RB_NO_WAKEUP);
+    }
     let (done, gone) = (a.label(), a.label());
     a.load(Size::DW, 1, FP, SLOT_STAMP);
     a.jeq_imm(1, 0, done);
@@ -148,7 +172,9 @@ pub fn judge(
             a.and_imm(2, 63);
             a.mov_imm(1, 1);
             a.lsh_reg(1, 2);
-            a.atomic_add(8, 8, 1);
+            a.mov_reg(2, 1);
+            a.atomic_fetch_add(8, 8, 1);
+            wake_at_missed(a, done);
         }
         Counts::Read { index, last } => read(a, (index, last), counters, tracked, done),
     }
@@ -157,6 +183,21 @@ pub fn judge(
     super::followed::untrack_current(a, tracked);
     a.ja(out);
     a.bind(done);
+    missed
+}
+
+/// The misses were r1 and r2 pages more: a forced wake-up to
+/// [`SLOT_WAKE`] when that took them to [`WAKE_MISSED`] (before <
+/// bound <= after).
+fn wake_at_missed(a: &mut Asm, done: Label) {
+    let crossed = a.label();
+    let below = WAKE_MISSED as i32 - 1;
+    a.jgt_imm(1, below, done);
+    a.add_reg(1, 2);
+    a.jgt_imm(1, below, crossed);
+    a.ja(done);
+    a.bind(crossed);
+    a.store_imm(Size::DW, FP, SLOT_WAKE, RB_FORCE_WAKEUP);
 }
 
 /// r0 = `counters[key]`'s value; to `none` when it is not there.

@@ -18,6 +18,20 @@ pub(super) const QUIET_KEY: u32 = 2;
 pub(super) const RB_NO_WAKEUP: i32 = 1;
 pub(super) const RB_FORCE_WAKEUP: i32 = 2;
 
+/// When a record wakes the reader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wake {
+    /// The ring's own notification (`Scope::Everyone`).
+    Default,
+    /// At once.
+    Now,
+    /// When it takes the ring past a multiple of its wake bytes
+    /// ([`wake_when_full`]).
+    WhenFull,
+    /// So, or at once when the stack slot holds [`RB_FORCE_WAKEUP`].
+    WhenFullOr(i16),
+}
+
 /// What a program does beyond emitting its record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Role {
@@ -135,10 +149,10 @@ pub(super) fn program(
     if let Some((layout, offsets)) = raw {
         raw::record(&mut a, layout, offsets);
     }
-    let wake = match (scope, role) {
-        (Scope::Execs, Role::Exec) => RB_FORCE_WAKEUP,
-        (Scope::Execs, _) => RB_NO_WAKEUP,
-        _ => 0,
+    let mut wake = match (scope, role) {
+        (Scope::Execs, Role::Exec) => Wake::Now,
+        (Scope::Execs, _) => Wake::WhenFull,
+        _ => Wake::Default,
     };
     match (role, m.waits) {
         (Role::Exit, Some(waits)) if scope == Scope::Execs => {
@@ -164,7 +178,9 @@ pub(super) fn program(
         (Role::Emit, _) => {
             // Judged first: a page read again counts as read from memory.
             if let Some(stamps) = m.stamps {
-                hot::judge(&mut a, f, (stamps, m.counters, m.tracked), out);
+                if hot::judge(&mut a, f, (stamps, m.counters, m.tracked), out) {
+                    wake = Wake::WhenFullOr(hot::SLOT_WAKE);
+                }
             }
             if let Some(seen) = m.seen {
                 repeats::skip(&mut a, f, seen, out);
@@ -294,7 +310,7 @@ fn emit(
     stamped: bool,
     m: &Maps<'_>,
     lost: outrider_sys::bpf::Label,
-    wake: i32,
+    wake: Wake,
 ) {
     let span = end.div_ceil(8) * 8;
     let tail = if name.is_some() { 8 } else { 0 };
@@ -333,10 +349,16 @@ fn emit(
         a.load(Size::DW, 1, FP, slot);
         a.store(Size::DW, REC, (8 + span) as i16, 1);
     }
-    if wake == RB_NO_WAKEUP {
-        wake_when_full(a, m.ring, (8 + size as usize).next_multiple_of(8) as i32);
-    } else {
-        a.mov_imm(2, wake);
+    let bytes = (8 + size as usize).next_multiple_of(8) as i32;
+    match wake {
+        Wake::Default => a.mov_imm(2, 0),
+        Wake::Now => a.mov_imm(2, RB_FORCE_WAKEUP),
+        Wake::WhenFull => wake_when_full(a, m.ring, bytes),
+        Wake::WhenFullOr(slot) => {
+            wake_when_full(a, m.ring, bytes);
+            a.load(Size::DW, 1, FP, slot);
+            a.or_reg(2, 1);
+        }
     }
     a.mov_reg(1, REC);
     a.call(helper::RINGBUF_SUBMIT);
