@@ -60,8 +60,6 @@ const RECORDING_WAIT: Duration = Duration::from_millis(25);
 /// How long a launch with no set of its own is polled for at
 /// [`IDLE_SLEEP`] while it reads from storage.
 const MATCHING_NS: u64 = 1_000_000_000;
-/// Pages of events read at most before they are acted on.
-const POLL_PAGES: usize = 256;
 /// Wait between polls when nothing is being recorded and the source
 /// wakes us at every exec (eBPF): the status file and finished replays
 /// are taken this often.
@@ -417,8 +415,7 @@ impl Daemon {
         while outrider_sys::launch::last_signal().is_none() {
             events.clear();
             let src = self.src.as_mut().expect("opened");
-            let pages =
-                (src.poll(&mut events, POLL_PAGES)).map_err(|e| format!("reading events: {e}"))?;
+            let pages = (src.poll(&mut events, 256)).map_err(|e| format!("reading events: {e}"))?;
             // Before the execs are acted on: see `outrider_live::ebpf`,
             // module `reads`.
             (src.settle_reads()).map_err(|e| format!("tracing: {e}"))?;
@@ -429,7 +426,7 @@ impl Daemon {
                 self.on_event(e);
             }
             self.note_exited();
-            self.judge_hot(monotonic_ns(), pages < POLL_PAGES);
+            self.judge_hot(monotonic_ns());
             self.mark_while_recording();
             self.take_dirs();
             self.status.events = stats.events;

@@ -290,14 +290,8 @@ impl Daemon {
     /// per launch recording with no set of its own), not at every turn of
     /// the loop: the record that takes a launch past the bound is not
     /// sent when it is a repeat, so no read of its own need come after.
-    /// And only once the events were `drained`: the kernel tells how a
-    /// launch ended up, its records still waiting may show it read from
-    /// storage first (a `python3` reading its interpreter from memory,
-    /// then a file's first MiB from storage, then that file's cached
-    /// pages over and over, was let go before the daemon, polling at
-    /// 25 ms, read its misses, and it followed no other set).
-    pub(super) fn judge_hot(&mut self, now: u64, drained: bool) {
-        let due = drained && now >= self.let_go_looked + LET_GO_LOOK_NS;
+    pub(super) fn judge_hot(&mut self, now: u64) {
+        let due = now >= self.let_go_looked + LET_GO_LOOK_NS;
         if due {
             self.let_go_looked = now;
         }
