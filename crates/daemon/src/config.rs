@@ -9,7 +9,7 @@
 //! | `pressure_max_pct` | `10` | memory pressure (PSI `some`, percent of the time some task waited on memory) above which no replay starts and a running one stops |
 //! | `state_dir` | `/var/lib/outrider` | where the history store (`history.db`) lives |
 //! | `history_max_apps` | `512` | launch sets kept; beyond it the least recently launched are forgotten |
-//! | `launch_key_args` | `2` | command-line words in an application's name besides its executable: `argv[0]`'s name, then arguments, paths (a `/`, or a name with an extension: told from the word, nothing looked up) written `<file>` ([`crate::launchset::app_name`]); `0`: the executable alone |
+//! | `launch_key_args` | `2` | command-line words in an application's name besides its executable: `argv[0]`'s name, then arguments, paths (a `/`, or a name with an extension: told from the word, nothing looked up) written `<file>`, options naming a path before a command word left out (`git -C DIR log` is `git log`) ([`crate::launchset::app_name`]); `0`: the executable alone |
 //! | `launch_window_s` | `5` | seconds after an exec whose reads form the launch set; a launch whose process tree has all exited ends 0.1 s after, its set saved then ([`Daemon`](crate::Daemon)) |
 //! | `launch_cap_mib` | `256` | bytes one launch set holds at most |
 //! | `judge_from_memory_mib` | `64` | a launch with no set of its own is followed until its tree read this much; if at most one page in 32 of it missed the cache, it reads from memory and is let go, unrecorded (its next cold launch is recorded); [`Config::judge_pages`] says what the bound trades |

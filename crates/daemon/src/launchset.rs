@@ -59,10 +59,17 @@ pub use replay::{
 /// the Windows Prefetcher's key) a bare `python3` replayed the 100 MiB
 /// set of a pandas import and took 0.154 s instead of 0.034 s
 /// (`bench/daemon/launch.sh`, the day in miniature). Paths stand for
-/// their role, so `cat a.txt` and `cat b.txt` share one set.
+/// their role, so `cat a.txt` and `cat b.txt` share one set. An option
+/// naming a path before the command word says where the program works,
+/// not what it does, and is left out ([`where_it_works`]): `git -C DIR
+/// log -p` and `git -C DIR grep` are `git log` and `git grep`, not both
+/// `git -C` (`git log -p` of a packed clone reads its 23 MiB pack, `git
+/// grep` a quarter of it).
 pub fn app_name(exe: &str, argv: &[String], args: usize) -> String {
     let mut words: Vec<String> = Vec::new();
-    for (i, a) in argv.iter().take(args).enumerate() {
+    let skipped = where_it_works(argv.get(1..).unwrap_or_default());
+    let argv = (argv.iter().take(1)).chain(argv.iter().skip(1 + skipped));
+    for (i, a) in argv.take(args).enumerate() {
         let w = if i == 0 {
             a.rsplit('/').next().unwrap_or(a).to_string()
         } else if names_a_path(a) {
@@ -80,6 +87,31 @@ pub fn app_name(exe: &str, argv: &[String], args: usize) -> String {
         exe.to_string()
     } else {
         format!("{exe} [{}]", words.join(" "))
+    }
+}
+
+/// Options naming a path left out of an application's name at most.
+pub const WHERE_OPTIONS_MAX: usize = 4;
+
+/// How many of `args` (the words after `argv[0]`) are options naming a
+/// path, each an option and its path (`-C DIR`, `--git-dir DIR`), that
+/// come before a command word (neither an option nor a path): none when
+/// no command word follows them (`du -s DIR`, `diff -r A B`).
+fn where_it_works(args: &[String]) -> usize {
+    let mut at = 0;
+    while let [opt, path, ..] = &args[at..] {
+        if !opt.starts_with('-') || !names_a_path(path) || at == 2 * WHERE_OPTIONS_MAX {
+            break;
+        }
+        at += 2;
+    }
+    let command = args
+        .get(at)
+        .is_some_and(|w| !w.starts_with('-') && !names_a_path(w));
+    if command {
+        at
+    } else {
+        0
     }
 }
 
@@ -224,6 +256,32 @@ pub(crate) mod tests {
         assert_eq!(
             app_name("/usr/bin/git", &v(&["git", "status"]), 0),
             "/usr/bin/git"
+        );
+        let git = "/usr/bin/git";
+        assert_eq!(
+            app_name(git, &v(&["git", "-C", "/r", "log", "-p"]), 2),
+            "/usr/bin/git [git log]"
+        );
+        assert_eq!(
+            app_name(
+                git,
+                &v(&["git", "-C", "/r", "--git-dir", "/r/.git", "grep"]),
+                2
+            ),
+            "/usr/bin/git [git grep]"
+        );
+        // No command word after them: the options stay.
+        assert_eq!(
+            app_name("/usr/bin/du", &v(&["du", "-s", "/tree"]), 2),
+            "/usr/bin/du [du -s]"
+        );
+        assert_eq!(
+            app_name("/usr/bin/diff", &v(&["diff", "-r", "/a", "/b"]), 2),
+            "/usr/bin/diff [diff -r]"
+        );
+        assert_eq!(
+            app_name(py, &v(&["python3", "-c", "pass"]), 2),
+            "/usr/bin/python3.11 [python3 -c]"
         );
         let long = "é".repeat(40);
         let n = app_name("/x", &v(&["x", &long]), 2);

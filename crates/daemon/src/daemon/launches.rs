@@ -5,7 +5,7 @@
 
 use super::status::{level_name, status_of, verdict_name, LaunchStatus};
 use super::{log, Daemon, Done, Launch, Pending};
-use crate::launchset::{replay, LaunchReads, Recorder, Verdict};
+use crate::launchset::{replay, LaunchReads, Recorder, Verdict, WHERE_OPTIONS_MAX};
 use crate::roots::Roots;
 use crate::sets::Cached;
 use crate::shared::{self, Matcher};
@@ -593,7 +593,7 @@ fn app_of(argv: &[&[u8]], exe: &str, args: usize) -> String {
     if args == 0 {
         return exe.to_string();
     }
-    let argv: Vec<String> = (argv.iter().take(args))
+    let argv: Vec<String> = (argv.iter().take(1 + args + 2 * WHERE_OPTIONS_MAX))
         .map(|w| String::from_utf8_lossy(w).into_owned())
         .collect();
     crate::launchset::app_name(exe, &argv, args)
