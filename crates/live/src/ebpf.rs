@@ -79,9 +79,9 @@ mod reads;
 mod repeats;
 pub mod runs;
 
+pub use hot::WAKE_MISSED;
 /// How soon the programs of reads are detached once an untrack emptied
 /// the table of followed threads.
-pub use hot::WAKE_MISSED;
 pub use reads::CHECK_UNTRACKED_NS;
 
 use followed::Followed;

@@ -186,9 +186,9 @@ pub fn judge(
     missed
 }
 
-/// The misses were r1 and r2 pages more: a forced wake-up to
-/// [`SLOT_WAKE`] when that took them to [`WAKE_MISSED`] (before <
-/// bound <= after).
+/// The stamp had r1 pages missed before this record's r2: a forced
+/// wake-up to [`SLOT_WAKE`] when the record takes them to
+/// [`WAKE_MISSED`] (before < bound <= after).
 fn wake_at_missed(a: &mut Asm, done: Label) {
     let crossed = a.label();
     let below = WAKE_MISSED as i32 - 1;
