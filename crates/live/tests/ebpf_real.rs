@@ -488,8 +488,11 @@ fn a_launch_still_judged_wakes_its_reader_at_its_first_misses() {
     let (_dir, path, md) = file_of_pages(pages);
     evict(&path);
     let (_one, mut src) = execs_source();
-    src.let_go_from_memory(8192, 8).unwrap();
+    // A bound its start cannot reach: still judged when it reads the file.
+    src.let_go_from_memory(1 << 20, 8).unwrap();
     let (mut child, mut stdin) = reader_at_a_line(&mut src, &path, "sys.stdin.readline()\n");
+    let stamp = src.stamp_of(child.id());
+    let let_go = stamp.is_some_and(|s| src.let_go(s));
     stdin.write_all(b"go\n").unwrap();
     let timeout = Duration::from_secs(30);
     let t0 = std::time::Instant::now();
@@ -499,7 +502,10 @@ fn a_launch_still_judged_wakes_its_reader_at_its_first_misses() {
     let got = drain(&mut src);
     drop(stdin);
     assert!(child.wait().unwrap().success());
-    assert!(woken && waited < timeout, "woken after {waited:?}");
+    assert!(
+        woken && waited < timeout,
+        "woken after {waited:?}; stamp {stamp:?}, let go {let_go}"
+    );
     let missed: u64 = (got.iter())
         .filter_map(|e| match e.kind {
             EventKind::AddToCache { ino, order, .. } if ino == md.ino() => Some(1u64 << order),
