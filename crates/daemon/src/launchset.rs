@@ -64,12 +64,27 @@ pub use replay::{
 /// not what it does, and is left out ([`where_it_works`]): `git -C DIR
 /// log -p` and `git -C DIR grep` are `git log` and `git grep`, not both
 /// `git -C` (`git log -p` of a packed clone reads its 23 MiB pack, `git
-/// grep` a quarter of it).
+/// grep` a quarter of it). A shape that ends in an option taking a
+/// program ([`INLINE_PROGRAM_OPTIONS`]) takes that program's text too:
+/// `sh -c 'tar -cf - src | wc -c'` and `sh -c 'for i in ...'` are two
+/// applications, not one `sh -c` whose set every `system(3)` and
+/// `popen(3)` on the machine would replay (in the bench's programs that
+/// cannot be helped, the `sh -c` of a `tar` of a tree held 7 778 of its
+/// files, checked at each exec of a loop of `/bin/true`).
 pub fn app_name(exe: &str, argv: &[String], args: usize) -> String {
     let mut words: Vec<String> = Vec::new();
     let skipped = where_it_works(argv.get(1..).unwrap_or_default());
-    let argv = (argv.iter().take(1)).chain(argv.iter().skip(1 + skipped));
-    for (i, a) in argv.take(args).enumerate() {
+    let argv: Vec<&String> = (argv.iter().take(1))
+        .chain(argv.iter().skip(1 + skipped))
+        .collect();
+    let program = (args >= 2 && argv.len() > args)
+        .then(|| argv[args - 1])
+        .is_some_and(|w| INLINE_PROGRAM_OPTIONS.contains(&w.as_str()));
+    for (i, a) in argv
+        .into_iter()
+        .take(args + usize::from(program))
+        .enumerate()
+    {
         let w = if i == 0 {
             a.rsplit('/').next().unwrap_or(a).to_string()
         } else if names_a_path(a) {
@@ -89,6 +104,11 @@ pub fn app_name(exe: &str, argv: &[String], args: usize) -> String {
         format!("{exe} [{}]", words.join(" "))
     }
 }
+
+/// Options whose argument is the program itself (a shell's `-c`, perl's,
+/// ruby's and node's `-e`, perl's `-E`, node's `--eval`, `su`'s and
+/// others' `--command`): the program text is part of the application.
+pub const INLINE_PROGRAM_OPTIONS: [&str; 5] = ["-c", "-e", "-E", "--eval", "--command"];
 
 /// Options naming a path left out of an application's name at most.
 pub const WHERE_OPTIONS_MAX: usize = 4;
@@ -235,11 +255,11 @@ pub(crate) mod tests {
         let py = "/usr/bin/python3.11";
         assert_eq!(
             app_name(py, &v(&["/usr/bin/python3", "-c", "pass"]), 2),
-            "/usr/bin/python3.11 [python3 -c]"
+            "/usr/bin/python3.11 [python3 -c pass]"
         );
         assert_eq!(
             app_name(py, &v(&["/venv/bin/python", "-c", "pass"]), 2),
-            "/usr/bin/python3.11 [python -c]"
+            "/usr/bin/python3.11 [python -c pass]"
         );
         assert_eq!(
             app_name(py, &v(&["python3", "build.py"]), 2),
@@ -279,14 +299,54 @@ pub(crate) mod tests {
             app_name("/usr/bin/diff", &v(&["diff", "-r", "/a", "/b"]), 2),
             "/usr/bin/diff [diff -r]"
         );
-        assert_eq!(
-            app_name(py, &v(&["python3", "-c", "pass"]), 2),
-            "/usr/bin/python3.11 [python3 -c]"
-        );
         let long = "é".repeat(40);
         let n = app_name("/x", &v(&["x", &long]), 2);
         assert!(n.len() <= "/x [x ]".len() + 32, "{n}");
         assert_eq!(app_name("/x", &[], 2), "/x");
+    }
+
+    /// An inline program is the application: a shell's `-c` names as many
+    /// applications as it runs scripts, each cut at 32 bytes.
+    #[test]
+    fn an_inline_program_is_part_of_its_application() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let sh = "/usr/bin/dash";
+        let tar = app_name(sh, &v(&["sh", "-c", "tar -cf - \"$1\" | wc -c", "sh"]), 2);
+        assert_eq!(tar, "/usr/bin/dash [sh -c tar -cf - \"$1\" | wc -c]");
+        let storm = app_name(
+            sh,
+            &v(&["sh", "-c", "for i in $(seq 300); do true; done"]),
+            2,
+        );
+        assert_eq!(
+            storm,
+            "/usr/bin/dash [sh -c for i in $(seq 300); do true; do]"
+        );
+        let py = "/usr/bin/python3.11";
+        assert_ne!(
+            app_name(py, &v(&["python3", "-c", "pass"]), 2),
+            app_name(py, &v(&["python3", "-c", "import numpy"]), 2)
+        );
+        assert_eq!(
+            app_name("/usr/bin/node", &v(&["node", "-e", "require('zlib')"]), 2),
+            "/usr/bin/node [node -e require('zlib')]"
+        );
+        assert_eq!(
+            app_name("/usr/bin/perl", &v(&["perl", "-E", "say 1"]), 2),
+            "/usr/bin/perl [perl -E say 1]"
+        );
+        // The option ends the shape, or no program follows it: as before.
+        assert_eq!(
+            app_name("/usr/bin/perl", &v(&["perl", "-MPOSIX", "-e", "1"]), 2),
+            "/usr/bin/perl [perl -MPOSIX]"
+        );
+        assert_eq!(app_name(sh, &v(&["sh", "-c"]), 2), "/usr/bin/dash [sh -c]");
+        assert_eq!(app_name(sh, &v(&["sh", "-c", "x"]), 0), sh);
+        // Its options naming a path are still left out before a command.
+        assert_eq!(
+            app_name("/usr/bin/git", &v(&["git", "-C", "/r", "-c", "a=b"]), 2),
+            "/usr/bin/git [git -C]"
+        );
     }
 
     /// A word names a path by its shape alone: nothing is looked up.

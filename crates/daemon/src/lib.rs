@@ -35,7 +35,7 @@
 //!   path, size, mtime). It is an [`outrider_store::AppHistory`] saved
 //!   under `exe:APP` — the executable and the shape of its command line
 //!   ([`launchset::app_name`], [`config::Config::launch_key_args`]:
-//!   `/usr/bin/python3.11 [python3 -c]`) — in the one history store of the daemon
+//!   `/usr/bin/python3.11 [python3 -c pass]`) — in the one history store of the daemon
 //!   (`<state_dir>/history.db`). This follows the Windows Prefetcher
 //!   (the first 10 s of a launch, traced per executable, replayed at the
 //!   next launch of the same executable) and Android's IORap (the file

@@ -593,7 +593,9 @@ fn app_of(argv: &[&[u8]], exe: &str, args: usize) -> String {
     if args == 0 {
         return exe.to_string();
     }
-    let argv: Vec<String> = (argv.iter().take(1 + args + 2 * WHERE_OPTIONS_MAX))
+    // The words a name may need: argv[0], `args` of them, the options
+    // naming a path left out, and an inline program's text.
+    let argv: Vec<String> = (argv.iter().take(2 + args + 2 * WHERE_OPTIONS_MAX))
         .map(|w| String::from_utf8_lossy(w).into_owned())
         .collect();
     crate::launchset::app_name(exe, &argv, args)
