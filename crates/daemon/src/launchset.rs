@@ -65,44 +65,45 @@ pub use replay::{
 /// log -p` and `git -C DIR grep` are `git log` and `git grep`, not both
 /// `git -C` (`git log -p` of a packed clone reads its 23 MiB pack, `git
 /// grep` a quarter of it). A shape that ends in an option taking a
-/// program ([`INLINE_PROGRAM_OPTIONS`]) takes that program's text too:
-/// `sh -c 'tar -cf - src | wc -c'` and `sh -c 'for i in ...'` are two
-/// applications, not one `sh -c` whose set every `system(3)` and
-/// `popen(3)` on the machine would replay (in the bench's programs that
-/// cannot be helped, the `sh -c` of a `tar` of a tree held 7 778 of its
-/// files, checked at each exec of a loop of `/bin/true`).
+/// program ([`INLINE_PROGRAM_OPTIONS`]) goes on with that program read as
+/// a command line, its first `args` words shaped the same way: `sh -c
+/// 'tar -cf - src | wc -c'` is `sh -c tar -cf` and `sh -c 'for i in
+/// ...'` is `sh -c for i`, two applications, not one `sh -c` whose set
+/// every `system(3)` and `popen(3)` on the machine would replay (in the
+/// bench's programs that cannot be helped, the `sh -c` of a `tar` of a
+/// tree held 7 778 of its files, checked at each exec of a loop of
+/// `/bin/true`); and as many as a command line's shapes, not one per
+/// script (a build's recipes, each naming its own files).
 pub fn app_name(exe: &str, argv: &[String], args: usize) -> String {
-    let mut words: Vec<String> = Vec::new();
     let skipped = where_it_works(argv.get(1..).unwrap_or_default());
-    let argv: Vec<&String> = (argv.iter().take(1))
+    let argv: Vec<&str> = (argv.iter().take(1))
         .chain(argv.iter().skip(1 + skipped))
+        .map(String::as_str)
         .collect();
-    let program = (args >= 2 && argv.len() > args)
-        .then(|| argv[args - 1])
-        .is_some_and(|w| INLINE_PROGRAM_OPTIONS.contains(&w.as_str()));
-    for (i, a) in argv
-        .into_iter()
-        .take(args + usize::from(program))
-        .enumerate()
-    {
-        let w = if i == 0 {
-            a.rsplit('/').next().unwrap_or(a).to_string()
-        } else if names_a_path(a) {
-            "<file>".to_string()
-        } else {
-            let mut end = a.len().min(32);
-            while !a.is_char_boundary(end) {
-                end -= 1;
-            }
-            a[..end].to_string()
-        };
-        words.push(w);
+    let Some((name, rest)) = argv.split_first().filter(|_| args > 0) else {
+        return exe.to_string();
+    };
+    let rest = &rest[..rest.len().min(args - 1)];
+    let mut words = vec![name.rsplit('/').next().unwrap_or(name).to_string()];
+    words.extend(rest.iter().map(|w| word_shape(w)));
+    let program = (rest.last()).filter(|w| INLINE_PROGRAM_OPTIONS.contains(w));
+    if let (Some(_), Some(text)) = (program, argv.get(args)) {
+        words.extend(text.split_whitespace().take(args).map(word_shape));
     }
-    if words.is_empty() {
-        exe.to_string()
-    } else {
-        format!("{exe} [{}]", words.join(" "))
+    format!("{exe} [{}]", words.join(" "))
+}
+
+/// One command-line word in an application's name: `<file>` where it
+/// names a path ([`names_a_path`]), else the word cut at 32 bytes.
+fn word_shape(w: &str) -> String {
+    if names_a_path(w) {
+        return "<file>".to_string();
     }
+    let mut end = w.len().min(32);
+    while !w.is_char_boundary(end) {
+        end -= 1;
+    }
+    w[..end].to_string()
 }
 
 /// Options whose argument is the program itself (a shell's `-c`, perl's,
@@ -305,23 +306,24 @@ pub(crate) mod tests {
         assert_eq!(app_name("/x", &[], 2), "/x");
     }
 
-    /// An inline program is the application: a shell's `-c` names as many
-    /// applications as it runs scripts, each cut at 32 bytes.
+    /// An inline program is part of the application, read as a command
+    /// line: its first words, shaped as any.
     #[test]
     fn an_inline_program_is_part_of_its_application() {
         let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let sh = "/usr/bin/dash";
         let tar = app_name(sh, &v(&["sh", "-c", "tar -cf - \"$1\" | wc -c", "sh"]), 2);
-        assert_eq!(tar, "/usr/bin/dash [sh -c tar -cf - \"$1\" | wc -c]");
+        assert_eq!(tar, "/usr/bin/dash [sh -c tar -cf]");
         let storm = app_name(
             sh,
             &v(&["sh", "-c", "for i in $(seq 300); do true; done"]),
             2,
         );
-        assert_eq!(
-            storm,
-            "/usr/bin/dash [sh -c for i in $(seq 300); do true; do]"
-        );
+        assert_eq!(storm, "/usr/bin/dash [sh -c for i]");
+        // Shaped as a command line: its paths stand for their role.
+        let build = |f: &str| app_name(sh, &v(&["sh", "-c", &format!("cd /b/{f} && cc {f}.c")]), 2);
+        assert_eq!(build("x"), "/usr/bin/dash [sh -c cd <file>]");
+        assert_eq!(build("x"), build("y"));
         let py = "/usr/bin/python3.11";
         assert_ne!(
             app_name(py, &v(&["python3", "-c", "pass"]), 2),
@@ -330,6 +332,14 @@ pub(crate) mod tests {
         assert_eq!(
             app_name("/usr/bin/node", &v(&["node", "-e", "require('zlib')"]), 2),
             "/usr/bin/node [node -e require('zlib')]"
+        );
+        assert_eq!(
+            app_name(
+                py,
+                &v(&["python3", "-c", "import numpy as np; np.ones(3)"]),
+                2
+            ),
+            "/usr/bin/python3.11 [python3 -c import numpy]"
         );
         assert_eq!(
             app_name("/usr/bin/perl", &v(&["perl", "-E", "say 1"]), 2),
@@ -342,6 +352,10 @@ pub(crate) mod tests {
         );
         assert_eq!(app_name(sh, &v(&["sh", "-c"]), 2), "/usr/bin/dash [sh -c]");
         assert_eq!(app_name(sh, &v(&["sh", "-c", "x"]), 0), sh);
+        assert_eq!(
+            app_name(sh, &v(&["sh", "-c", "x y z"]), 1),
+            "/usr/bin/dash [sh]"
+        );
         // Its options naming a path are still left out before a command.
         assert_eq!(
             app_name("/usr/bin/git", &v(&["git", "-C", "/r", "-c", "a=b"]), 2),
