@@ -108,7 +108,8 @@ fn word_shape(w: &str) -> String {
 
 /// Options whose argument is the program itself (a shell's `-c`, perl's,
 /// ruby's and node's `-e`, perl's `-E`, node's `--eval`, `su`'s and
-/// others' `--command`): the program text is part of the application.
+/// others' `--command`): the program's first words are part of the
+/// application's name.
 pub const INLINE_PROGRAM_OPTIONS: [&str; 5] = ["-c", "-e", "-E", "--eval", "--command"];
 
 /// Options naming a path left out of an application's name at most.
