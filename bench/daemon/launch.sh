@@ -161,16 +161,30 @@ for p in $PROGRAMS; do
     echo "launch.sh: $p rep $rep: $(awk -v p="$p" -v r="$rep" '$1 == p && $3 == r { printf "%s %.3f  ", $2, $4 }' "$work/results")" >&2
   done
 done
+# The daemon's CPU so far (ms, its exited threads' included; 0 when it
+# is stopped), in clock ticks of 10 ms. Read by the shell itself: an
+# exec here, in the running arm only, would be a launch the daemon acts
+# on right before the timed run.
+daemon_cpu_ms() {
+  local f
+  if [ -n "$daemon_pid" ] && read -r -a f < /proc/"$daemon_pid"/stat 2> /dev/null; then
+    echo $(((f[13] + f[14]) * 10))
+  else
+    echo 0
+  fi
+}
 # The day: each program of DAY_PROGRAMS once, in order; appends
-# "arm rep program wall" to $work/day.
+# "arm rep program wall daemon_cpu_ms" (the daemon's CPU during the
+# program's run) to $work/day.
 day() { # arm rep
-  local q
+  local q c0
   for q in $DAY_PROGRAMS; do
     suite_program "$q"
     [ -n "$SKIP" ] && continue
     rm -rf /dev/shm/outrider-suite-out/* 2> /dev/null || true
+    c0=$(daemon_cpu_ms)
     timed "${CMD[@]}"
-    echo "$1 $2 $q $WALL" >> "$work/day"
+    echo "$1 $2 $q $WALL $(($(daemon_cpu_ms) - c0))" >> "$work/day"
   done
 }
 # Stock takes the daemon arm's steps with no daemon: the script cold
@@ -213,18 +227,6 @@ for rep in $(seq 1 "$DAY_REPS"); do
   fi
   echo "launch.sh: day rep $rep: $(awk -v r="$rep" '$2 == r { t[$1] += $4 } END { for (a in t) printf "%s %.2f  ", a, t[a] }' "$work/day")" >&2
 done
-# The daemon's CPU so far (ms, its exited threads' included; 0 when it
-# is stopped), in clock ticks of 10 ms. Read by the shell itself: an
-# exec here, in the running arm only, would be a launch the daemon acts
-# on right before the timed run.
-daemon_cpu_ms() {
-  local f
-  if [ -n "$daemon_pid" ] && read -r -a f < /proc/"$daemon_pid"/stat 2> /dev/null; then
-    echo $(((f[13] + f[14]) * 10))
-  else
-    echo 0
-  fi
-}
 # Programs the daemon cannot help: "arm rep program wall daemon_cpu_ms"
 # (the daemon's CPU during the run) to $work/unhelped.
 unhelped_cmd() {

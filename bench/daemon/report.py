@@ -4,7 +4,8 @@ measurements. Arguments: WORKDIR REPS ELAPSED_S VERSION.
 
 WORKDIR holds `results` (`program arm rep wall_s`, arm stock | daemon |
 hot), `usage` (`program rss_bytes cpu_s uptime_s` of the daemon after
-each of its launches), `day-usage` (`day rss_bytes cpu_s uptime_s
+each of its launches), `day` (`arm rep program wall_s daemon_cpu_ms`, the
+day in miniature's runs), `day-usage` (`day rss_bytes cpu_s uptime_s
 predicted hits misses` at day 2's end), `day-saved` (`day rss_bytes`
 once day 2's launches were saved) and `programs` (name, category,
 description, tab-separated)."""
@@ -86,10 +87,13 @@ def day_section(work):
     if not os.path.exists(path) or os.path.getsize(path) == 0:
         return
     runs = {}  # arm -> rep -> program -> wall
+    cpu = {}  # arm -> rep -> program -> the daemon's CPU ms in the run
     order = []
     for line in open(path):
-        arm, rep, prog, w = line.split()
+        arm, rep, prog, w, *ms = line.split()
         runs.setdefault(arm, {}).setdefault(rep, {})[prog] = float(w)
+        if ms:
+            cpu.setdefault(arm, {}).setdefault(rep, {})[prog] = int(ms[0])
         if prog not in order:
             order.append(prog)
     reps = [r for r in runs.get("stock", {}) if r in runs.get("daemon", {}) and r in runs.get("hot", {})]
@@ -101,11 +105,13 @@ def day_section(work):
           "caches were dropped and the script ran again (day 2, measured), the next launches (up to 3) predicted at each launch and their sets read right after "
           f"the launch's own (`successor_prefetch`, on by default). **stock**: the same steps with no daemon (the script cold "
           f"once, unmeasured, the same wait, then cold, measured); **hot**: the script again at once (the floor). Medians of {len(reps)} repetitions, arms alternated; ratios are medians "
-          "of each repetition's own.")
+          "of each repetition's own. **daemon CPU**: the daemon's own CPU during the program's day-2 run "
+          "(`/proc/PID/stat`, 10 ms ticks; median), and as a share of one core over the run: on 2 cores, what it takes "
+          "from a program that keeps both busy.")
     print()
-    print("| | stock (s) | day 1 (s) | daemon day 2 (s) | hot (s) | stock / hot | speed-up | its 95% interval | "
-          "headroom | misses |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| | stock (s) | day 1 (s) | daemon day 2 (s) | daemon CPU (ms) | hot (s) | stock / hot | speed-up | "
+          "its 95% interval | headroom | misses |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     n_miss = 0
     for prog in ["the whole script"] + order:
         get = (lambda a, r: total(a, r)) if prog == "the whole script" else (lambda a, r: runs[a][r].get(prog))
@@ -126,7 +132,8 @@ def day_section(work):
         n_miss += bool(miss)
         name = f"**{prog}**" if prog == "the whole script" else prog
         hs = f"{head * 100:.0f}%" if head is not None else "-"
-        print(f"| {name} | {m['stock']:.3f} | {med(d1):.3f} | {m['daemon']:.3f} | {m['hot']:.3f} | {gain:.2f}x | "
+        print(f"| {name} | {m['stock']:.3f} | {med(d1):.3f} | {m['daemon']:.3f} | {day_cpu(cpu, runs, ok, prog)} | "
+              f"{m['hot']:.3f} | {gain:.2f}x | "
               f"{x:.2f}x | {span(ratios)} | {hs} | {'; '.join(f'**{s}**' for s in miss) or 'none'} |")
     print()
     print(f"Same targets as above, per row. {n_miss} rows miss.")
@@ -150,6 +157,21 @@ def day_section(work):
             print("Next launches predicted over both days, per repetition (predicted / right / wrong): "
                   + ", ".join(f"{p}/{h}/{m}" for p, h, m in pred) + ".")
     print()
+
+
+def day_cpu(cpu, runs, reps, prog):
+    """The daemon's CPU during `prog`'s day-2 runs (the whole script's
+    for its row): "ms (share of one core over the run)", medians over
+    `reps`."""
+    days = [(cpu.get("daemon", {}).get(r), runs["daemon"][r]) for r in reps]
+    if not all(c for c, _ in days):
+        return "-"
+    pick = lambda d: sum(d.values()) if prog == "the whole script" else d.get(prog)
+    pairs = [(pick(c), pick(w)) for c, w in days]
+    if any(ms is None or not wall for ms, wall in pairs):
+        return "-"
+    share = med([ms / (wall * 1000) for ms, wall in pairs])
+    return f"{med([ms for ms, _ in pairs]):.0f} ({share * 100:.0f}%)"
 
 
 def day_left(runs, reps, order, total):
