@@ -207,7 +207,8 @@ impl Daemon {
                 exited: false,
                 started_ns: monotonic_ns(),
                 exec_ns,
-                rec: Recorder::holding(self.cfg.launch_cap_mib << 20, self.cfg.launch_files_max),
+                rec: Recorder::holding(self.cfg.launch_cap_mib << 20, self.cfg.launch_files_max)
+                    .knowing(replayed.clone()),
                 gate,
                 matcher: (!known).then(Matcher::default),
                 shared: None,
