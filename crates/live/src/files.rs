@@ -430,36 +430,37 @@ impl FileTable {
             return false;
         };
         let (dev, ino) = (info.dev, info.ino);
-        let mut how = 0;
-        let mut file = info
-            .handle
-            .as_ref()
-            .and_then(|(t, b, m)| handle::open_by_handle(&mut self.mounts, *m, *t, b).ok());
         let path = info.path.clone();
-        if file.is_some() {
-            how = 1;
-        } else if path.as_os_str().is_empty() {
-            // Opened by inode number and not completed yet: again so.
-            file = handle::open_by_ino(&mut self.mounts, dev, ino)
+        // The file, the (dev, ino) and stamp it has, and whether a handle
+        // (or its inode number) opened it: the `fstat` that checked it
+        // is a regular file tells them, not one more.
+        let of_stat =
+            |(f, st): (File, libc::stat)| (f, (st.st_dev, st.st_ino), Stamp::of_stat(&st), true);
+        let opened = match &info.handle {
+            Some((t, b, m)) => handle::open_by_handle_stat(&mut self.mounts, *m, *t, b)
                 .ok()
-                .map(|(f, _)| f);
-            how = 1;
-        } else if let Ok(f) = open_regular(&path, Follow::Never) {
-            file = Some(f);
-            how = 2;
-        }
-        let md = file.as_ref().and_then(|f| f.metadata().ok());
-        let same = md
-            .as_ref()
-            .is_some_and(|m| m.dev() == dev && m.ino() == ino);
-        match file {
-            Some(f) if same => {
-                if how == 1 {
+                .map(of_stat),
+            None => None,
+        };
+        let opened = opened.or_else(|| {
+            if path.as_os_str().is_empty() {
+                // Opened by inode number and not completed yet: again so.
+                return handle::open_by_ino(&mut self.mounts, dev, ino)
+                    .ok()
+                    .map(of_stat);
+            }
+            let f = open_regular(&path, Follow::Never).ok()?;
+            let md = f.metadata().ok()?;
+            Some((f, (md.dev(), md.ino()), Stamp::of_md(&md), false))
+        });
+        match opened {
+            Some((f, key, stamp, by_handle)) if key == (dev, ino) => {
+                if by_handle {
                     self.reopened_by_handle += 1;
                 } else {
                     self.reopened_by_path += 1;
                 }
-                self.insert_open(id, f, path, md.as_ref().map(Stamp::of_md));
+                self.insert_open(id, f, path, Some(stamp));
                 true
             }
             _ => {

@@ -207,6 +207,16 @@ pub fn open_by_handle(
     kind: i32,
     bytes: &[u8],
 ) -> std::io::Result<File> {
+    open_by_handle_stat(mounts, mount_id, kind, bytes).map(|(f, _)| f)
+}
+
+/// [`open_by_handle`], with the `fstat` it checked the file with.
+pub fn open_by_handle_stat(
+    mounts: &mut Mounts,
+    mount_id: i32,
+    kind: i32,
+    bytes: &[u8],
+) -> std::io::Result<(File, libc::stat)> {
     if bytes.len() > MAX_HANDLE_BYTES {
         return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
     }
@@ -214,7 +224,7 @@ pub fn open_by_handle(
         .fd(mount_id)
         .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))?
         .as_raw_fd();
-    open_handle_at(mfd, kind, bytes)
+    open_handle_stat(mfd, kind, bytes)
 }
 
 /// `open_by_handle_at` on the mount descriptor `mfd`; only a regular file
