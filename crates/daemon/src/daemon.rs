@@ -210,9 +210,10 @@ pub struct Daemon {
     recent: FxHashMap<String, u64>,
     /// The order launches come in ([`crate::successors`]).
     successors: Successors,
-    /// Predicted launches whose sets were asked for ahead of them, and
-    /// when.
-    read_ahead: FxHashMap<String, u64>,
+    /// Predicted launches whose sets were asked for ahead of them: when,
+    /// and the flag their launch sets to stop that replay
+    /// ([`ReplayOptions::launched`]).
+    read_ahead: FxHashMap<String, (u64, Arc<std::sync::atomic::AtomicBool>)>,
     /// The directory opens on the root file system
     /// ([`Config::metadata_walk`]).
     dir_watch: Option<dirs::Watch>,
@@ -366,6 +367,7 @@ impl Daemon {
             launcher: None,
             exec_ns: 0,
             ahead: false,
+            launched: Default::default(),
             read_around: self.cfg.read_around,
             confirm_data: self.cfg.confirm_data_files,
             walk_dirs: Default::default(),
@@ -606,6 +608,7 @@ impl Daemon {
                 Done::Successor(st) => {
                     self.status.successor_pages += st.pages_requested;
                     self.status.successor_busy += u64::from(st.stopped_busy);
+                    self.status.successor_launched += u64::from(st.stopped_launched);
                 }
                 Done::Launch(id, st) => {
                     if let Some(s) = status_of(&mut self.status, id) {
@@ -771,6 +774,7 @@ pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
                 launcher: None,
                 exec_ns: 0,
                 ahead: false,
+                launched: Default::default(),
                 read_around: cfg.read_around,
                 confirm_data: cfg.confirm_data_files,
                 walk_dirs: Default::default(),

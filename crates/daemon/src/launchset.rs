@@ -306,6 +306,7 @@ pub(crate) mod tests {
             launcher: None,
             exec_ns: 0,
             ahead: false,
+            launched: Default::default(),
             read_around: false,
             confirm_data: true,
             walk_dirs: Default::default(),
@@ -373,6 +374,34 @@ pub(crate) mod tests {
             (pages, 0),
             "{st:?}"
         );
+    }
+
+    /// A replay ahead of its launch stops once the launch started (the
+    /// flag the daemon sets at its exec): it asks for nothing more, and
+    /// says why.
+    #[test]
+    fn a_replay_ahead_stops_once_its_launch_started() {
+        if unsafe { libc::geteuid() } != 0 {
+            return; // files are found by inode, which needs root
+        }
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("set");
+        std::fs::write(&p, vec![5u8; 64 * PAGE as usize]).unwrap();
+        let md = std::fs::metadata(&p).unwrap();
+        let mut r = Recorder::new(64 << 20, 8192);
+        r.read(std::process::id(), read_of(&md, 0, 64));
+        let h = r.finish("/bin/set");
+        let ahead = ReplayOptions {
+            ahead: true,
+            ..opts(None)
+        };
+        ahead
+            .launched
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        drop_cached(&p);
+        let st = replay(&h, &ahead);
+        assert!(st.stopped_launched && !st.stopped_busy, "{st:?}");
+        assert_eq!(st.pages_requested, 0, "{st:?}");
     }
 
     /// A file the launch read through page faults is saved as mapped, and

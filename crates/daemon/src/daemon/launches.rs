@@ -16,6 +16,7 @@ use outrider_store::AppHistory;
 use outrider_sys::launch::{user_entry, Credentials};
 use outrider_sys::monotonic_ns;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Applications whose last launch is remembered at most (older ones are
@@ -42,6 +43,10 @@ type Part = (Option<Arc<AppHistory>>, Option<Arc<Streaks>>);
 
 /// A set to replay and its share of the memory budget.
 type Replay = (Arc<AppHistory>, f64);
+
+/// A predicted launch's set to read ahead of it, and the flag its
+/// launch sets ([`crate::launchset::ReplayOptions::launched`]).
+type Ahead = (Replay, Arc<AtomicBool>);
 
 /// Why an exec is not a launch.
 #[derive(Debug, PartialEq, Eq)]
@@ -173,8 +178,11 @@ impl Daemon {
         // bound: leaving it out when the set was read ahead made `perl`
         // 0.69x of its stock time in the day in miniature against 0.82x
         // with it (`bench/daemon/launch.sh`, medians of 5, one run each).
-        let ahead = (self.read_ahead.remove(&key))
-            .is_some_and(|at| monotonic_ns().saturating_sub(at) < AHEAD_VALID_NS);
+        // The replay ahead stops: this one takes over.
+        let ahead = (self.read_ahead.remove(&key)).is_some_and(|(at, launched)| {
+            launched.store(true, Ordering::Relaxed);
+            monotonic_ns().saturating_sub(at) < AHEAD_VALID_NS
+        });
         self.status.launches_read_ahead += u64::from(ahead && known);
         let own = (loaded.filter(|_| share > 0.0)).map(|h| (h, share));
         let replayed = own.as_ref().map(|(h, _)| Arc::clone(h));
@@ -316,7 +324,7 @@ impl Daemon {
         &mut self,
         id: u64,
         (pid, exec_ns, reads): (u32, u64, Arc<LaunchReads>),
-        (own, next): (Option<Replay>, Vec<Replay>),
+        (own, next): (Option<Replay>, Vec<Ahead>),
         user: Option<Credentials>,
         dirs: Arc<Vec<std::path::PathBuf>>,
     ) -> Arc<Verdict> {
@@ -338,9 +346,10 @@ impl Daemon {
             (set, o)
         });
         let next: Vec<_> = (next.into_iter())
-            .map(|(set, share)| {
+            .map(|((set, share), launched)| {
                 let mut o = options(share);
                 o.ahead = true;
+                o.launched = launched;
                 (set, o)
             })
             .collect();
@@ -363,7 +372,7 @@ impl Daemon {
     /// this one, [`crate::successors`]), nearest first: the sets of
     /// those not asked for already, with their shares of the budget by
     /// their gates, unless predictions have been mostly wrong.
-    fn successor_sets(&mut self, key: &str) -> Vec<Replay> {
+    fn successor_sets(&mut self, key: &str) -> Vec<Ahead> {
         if !self.cfg.successor_prefetch {
             return Vec::new();
         }
@@ -376,7 +385,7 @@ impl Daemon {
             return Vec::new();
         }
         let now = monotonic_ns();
-        (self.read_ahead).retain(|_, at| now.saturating_sub(*at) < AHEAD_VALID_NS);
+        (self.read_ahead).retain(|_, (at, _)| now.saturating_sub(*at) < AHEAD_VALID_NS);
         (next.into_iter())
             .filter_map(|k| self.successor_set(k, now))
             .collect()
@@ -385,7 +394,7 @@ impl Daemon {
     /// Predicted launch `next`'s set and share, unless it was asked for
     /// at an earlier launch and has not launched since (its pages are
     /// cached or on their way), it has no set, or its gate is off.
-    fn successor_set(&mut self, next: String, now: u64) -> Option<Replay> {
+    fn successor_set(&mut self, next: String, now: u64) -> Option<Ahead> {
         if self.read_ahead.contains_key(&next) || self.read_ahead.len() >= READ_AHEAD_MAX {
             return None;
         }
@@ -396,8 +405,9 @@ impl Daemon {
             Level::Off => return None,
         };
         let set = Self::part_of(c, 0).0?;
-        self.read_ahead.insert(next, now);
-        Some((set, share))
+        let launched = Arc::<AtomicBool>::default();
+        self.read_ahead.insert(next, (now, Arc::clone(&launched)));
+        Some(((set, share), launched))
     }
 
     /// The gate of launch `l` after its window: a replay's pages the

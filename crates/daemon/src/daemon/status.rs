@@ -147,6 +147,9 @@ pub struct Status {
     /// the disk stayed busy for their half second of waits in all (they
     /// read only in its idle time, `launchset::idle`).
     pub successor_busy: u64,
+    /// Of those replays, the ones that stopped as their launch started:
+    /// its own replay took over.
+    pub successor_launched: u64,
     /// Launch sets saved.
     pub launch_sets_saved: u64,
     /// Launch sets in the store.

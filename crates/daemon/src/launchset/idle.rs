@@ -5,6 +5,8 @@
 
 use rustc_hash::FxHashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// How long a replay ahead of its launch waits, in all, for the disks
 /// it reads to be idle: a program that keeps the disk busy (a search, a
@@ -45,13 +47,32 @@ const LOOK_STANDS_NS: u64 = 1_000_000;
 pub(super) struct IdleDisks {
     disks: FxHashMap<u64, Option<Disk>>,
     waited_ns: u64,
+    /// Set once the launch read ahead of started
+    /// ([`ReplayOptions::launched`](super::ReplayOptions::launched)).
+    launched: Arc<AtomicBool>,
 }
 
 impl IdleDisks {
+    /// For a replay ahead of the launch whose start sets `launched`.
+    pub(super) fn new(launched: Arc<AtomicBool>) -> IdleDisks {
+        IdleDisks {
+            launched,
+            ..IdleDisks::default()
+        }
+    }
+
+    /// Has the launch read ahead of started?
+    pub(super) fn launched(&self) -> bool {
+        self.launched.load(Ordering::Relaxed)
+    }
+
     /// Wait until device `dev` has no request in flight and no one else
     /// read from it since the last look; false once the waits of this
-    /// replay passed [`IDLE_WAIT_MAX_NS`].
+    /// replay passed [`IDLE_WAIT_MAX_NS`], or its launch started.
     pub(super) fn wait(&mut self, dev: u64) -> bool {
+        if self.launched() {
+            return false;
+        }
         let disk = self.disks.entry(dev).or_insert_with(|| Disk::of(dev));
         let Some(disk) = disk.as_mut() else {
             return true;
