@@ -198,8 +198,11 @@ fn run_epcm_prefetches_the_next_files_from_its_saved_model() {
 /// reader, which the disk's speed decides: coverage 0.87-0.91 on one
 /// day, 0.40-0.54 on another (the same commit), against 0.43-0.53 with
 /// the early first plan and the refill off (`first_ms`, `refill`) on the
-/// first day. So the test asks for a quarter, and for 9 in 10 of the
-/// blocks it fetched to be read.
+/// first day. So the test asks for a quarter. Of the blocks it
+/// fetched, those still ahead of the reader when it ends are never read:
+/// accuracy 0.8998 in one CI run on a slow day (10 899 of 108 752 pages,
+/// its peak of fetched-unread 12 864), over 0.9 before. A wrong stride
+/// would waste about half. So the test asks for 85 in 100 to be read.
 #[test]
 fn run_flashy_covers_a_strided_read() {
     if !is_root() {
@@ -218,7 +221,7 @@ fn run_flashy_covers_a_strided_read() {
     let c = r["coverage"].as_f64().unwrap();
     assert!(c >= 0.25, "coverage {c}: {r}");
     let accuracy = r["prefetch_accuracy"].as_f64().unwrap();
-    assert!(accuracy >= 0.9, "accuracy {accuracy}: {r}");
+    assert!(accuracy >= 0.85, "accuracy {accuracy}: {r}");
 }
 
 /// `run --policy directed` is refused before the program runs: live
