@@ -200,9 +200,10 @@ fn run_epcm_prefetches_the_next_files_from_its_saved_model() {
 /// the early first plan and the refill off (`first_ms`, `refill`) on the
 /// first day. So the test asks for a quarter. Of the blocks it
 /// fetched, those still ahead of the reader when it ends are never read:
-/// accuracy 0.8998 in one CI run on a slow day (10 899 of 108 752 pages,
-/// its peak of fetched-unread 12 864), over 0.9 before. A wrong stride
-/// would waste about half. So the test asks for 85 in 100 to be read.
+/// accuracy 0.8998 in one CI run on a slow day, over 0.9 before; its
+/// 10 899 pages not read were fewer than its peak of pages fetched and
+/// not yet read (12 864), what it holds ahead of the reader. So the
+/// test asks for 85 in 100 of the blocks it fetched to be read.
 #[test]
 fn run_flashy_covers_a_strided_read() {
     if !is_root() {
