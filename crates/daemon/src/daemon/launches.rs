@@ -356,15 +356,20 @@ impl Daemon {
         self.status.replays += u64::from(own.is_some());
         self.status.successor_replays += next.len() as u64;
         let tx = self.done_tx.clone();
-        std::thread::spawn(move || {
-            super::default_slice();
-            if let Some((set, o)) = own {
-                let _ = tx.send(Done::Launch(id, replay(&set, &o)));
-            }
-            for (set, o) in next {
-                let _ = tx.send(Done::Successor(replay(&set, &o)));
-            }
-        });
+        let spawned = std::thread::Builder::new()
+            .name("outrider-replay".into())
+            .spawn(move || {
+                super::default_slice();
+                if let Some((set, o)) = own {
+                    let _ = tx.send(Done::Launch(id, replay(&set, &o)));
+                }
+                for (set, o) in next {
+                    let _ = tx.send(Done::Successor(replay(&set, &o)));
+                }
+            });
+        if let Err(e) = spawned {
+            log(format!("outrider daemon: no thread for a replay: {e}"));
+        }
         resident
     }
 
