@@ -6,9 +6,10 @@ use super::PAGE;
 use outrider_core::FileId;
 use outrider_live::files::{FileTable, FileTableOptions};
 use outrider_live::history;
-use outrider_store::{AccessRecord, AppHistory};
+use outrider_store::{AccessRecord, AppHistory, FileRecord};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Pages of one recorded range at most (a `GetPages` of a huge read is
@@ -120,9 +121,9 @@ pub struct Recorder {
     mapped: FxHashSet<u32>,
     /// The set its launch replayed ([`Recorder::knowing`]), and the
     /// pages of each of its files by (dev, ino), taken from it at the
-    /// first file it is asked for.
+    /// first file it is asked for ([`PriorPages`]).
     prior: Option<Arc<AppHistory>>,
-    prior_pages: Option<FxHashMap<(u64, u64), u64>>,
+    prior_pages: Option<PriorPages>,
     cap_pages: u64,
     /// Files held at most (`launch_files_max`, [`crate::config`]).
     files_max: usize,
@@ -396,7 +397,7 @@ impl Recorder {
         }
         let (dev, ino) = self.table.key_of(id)?;
         if self.table.lazy_ok(dev) {
-            if let Some(&pages) = self.prior_pages().get(&(dev, ino)) {
+            if let Some(&pages) = self.prior_pages().map.get(&(dev, ino)) {
                 return Some(pages);
             }
         }
@@ -404,12 +405,11 @@ impl Recorder {
     }
 
     /// The pages of each file of the set replayed, by (dev, ino).
-    fn prior_pages(&mut self) -> &FxHashMap<(u64, u64), u64> {
+    fn prior_pages(&mut self) -> &PriorPages {
         let prior = &self.prior;
-        self.prior_pages.get_or_insert_with(|| {
-            (prior.iter().flat_map(|h| &h.files))
-                .map(|f| ((f.dev, f.ino), f.size.div_ceil(PAGE)))
-                .collect()
+        (self.prior_pages).get_or_insert_with(|| {
+            let files = prior.as_deref().map_or(&[][..], |h| &h.files);
+            PriorPages::of(files, &PRIOR_ENTRIES, PRIOR_ENTRIES_MAX)
         })
     }
 
@@ -470,10 +470,88 @@ impl Recorder {
     }
 }
 
+/// The pages of each file of a set replayed, by (dev, ino), for its
+/// launch's recorder ([`Recorder::pages_of`]); empty when all the
+/// recorders' maps would hold more than their bound: its files are then
+/// opened as they are recorded.
+struct PriorPages {
+    map: FxHashMap<(u64, u64), u64>,
+    /// The count its files are in, and how many: given back when it is
+    /// dropped.
+    held: Option<(&'static AtomicUsize, usize)>,
+}
+
+/// Entries of all the recorders' [`PriorPages`] at once, at most: two
+/// sets of `launch_files_max`'s default (32 768 files), about 2.5 MiB.
+/// Each recorder's maps are as large as its set; 64 launches at once
+/// (`max_recording`), each replaying a set of 32 768 files, would hold
+/// some 80 MiB more without it.
+const PRIOR_ENTRIES_MAX: usize = 1 << 16;
+
+/// Entries of the [`PriorPages`] alive.
+static PRIOR_ENTRIES: AtomicUsize = AtomicUsize::new(0);
+
+impl PriorPages {
+    /// The map of `files`, its entries counted in `count` unless that
+    /// would take it past `max` (then empty).
+    fn of(files: &[FileRecord], count: &'static AtomicUsize, max: usize) -> PriorPages {
+        let n = files.len();
+        let fits = count.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+            (c + n <= max).then_some(c + n)
+        });
+        if fits.is_err() || n == 0 {
+            return PriorPages {
+                map: FxHashMap::default(),
+                held: None,
+            };
+        }
+        let map = (files.iter())
+            .map(|f| ((f.dev, f.ino), f.size.div_ceil(PAGE)))
+            .collect();
+        PriorPages {
+            map,
+            held: Some((count, n)),
+        }
+    }
+}
+
+impl Drop for PriorPages {
+    fn drop(&mut self) {
+        if let Some((count, n)) = self.held {
+            count.fetch_sub(n, Ordering::Relaxed);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::launchset::tests::read_of;
+
+    /// The size maps of the sets replayed are bounded all together: one
+    /// that would pass the bound is left empty, and a map dropped gives
+    /// its room back.
+    #[test]
+    fn the_replayed_sets_size_maps_are_bounded_together() {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let file = |ino| FileRecord {
+            dev: 1,
+            ino,
+            size: 3 * PAGE,
+            ..FileRecord::default()
+        };
+        let files: Vec<FileRecord> = (0..3).map(file).collect();
+        let a = PriorPages::of(&files, &COUNT, 5);
+        assert_eq!(a.map.get(&(1, 2)), Some(&3));
+        let b = PriorPages::of(&files, &COUNT, 5);
+        assert!(b.map.is_empty(), "6 entries would pass the bound of 5");
+        assert_eq!(COUNT.load(Ordering::Relaxed), 3);
+        drop(a);
+        let c = PriorPages::of(&files[..2], &COUNT, 5);
+        assert_eq!((c.map.len(), COUNT.load(Ordering::Relaxed)), (2, 2));
+        drop((b, c));
+        assert_eq!(COUNT.load(Ordering::Relaxed), 0);
+    }
 
     /// history names the file so a replay finds it again (as root).
     /// A file of `pages` pages in a directory of its own.
