@@ -82,10 +82,11 @@ def row(runs, name):
 
 def day_section(work):
     """The day in miniature: whole-script times (the sum of its programs'
-    times) and per program, medians over repetitions."""
+    times) and per program, medians over repetitions; the programs that
+    missed the headroom target."""
     path = os.path.join(work, "day")
     if not os.path.exists(path) or os.path.getsize(path) == 0:
-        return
+        return []
     runs = {}  # arm -> rep -> program -> wall
     cpu = {}  # arm -> rep -> program -> the daemon's CPU ms in the run
     order = []
@@ -113,6 +114,7 @@ def day_section(work):
           "its 95% interval | headroom | misses |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     n_miss = 0
+    short_of_headroom = []
     for prog in ["the whole script"] + order:
         get = (lambda a, r: total(a, r)) if prog == "the whole script" else (lambda a, r: runs[a][r].get(prog))
         vals = {a: [get(a, r) for r in reps if get(a, r) is not None] for a in ("stock", "daemon", "hot")}
@@ -129,6 +131,7 @@ def day_section(work):
         miss = [s for s in [slower(ratios)] if s]
         if gain >= GAIN_GATE and (head or 0) < HEADROOM_MIN:
             miss.append(f"headroom {head * 100:.0f}%" if head is not None else "headroom -")
+            short_of_headroom += [prog] if prog in order else []
         n_miss += bool(miss)
         name = f"**{prog}**" if prog == "the whole script" else prog
         hs = f"{head * 100:.0f}%" if head is not None else "-"
@@ -157,6 +160,7 @@ def day_section(work):
             print("Next launches predicted over both days, per repetition (predicted / right / wrong): "
                   + ", ".join(f"{p}/{h}/{m}" for p, h, m in pred) + ".")
     print()
+    return short_of_headroom
 
 
 def day_cpu(cpu, runs, reps, prog):
@@ -320,16 +324,21 @@ def ceiling():
     return heads
 
 
-def ceiling_section(missed):
-    """For each program that missed the headroom target: how much of it a
-    launch-set prefetcher could take at all, as bench/daemon/ceiling.sh
-    measured (another run: its file and date are given)."""
+def ceiling_section(missed, day=False):
+    """For each program that missed the headroom target (in the day in
+    miniature if `day`): how much of it a launch-set prefetcher could take
+    at all, as bench/daemon/ceiling.sh measured (another run: its file and
+    date are given)."""
     heads = ceiling()
     known = [p for p in missed if p in heads]
     if not known:
         return
-    print("## The headroom misses against what a launch set can take")
+    print(f"## The {'day' + chr(39) + 's ' if day else ''}headroom misses against what a launch set can take")
     print()
+    if day:
+        print("Measured as for the launches above: each program's cold launch alone, with its own set. In the day, "
+              "the program before it has just run, and read its successors' sets ahead while it ran.")
+        print()
     print("`bench/daemon/ceiling.sh` (its own alternated runs, medians; the file and day of each row below) times each "
           "program with the same launch set read by a prefetcher that costs nothing and starts at the exec "
           "(**concurrent**), and with the set read in before the program starts (**ahead**, what the day's predicted "
@@ -397,7 +406,7 @@ def main():
               f"(start, one launch, its save), {max(cpu) * 100:.1f}% most.")
         print()
     ceiling_section(short_of_headroom)
-    day_section(work)
+    ceiling_section(day_section(work), day=True)
     busy_section(work)
     unhelped_section(work)
     print("## Programs")
