@@ -482,10 +482,11 @@ struct PriorPages {
 }
 
 /// Entries of all the recorders' [`PriorPages`] at once, at most: two
-/// sets of `launch_files_max`'s default (32 768 files), about 2.5 MiB.
-/// Each recorder's maps are as large as its set; 64 launches at once
-/// (`max_recording`), each replaying a set of 32 768 files, would hold
-/// some 80 MiB more without it.
+/// sets of `launch_files_max`'s default (32 768 files). At about 40
+/// bytes an entry (its key and value, and the hash table's control byte
+/// and spare room; computed, not measured), 2.5 MiB; with no bound, 64
+/// launches at once (`max_recording`), each replaying such a set, would
+/// hold some 80 MiB.
 const PRIOR_ENTRIES_MAX: usize = 1 << 16;
 
 /// Entries of the [`PriorPages`] alive.
