@@ -131,7 +131,8 @@ def day_section(work):
         miss = [s for s in [slower(ratios)] if s]
         if gain >= GAIN_GATE and (head or 0) < HEADROOM_MIN:
             miss.append(f"headroom {head * 100:.0f}%" if head is not None else "headroom -")
-            short_of_headroom += [prog] if prog in order else []
+            if prog in order:
+                short_of_headroom.append(prog)
         n_miss += bool(miss)
         name = f"**{prog}**" if prog == "the whole script" else prog
         hs = f"{head * 100:.0f}%" if head is not None else "-"
@@ -333,7 +334,8 @@ def ceiling_section(missed, day=False):
     known = [p for p in missed if p in heads]
     if not known:
         return
-    print(f"## The {'day' + chr(39) + 's ' if day else ''}headroom misses against what a launch set can take")
+    whose = "The day's" if day else "The"
+    print(f"## {whose} headroom misses against what a launch set can take")
     print()
     if day:
         print("Measured as for the launches above: each program's cold launch alone, with its own set. In the day, "
