@@ -120,10 +120,11 @@ pub fn status(a: QueryArgs) -> anyhow::Result<()> {
     if let Some(s) = &r.status {
         writeln!(
             out,
-            "launches seen {} (repeated {}; execs quieted {}), replayed {}, launch sets saved {} (stored {}, forgotten {}); events {} (lost {}; reads' and faults' programs {}, detached {} times)",
+            "launches seen {} (repeated {}; execs quieted {}, gone before read {}), replayed {}, launch sets saved {} (stored {}, forgotten {}); events {} (lost {}; reads' and faults' programs {}, detached {} times)",
             s.launches_seen,
             s.launches_repeated,
             s.execs_quieted,
+            s.execs_gone,
             s.replays,
             s.launch_sets_saved,
             s.launch_sets_stored,

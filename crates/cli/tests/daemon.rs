@@ -779,6 +779,30 @@ fn a_launch_read_late_has_its_misses_recorded() {
     d.signal(libc::SIGTERM);
 }
 
+/// An exec read after its process exited is no launch, and is counted
+/// as gone: the daemon stopped across a whole `python3 -c pass`.
+#[test]
+fn an_exec_read_after_its_process_exited_is_counted_gone() {
+    // Its `python3` is a launch to the other tests' daemons, which count
+    // their own launches' sets saved.
+    let _cold = cold_lock();
+    let Some((py, _dir, cfg, state)) = watching_python("") else {
+        return;
+    };
+    let mut d = Daemon::start(&cfg, &state);
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(d.pid() as i32, libc::SIGSTOP) };
+    let pid = python_ran(&py, "pass");
+    // SAFETY: as above.
+    unsafe { libc::kill(d.pid() as i32, libc::SIGCONT) };
+    let s = wait_for(&state, "its exec read", |s| {
+        s["execs_gone"].as_u64() >= Some(1)
+    });
+    let launches = s["launches"].as_array().unwrap();
+    assert!(launches.iter().all(|l| l["pid"] != pid), "{s}");
+    d.signal(libc::SIGTERM);
+}
+
 /// A file a launch mapped and touched one page of, no larger than half
 /// the disk's readahead window, is asked for whole at its next launch's
 /// exec (the kernel's read-around reads it whole at the first fault in

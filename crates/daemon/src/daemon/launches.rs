@@ -128,8 +128,12 @@ impl Daemon {
         if pid == std::process::id() {
             return Err(NotLaunch::Skip);
         }
-        let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe")) else {
-            return Err(NotLaunch::Skip);
+        let exe = match std::fs::read_link(format!("/proc/{pid}/exe")) {
+            Ok(exe) => exe,
+            Err(e) => {
+                self.status.execs_gone += u64::from(e.kind() == std::io::ErrorKind::NotFound);
+                return Err(NotLaunch::Skip);
+            }
         };
         // Our own helpers (one per client run) are not launches.
         if !self.cfg.watches(&exe) || self.own_exe.as_ref() == Some(&exe) {

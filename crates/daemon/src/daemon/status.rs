@@ -106,6 +106,12 @@ pub struct Status {
     pub lost_events: u64,
     /// Launches of watched executables seen.
     pub launches_seen: u64,
+    /// Execs whose process had exited before the daemon read its exec
+    /// (`/proc/PID/exe` gone): neither named, recorded nor replayed, and
+    /// in no other count here. A program shorter than the daemon's delay
+    /// in reading its exec (a burst of execs before it, the daemon's
+    /// thread at nice 19 waiting for a CPU) is missed so.
+    pub execs_gone: u64,
     /// Programs followed after their launch window (helpers started).
     pub followed: u64,
     /// Programs followed now.
