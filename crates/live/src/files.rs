@@ -212,6 +212,9 @@ pub struct FileTable {
     /// [`FileTableOptions::program_user`] is set (`Err`: it could not be
     /// started, and nothing from history is registered).
     access: Option<Result<AccessChecker, String>>,
+    /// Answers of [`FileTable::check_access`] not yet used by
+    /// [`FileTable::seed`]: (dev, ino) → (the path asked about, yes or no).
+    access_answers: FxHashMap<Key, (PathBuf, bool)>,
     clock: u64,
     /// Per task: when its descriptors and mappings were listed, and what
     /// (dev, ino) each entry led to.
@@ -506,6 +509,22 @@ impl FileTable {
         true
     }
 
+    /// Acting for another user, ask at once whether that user may open
+    /// each of `files` (path, dev, ino): [`FileTable::seed`] of them then
+    /// takes the answer kept here. One exchange with the access thread for
+    /// a batch of a history's files, not one per file. Nothing when acting
+    /// for no one.
+    pub fn check_access(&mut self, files: impl IntoIterator<Item = (PathBuf, u64, u64)>) {
+        let Some(Ok(checker)) = &self.access else {
+            return;
+        };
+        let files: Vec<_> = files.into_iter().collect();
+        let answers = checker.can_open_all(&files);
+        for ((path, dev, ino), ok) in files.into_iter().zip(answers) {
+            self.access_answers.insert(Key { dev, ino }, (path, ok));
+        }
+    }
+
     /// Acting for another user, may that user open the file `f` (opened
     /// by inode number, which checks no permission) by its path? Always
     /// when acting for no one. A refusal is counted.
@@ -522,8 +541,14 @@ impl FileTable {
     }
 
     /// May the program's user ([`FileTableOptions::program_user`]) open
-    /// `path`, and is it (`dev`, `ino`)? Always when there is none.
-    fn permitted(&self, path: &Path, dev: u64, ino: u64) -> bool {
+    /// `path`, and is it (`dev`, `ino`)? Always when there is none. An
+    /// answer [`FileTable::check_access`] kept for that path is used once.
+    fn permitted(&mut self, path: &Path, dev: u64, ino: u64) -> bool {
+        if let Some((asked, ok)) = self.access_answers.remove(&Key { dev, ino }) {
+            if asked == path {
+                return ok;
+            }
+        }
         match &self.access {
             None => true,
             Some(Ok(checker)) => checker.can_open(path, dev, ino),

@@ -285,6 +285,8 @@ pub fn seed(h: &AppHistory, v: Verification, table: &mut FileTable) -> Restored 
         deferred: v.deferred,
         ..Restored::default()
     };
+    let files = v.kept.iter().map(|k| &h.files[k.0]);
+    table.check_access(files.map(|f| (PathBuf::from(&f.path), f.dev, f.ino)));
     for (i, ex, by_handle) in v.kept {
         let f = &h.files[i];
         let info = FileInfo {

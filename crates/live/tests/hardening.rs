@@ -8,7 +8,7 @@ use outrider_store::{AccessRecord, AppHistory, FileRecord};
 use outrider_sys::launch::Credentials;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -87,15 +87,10 @@ fn a_fifo_at_a_history_path_is_dropped_not_waited_on() {
     assert!(!opened);
 }
 
-/// For a program run as another user (sudo), a history file is registered
-/// only if that user can open it: a root-only 0600 file, or a readable
-/// file inside a 0700 directory, is not; a world-readable one is.
-#[test]
-fn history_files_the_programs_user_cannot_open_are_not_registered() {
-    if !is_root() {
-        eprintln!("skipped: taking another user's file-system ids needs root");
-        return;
-    }
+/// A directory of 0755 holding a root-only 0600 file, a world-readable
+/// one, and a world-readable one inside a 0700 directory: (the
+/// directory, secret, open, hidden).
+fn user_fixture() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
     let d = tempfile::tempdir_in("/var/tmp").unwrap();
     std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let secret = d.path().join("secret");
@@ -108,26 +103,46 @@ fn history_files_the_programs_user_cannot_open_are_not_registered() {
         std::fs::write(p, b"data").unwrap();
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
     }
+    (d, secret, open, hidden)
+}
+
+/// A table acting for `nobody`.
+fn nobodys_table() -> FileTable {
     let nobody = Credentials {
         uid: 65534,
         gid: 65534,
         groups: vec![65534],
     };
-    let mut t = FileTable::new(FileTableOptions {
+    FileTable::new(FileTableOptions {
         program_user: Some(nobody),
         ..FileTableOptions::default()
-    });
-    let info = |p: &Path| {
-        let r = record_of(0, p);
-        FileInfo {
-            dev: r.dev,
-            ino: r.ino,
-            handle: None,
-            path: p.to_path_buf(),
-            size: r.size,
-            mtime_ns: r.mtime_ns,
-        }
-    };
+    })
+}
+
+/// The history record of the file at `p`.
+fn info(p: &Path) -> FileInfo {
+    let r = record_of(0, p);
+    FileInfo {
+        dev: r.dev,
+        ino: r.ino,
+        handle: None,
+        path: p.to_path_buf(),
+        size: r.size,
+        mtime_ns: r.mtime_ns,
+    }
+}
+
+/// For a program run as another user (sudo), a history file is registered
+/// only if that user can open it: a root-only 0600 file, or a readable
+/// file inside a 0700 directory, is not; a world-readable one is.
+#[test]
+fn history_files_the_programs_user_cannot_open_are_not_registered() {
+    if !is_root() {
+        eprintln!("skipped: taking another user's file-system ids needs root");
+        return;
+    }
+    let (_d, secret, open, hidden) = user_fixture();
+    let mut t = nobodys_table();
     assert!(!t.seed(FileId(1), info(&secret)), "root-only file refused");
     assert!(
         !t.seed(FileId(2), info(&hidden)),
@@ -142,4 +157,34 @@ fn history_files_the_programs_user_cannot_open_are_not_registered() {
     for (i, p) in [&secret, &hidden, &open].into_iter().enumerate() {
         assert!(t.seed(FileId(i as u64 + 1), info(p)));
     }
+}
+
+/// Asked for a batch at once (`check_access`, one exchange with the
+/// access thread), the answers are those of one file at a time, and an
+/// answer is used only for the path it was asked about: a hard link to
+/// the world-readable file inside the 0700 directory is refused though
+/// the same file by its open path was let in.
+#[test]
+fn access_answered_for_a_batch_holds_for_its_own_paths_only() {
+    if !is_root() {
+        eprintln!("skipped: taking another user's file-system ids needs root");
+        return;
+    }
+    let (d, secret, open, hidden) = user_fixture();
+    let link = d.path().join("private/link");
+    std::fs::hard_link(&open, &link).unwrap();
+    let mut t = nobodys_table();
+    let asked = [&secret, &hidden, &open].map(|p| (p.clone(), info(p).dev, info(p).ino));
+    t.check_access(asked);
+    assert!(!t.seed(FileId(1), info(&secret)), "root-only file refused");
+    assert!(!t.seed(FileId(2), info(&hidden)), "0700 directory refused");
+    let mut by_link = info(&open);
+    by_link.path = link;
+    assert!(
+        !t.seed(FileId(3), by_link),
+        "the link, asked about by itself"
+    );
+    let mut t = nobodys_table();
+    t.check_access([(open.clone(), info(&open).dev, info(&open).ino)]);
+    assert!(t.seed(FileId(1), info(&open)), "world-readable file kept");
 }
