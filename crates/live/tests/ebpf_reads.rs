@@ -132,7 +132,13 @@ fn an_untrack_that_empties_the_table_detaches_the_reads_programs_soon() {
         while !drain(src).iter().any(exec) && std::time::Instant::now() < deadline {
             src.wait(None, Duration::from_millis(5));
         }
-        let attached = src.reads_attached().is_some_and(|(on, _)| on);
+        // The exec asked for the attach, made on a thread of its own.
+        let on = |src: &EbpfSource| src.reads_attached().is_some_and(|(on, _)| on);
+        while !on(src) && std::time::Instant::now() < deadline {
+            src.wait(None, Duration::from_millis(5));
+            drain(src);
+        }
+        let attached = on(src);
         src.untrack(pid);
         std::thread::sleep(Duration::from_nanos(CHECK_UNTRACKED_NS + 1_000_000));
         src.settle_reads().unwrap();

@@ -625,6 +625,14 @@ impl Program {
 }
 
 impl Program {
+    /// Another descriptor of the same program (for a thread that attaches
+    /// it).
+    pub fn try_clone(&self) -> io::Result<Program> {
+        Ok(Program {
+            fd: self.fd.try_clone()?,
+        })
+    }
+
     /// Run the program at every hit of raw tracepoint `name` (as
     /// `events/*/NAME`); detached when the returned descriptor is closed.
     pub fn attach_raw_tracepoint(&self, name: &str) -> io::Result<OwnedFd> {

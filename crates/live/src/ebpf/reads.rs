@@ -78,10 +78,23 @@
 //! not the 20 480 that let it go, and its test failed 6 of 7 runs beside
 //! one busy loop (6 of 6 passed attached first). A replay now starts
 //! those ~0.2 ms later.
+//!
+//! Why the attach runs on a thread of its own ([`Attacher`]): the kernel
+//! makes a tracepoint's probes going 1 → 0 → 1 wait for an RCU grace
+//! period since the 1 → 0 (`tp_rcu_cond_sync` in `kernel/tracepoint.c`).
+//! A program started right after the last followed one exited (a
+//! script's next command) had its exec read 0.1-1.8 ms after it, the
+//! programs detached at that exit 2 ms before, and the attach then took
+//! 5.9-16.2 ms (4 of 6 `python3 -c pass` after a `sleep 0.3`; the
+//! others 0.2-0.3 ms); its replay started 11-27 ms after its exec,
+//! against 2 ms with them kept attached (6 launches each). Now the
+//! reader asks for the attach and acts on the exec meanwhile; the reads
+//! are seen from when the attach returns, as before.
 
 use outrider_sys::bpf::{Map, Program};
 use std::io;
 use std::os::fd::OwnedFd;
+use std::sync::mpsc;
 
 /// How often the table of followed threads is looked at while the
 /// programs are attached: they are detached this long at most after the
@@ -135,10 +148,46 @@ struct Detachable {
     link: Option<OwnedFd>,
 }
 
+/// What [`Attacher`]'s thread is asked: the programs to attach (their
+/// index in [`Reads`]), and where to answer.
+type AttachRequest = (Vec<(usize, Program, &'static str)>, mpsc::Sender<Attached>);
+/// Its answer: each program's link by index, and when the attaches
+/// returned (monotonic ns).
+type Attached = io::Result<(Vec<(usize, OwnedFd)>, u64)>;
+
+/// A thread that attaches programs (see the module comment), one
+/// request at a time, in order.
+#[derive(Debug)]
+struct Attacher {
+    tx: mpsc::Sender<AttachRequest>,
+    /// The answer to the request in flight, if one is.
+    pending: Option<mpsc::Receiver<Attached>>,
+}
+
+impl Attacher {
+    fn start() -> io::Result<Attacher> {
+        let (tx, rx) = mpsc::channel::<AttachRequest>();
+        std::thread::Builder::new()
+            .name("outrider-attach".into())
+            .spawn(move || {
+                for (progs, answer) in rx {
+                    let links = (progs.iter())
+                        .map(|(i, p, event)| Ok((*i, p.attach_raw_tracepoint(event)?)))
+                        .collect::<io::Result<Vec<_>>>();
+                    let _ = answer.send(links.map(|l| (l, outrider_sys::monotonic_ns())));
+                }
+            })?;
+        Ok(Attacher { tx, pending: None })
+    }
+}
+
 /// The programs of [`EVENTS`] and their links.
 #[derive(Debug)]
 pub struct Reads {
     progs: Vec<Detachable>,
+    /// Attaches them off the reader's thread; started at the first
+    /// attach after a detach.
+    attacher: Option<Attacher>,
     /// Which kinds are detached while no thread is followed, indexed by
     /// [`Kind`] ([`Reads::detaches`]).
     detaching: [bool; 2],
@@ -158,6 +207,7 @@ impl Default for Reads {
         let now = outrider_sys::monotonic_ns();
         Reads {
             progs: Vec::new(),
+            attacher: None,
             detaching: [true; 2],
             checked_ns: now,
             untracked: false,
@@ -199,6 +249,7 @@ impl Reads {
 
     /// The links' descriptors, of those attached (handed over at the end).
     pub fn take_links(&mut self) -> Vec<OwnedFd> {
+        let _ = self.collect(true);
         self.progs
             .iter_mut()
             .filter_map(|p| p.link.take())
@@ -234,6 +285,7 @@ impl Reads {
         if !self.progs.iter().any(|p| self.detaches(p.kind)) {
             return Ok(());
         }
+        self.collect(false)?;
         self.untracked |= untracked;
         if exec_read {
             self.checked_ns = now_ns;
@@ -253,18 +305,28 @@ impl Reads {
     }
 
     /// Attach every program (`on`), or detach those detached while idle;
-    /// nothing for a program that already is. The faults' first: a
-    /// launch's first pages come by its faults (`ld.so` mapping).
+    /// nothing for a program that already is, or is being attached. The
+    /// attach is asked of [`Attacher`]'s thread and not waited for (its
+    /// links are taken at a later call); a detach waits for an attach in
+    /// flight first. The faults' first: a launch's first pages come by
+    /// its faults (`ld.so` mapping).
     pub fn attach(&mut self, on: bool) -> io::Result<()> {
-        let (mut attached, mut detached) = (false, false);
+        let mut asked = Vec::new();
+        let mut detached = false;
+        if !on {
+            self.collect(true)?;
+        }
+        let attaching = self.attacher.as_ref().is_some_and(|a| a.pending.is_some());
         for kind in [Kind::Faults, Kind::Reads] {
             let want = on || !self.detaches(kind);
-            for p in self.progs.iter_mut().filter(|p| p.kind == kind) {
+            for (i, p) in self
+                .progs
+                .iter_mut()
+                .enumerate()
+                .filter(|(_, p)| p.kind == kind)
+            {
                 match (want, p.link.is_some()) {
-                    (true, false) => {
-                        p.link = Some(p.prog.attach_raw_tracepoint(p.event)?);
-                        attached = true;
-                    }
+                    (true, false) if !attaching => asked.push((i, p.prog.try_clone()?, p.event)),
                     (false, true) => {
                         p.link = None;
                         detached = true;
@@ -273,10 +335,47 @@ impl Reads {
                 }
             }
         }
-        if attached {
-            self.attached_ns = outrider_sys::monotonic_ns();
-        }
         self.detached += u64::from(detached);
+        if asked.is_empty() {
+            return Ok(());
+        }
+        if self.attacher.is_none() {
+            self.attacher = Some(Attacher::start()?);
+        }
+        let a = self.attacher.as_mut().expect("started");
+        let (answer, pending) = mpsc::channel();
+        a.tx.send((asked, answer))
+            .map_err(|_| io::Error::other("the attach thread ended"))?;
+        a.pending = Some(pending);
+        Ok(())
+    }
+
+    /// Take the links of the attach in flight once it returned (`wait`:
+    /// waiting for it); its error, if it failed.
+    fn collect(&mut self, wait: bool) -> io::Result<()> {
+        let Some(rx) = self.attacher.as_mut().and_then(|a| a.pending.take()) else {
+            return Ok(());
+        };
+        let answer = match wait {
+            true => rx
+                .recv()
+                .map_err(|_| io::Error::other("the attach thread ended")),
+            false => match rx.try_recv() {
+                Ok(a) => Ok(a),
+                Err(mpsc::TryRecvError::Empty) => {
+                    self.attacher.as_mut().expect("asked").pending = Some(rx);
+                    return Ok(());
+                }
+                Err(mpsc::TryRecvError::Disconnected) => {
+                    Err(io::Error::other("the attach thread ended"))
+                }
+            },
+        };
+        let (links, at_ns) = answer??;
+        for (i, link) in links {
+            self.progs[i].link = Some(link);
+        }
+        self.attached_ns = at_ns;
         Ok(())
     }
 }
