@@ -23,7 +23,12 @@
 # LAUNCH_CAP=MiB, FILES_MAX=N, JUDGE_MIB=MiB and DETACH_FAULTS=false set
 # launch_cap_mib, launch_files_max, judge_from_memory_mib and
 # detach_idle_faults;
-# OUT=file writes elsewhere.
+# OUT=file writes elsewhere. AS_USER=name runs every program (launches
+# and the day) as that user, as an unprivileged user starts it
+# (`setpriv`: its uid, gid and groups; HOME=/tmp; git told to trust the
+# root-owned clone): the daemon's replays for it open each file by its
+# path as that user first (`outrider_sys::access`), which a replay for
+# root skips. A program that fails as that user is skipped.
 #
 # Then a day in miniature: DAY_PROGRAMS (a dozen) run one after another
 # as one script, DAY_REPS (default 5) repetitions of, alternating which
@@ -81,14 +86,27 @@ UNHELPED_REPS=${UNHELPED_REPS:-15}
 UNHELPED_RUNS=${UNHELPED_RUNS:-5}
 OUT=${OUT:-bench/results/daemon.md}
 [ "$(id -u)" = 0 ] || { echo "launch.sh: needs root (the daemon traces the kernel)" >&2; exit 2; }
+[ -z "${AS_USER:-}" ] || id -u "$AS_USER" > /dev/null 2>&1 || { echo "launch.sh: AS_USER=$AS_USER: no such user" >&2; exit 2; }
 cargo build --release --quiet -p outrider-cli
 bin=$PWD/target/release/outrider
+[ -z "${AS_USER:-}" ] || export HOME=/tmp GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 mkdir -p "$DATA_DIR"
 suite_base
 work=$(mktemp -d "$DATA_DIR/daemon-bench.XXXXXX")
 me=launch.sh
 . bench/daemon/daemon.sh
 trap 'stop_daemon; rm -rf "$work" /dev/shm/outrider-suite-out' EXIT
+[ -z "${AS_USER:-}" ] || echo "$AS_USER" > "$work/as-user"
+# With AS_USER, suite_program's commands run as that user, writing to an
+# output directory anyone may write to.
+as_user() {
+  [ -n "${AS_USER:-}" ] || return 0
+  local u=(setpriv --reuid="$AS_USER" --regid="$(id -g "$AS_USER")" --init-groups --)
+  CMD=("${u[@]}" "${CMD[@]}")
+  [ ${#FIRST_CMD[@]} = 0 ] || FIRST_CMD=("${u[@]}" "${FIRST_CMD[@]}")
+  mkdir -p /dev/shm/outrider-suite-out
+  chmod 1777 /dev/shm/outrider-suite-out
+}
 # Launches measure the replay at each exec alone: no successor
 # prediction, which would learn this script's own order (cold's sync,
 # lsblk, df, ... then the program) and read the program's set before its
@@ -144,6 +162,9 @@ started=$EPOCHREALTIME
 cut -d' ' -f1-3 /proc/loadavg > "$work/load"
 for p in $PROGRAMS; do
   suite_program "$p"
+  as_user
+  # Once before it is measured: a program that fails as AS_USER is not.
+  [ -n "$SKIP" ] || [ -z "${AS_USER:-}" ] || "${CMD[@]}" > /dev/null 2>&1 || SKIP="fails as $AS_USER"
   [ -n "$SKIP" ] && { echo "launch.sh: skipping $p: $SKIP" >&2; continue; }
   printf '%s\t%s\t%s\n' "$p" "$CAT" "$DESC" >> "$work/programs"
   rm -f /dev/shm/outrider-suite-out/* 2> /dev/null || true
@@ -180,6 +201,7 @@ day() { # arm rep
   local q c0
   for q in $DAY_PROGRAMS; do
     suite_program "$q"
+    as_user
     [ -n "$SKIP" ] && continue
     rm -rf /dev/shm/outrider-suite-out/* 2> /dev/null || true
     c0=$(daemon_cpu_ms)

@@ -376,6 +376,13 @@ def main():
           f"percentile interval of the median over the repetitions, {BOOTSTRAP} resamples): a speed-up under "
           f"{SPEEDUP_MIN}x whose interval holds 1.00x is not told from this machine's noise by this many "
           "repetitions (**within noise**); one whose interval lies under 1.00x is a cost beyond it.")
+    as_user = os.path.join(work, "as-user")
+    if os.path.exists(as_user):
+        user = open(as_user).read().strip()
+        print()
+        print(f"Every program ran as the unprivileged user `{user}` (`AS_USER`: `setpriv` with its uid, gid and "
+              "groups; every arm alike): the daemon's replay for it opens each file of the set by its path as that "
+              "user before asking for it, and leaves out those the user may not open.")
     print()
     print("| program | category | stock (s) | daemon (s) | hot (s) | stock / hot | speed-up | its 95% interval | "
           "headroom | misses |")
