@@ -25,8 +25,8 @@
 # detach_idle_faults;
 # OUT=file writes elsewhere. AS_USER=name runs every program (launches
 # and the day) as that user, as an unprivileged user starts it
-# (`setpriv`: its uid, gid and groups; HOME=/tmp; git told to trust the
-# root-owned clone): the daemon's replays for it open each file by its
+# (`setpriv`: its uid, gid and groups; then `env`: HOME=/tmp, git told
+# to trust the root-owned clone): the daemon's replays for it open each file by its
 # path as that user first (`outrider_sys::access`), which a replay for
 # root skips. A program that fails as that user is skipped.
 #
@@ -89,7 +89,6 @@ OUT=${OUT:-bench/results/daemon.md}
 [ -z "${AS_USER:-}" ] || id -u "$AS_USER" > /dev/null 2>&1 || { echo "launch.sh: AS_USER=$AS_USER: no such user" >&2; exit 2; }
 cargo build --release --quiet -p outrider-cli
 bin=$PWD/target/release/outrider
-[ -z "${AS_USER:-}" ] || export HOME=/tmp GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'
 mkdir -p "$DATA_DIR"
 suite_base
 work=$(mktemp -d "$DATA_DIR/daemon-bench.XXXXXX")
@@ -101,7 +100,8 @@ trap 'stop_daemon; rm -rf "$work" /dev/shm/outrider-suite-out' EXIT
 # output directory anyone may write to.
 as_user() {
   [ -n "${AS_USER:-}" ] || return 0
-  local u=(setpriv --reuid="$AS_USER" --regid="$(id -g "$AS_USER")" --init-groups --)
+  local u=(setpriv --reuid="$AS_USER" --regid="$(id -g "$AS_USER")" --init-groups --
+    env HOME=/tmp GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*')
   CMD=("${u[@]}" "${CMD[@]}")
   [ ${#FIRST_CMD[@]} = 0 ] || FIRST_CMD=("${u[@]}" "${FIRST_CMD[@]}")
   mkdir -p /dev/shm/outrider-suite-out
@@ -164,7 +164,8 @@ for p in $PROGRAMS; do
   suite_program "$p"
   as_user
   # Once before it is measured: a program that fails as AS_USER is not.
-  [ -n "$SKIP" ] || [ -z "${AS_USER:-}" ] || "${CMD[@]}" > /dev/null 2>&1 || SKIP="fails as $AS_USER"
+  [ -n "$SKIP" ] || [ -z "${AS_USER:-}" ] || "${CMD[@]}" > /dev/null 2> "$work/as-user-err" ||
+    SKIP="fails as $AS_USER: $(tail -1 "$work/as-user-err")"
   [ -n "$SKIP" ] && { echo "launch.sh: skipping $p: $SKIP" >&2; continue; }
   printf '%s\t%s\t%s\n' "$p" "$CAT" "$DESC" >> "$work/programs"
   rm -f /dev/shm/outrider-suite-out/* 2> /dev/null || true
