@@ -163,9 +163,15 @@ cut -d' ' -f1-3 /proc/loadavg > "$work/load"
 for p in $PROGRAMS; do
   suite_program "$p"
   as_user
-  # Once before it is measured: a program that fails as AS_USER is not.
-  [ -n "$SKIP" ] || [ -z "${AS_USER:-}" ] || "${CMD[@]}" > /dev/null 2> "$work/as-user-err" ||
-    SKIP="fails as $AS_USER: $(tail -1 "$work/as-user-err")"
+  # Once before it is measured: a program that fails as AS_USER is not
+  # (exit status 2 or more, or 1 with an error message: rg and grep exit
+  # with 1 when nothing matched).
+  if [ -z "$SKIP" ] && [ -n "${AS_USER:-}" ]; then
+    rc=0; "${CMD[@]}" > /dev/null 2> "$work/as-user-err" || rc=$?
+    if [ "$rc" -ge 2 ] || { [ "$rc" = 1 ] && [ -s "$work/as-user-err" ]; }; then
+      SKIP="fails as $AS_USER (exit $rc): $(tail -1 "$work/as-user-err")"
+    fi
+  fi
   [ -n "$SKIP" ] && { echo "launch.sh: skipping $p: $SKIP" >&2; continue; }
   printf '%s\t%s\t%s\n' "$p" "$CAT" "$DESC" >> "$work/programs"
   rm -f /dev/shm/outrider-suite-out/* 2> /dev/null || true
