@@ -26,9 +26,9 @@
 # OUT=file writes elsewhere. AS_USER=name runs every program (launches
 # and the day) as that user, as an unprivileged user starts it
 # (`setpriv`: its uid, gid and groups; then `env`: HOME=/tmp, git told
-# to trust the root-owned clone): the daemon's replays for it open each file by its
-# path as that user first (`outrider_sys::access`), which a replay for
-# root skips. A program that fails as that user is skipped.
+# to trust the root-owned clone): the daemon's replays for it open each
+# file by its path as that user first (`outrider_sys::access`), which a
+# replay for root skips. A program that fails as that user is skipped.
 #
 # Then a day in miniature: DAY_PROGRAMS (a dozen) run one after another
 # as one script, DAY_REPS (default 5) repetitions of, alternating which
