@@ -99,6 +99,10 @@ struct Launch {
     gate: Gate,
     /// The launch set replayed for it, if one was.
     replayed: Option<Arc<AppHistory>>,
+    /// That set, if it was replayed with the full budget: the launches
+    /// its process tree execs leave its pages to that replay
+    /// ([`ReplayOptions::covered`]).
+    covers: Option<Arc<AppHistory>>,
     /// With no set of its own: the search for another application's.
     matcher: Option<Matcher>,
     /// The set its matcher found and where to replay it from, until the
@@ -375,6 +379,7 @@ impl Daemon {
             launch_reads: Default::default(),
             found_resident: Default::default(),
             stop_following: None,
+            covered: Vec::new(),
         }
     }
 
@@ -782,6 +787,7 @@ pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
                 launch_reads: Default::default(),
                 found_resident: Default::default(),
                 stop_following: None,
+                covered: Vec::new(),
             },
         )),
         None => Err(format!(

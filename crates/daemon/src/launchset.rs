@@ -46,7 +46,7 @@ pub use evidence::{
 pub use name::{app_name, names_a_path, INLINE_PROGRAM_OPTIONS, WHERE_OPTIONS_MAX};
 pub use recorder::{PagesRead, Recorder};
 #[cfg(test)]
-use replay::{asked_from_memory, batches, merged_ranges};
+use replay::{asked_from_memory, batches, merged_ranges, uncovered};
 pub use replay::{
     data_files, replay, sequential_files, Backoff, ReplayOptions, ReplayStats, DATA_MIN_PAGES,
     EXIT_EVERY_PAGES, PRESSURE_EVERY_PAGES, READAHEAD_PAGES, WALK_DIRS_MIN,
@@ -58,7 +58,7 @@ pub const PAGE: u64 = 4096;
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use outrider_store::AccessRecord;
+    use outrider_store::{AccessRecord, AppHistory};
     use outrider_sys::launch::Credentials;
     use std::os::unix::fs::MetadataExt;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -122,6 +122,45 @@ pub(crate) mod tests {
         assert_eq!((many[0], many[many.len() - 1]), (5, 104));
         assert!(many.windows(2).all(|w| w[0] < w[1]), "{many:?}");
         assert!(evidence::spread(0, 0).is_empty());
+    }
+
+    /// A wrapper's set holds its program's pages: the program's replay
+    /// leaves out each access that one range of a set around it holds
+    /// whole (matched by device and inode, not by the sets' own ids),
+    /// keeps one that sticks out or that no set around it holds, and
+    /// counts the pages it left out.
+    #[test]
+    fn a_launch_leaves_to_the_replays_around_it_the_pages_their_sets_hold() {
+        let file = |id, ino| outrider_store::FileRecord {
+            id,
+            dev: 1,
+            ino,
+            ..Default::default()
+        };
+        let a = |file, page, pages| AccessRecord { file, page, pages };
+        let wrapper = Arc::new(AppHistory {
+            files: vec![file(1, 50), file(2, 60)],
+            accesses: vec![a(1, 0, 10), a(2, 0, 4), a(1, 10, 10)],
+            ..AppHistory::default()
+        });
+        let program = AppHistory {
+            files: vec![file(7, 60), file(8, 50), file(9, 70)],
+            accesses: vec![a(8, 0, 20), a(7, 2, 2), a(7, 3, 2), a(9, 0, 1), a(8, 19, 2)],
+            ..AppHistory::default()
+        };
+        let (left, out) = uncovered(&program, &[Arc::clone(&wrapper)]);
+        let left = left.expect("some accesses left out");
+        assert_eq!(out, 22);
+        assert_eq!(left.accesses, vec![a(7, 3, 2), a(9, 0, 1), a(8, 19, 2)]);
+        assert_eq!(left.files, program.files, "the files stay");
+        // With no set around it, or none that holds any of it: unchanged.
+        assert_eq!(uncovered(&program, &[]), (None, 0));
+        let other = Arc::new(AppHistory {
+            files: vec![file(1, 99)],
+            accesses: vec![a(1, 0, 100)],
+            ..AppHistory::default()
+        });
+        assert_eq!(uncovered(&program, &[other]), (None, 0));
     }
 
     #[test]
@@ -314,6 +353,7 @@ pub(crate) mod tests {
             launch_reads: Default::default(),
             found_resident: Default::default(),
             stop_following: None,
+            covered: Vec::new(),
         }
     }
 

@@ -90,9 +90,9 @@ pub struct FileTableOptions {
     /// The program's user when it is not outrider's (default: the sudo
     /// user, [`outrider_sys::launch::program_credentials`]). Then a file
     /// from history is registered ([`FileTable::seed`]) only when this
-    /// user can open it by its path, checked by a thread with the user's
-    /// file-system ids ([`outrider_sys::access`]): one open per history
-    /// file before the program starts.
+    /// user can open it by its path, checked on the registering thread
+    /// with the user's file-system ids ([`outrider_sys::access`]): one
+    /// open per history file before the program starts.
     pub program_user: Option<Credentials>,
 }
 
@@ -107,6 +107,10 @@ impl Default for FileTableOptions {
         }
     }
 }
+
+/// The device of a reserved id's key ([`FileTable::seed`]): no real
+/// file's.
+const RESERVED_DEV: u64 = u64::MAX;
 
 /// An open file of the traced program.
 #[derive(Debug)]
@@ -474,27 +478,23 @@ impl FileTable {
     }
 
     /// Register file `id` (from history) at (dev, ino) with its location.
-    /// Ids must be seeded in increasing order before the run allocates
-    /// any; ids skipped are reserved (they match no file), so the ids of a
-    /// history stay the same in the next run. Returns false when `id` is
-    /// not the next free id or above it, or past the bound, or when the
-    /// program's user could not open the file
+    /// Ids must be seeded before the run allocates any; ids skipped are
+    /// reserved (they match no file), so the ids of a history stay the
+    /// same in the next run, and may be seeded later (a replay for
+    /// another user registers its set a reorder buffer at a time, in
+    /// one table). Returns false when `id` is taken, or past the bound, or
+    /// when the program's user could not open the file
     /// ([`FileTableOptions::program_user`]).
     pub fn seed(&mut self, id: FileId, info: FileInfo) -> bool {
         let want = id.0 as usize;
-        if want <= self.keys.len() || want > self.opts.max_files {
+        let reserved = (want.checked_sub(1))
+            .and_then(|i| self.keys.get(i))
+            .is_some_and(|k| k.dev == RESERVED_DEV);
+        if want == 0 || (want <= self.keys.len() && !reserved) || want > self.opts.max_files {
             return false;
         }
         if !self.permitted(&info.path, info.dev, info.ino) {
             return false;
-        }
-        while self.keys.len() + 1 < want {
-            // Reserved: a key no real file has.
-            let n = self.keys.len() as u64 + 1;
-            self.keys.push(Key {
-                dev: u64::MAX,
-                ino: n,
-            });
         }
         let key = Key {
             dev: info.dev,
@@ -503,7 +503,15 @@ impl FileTable {
         if self.ids.contains_key(&key) {
             return false;
         }
-        self.keys.push(key);
+        while self.keys.len() < want {
+            // Reserved: a key no real file has.
+            let n = self.keys.len() as u64 + 1;
+            self.keys.push(Key {
+                dev: RESERVED_DEV,
+                ino: n,
+            });
+        }
+        self.keys[want - 1] = key;
         self.ids.insert(key, id);
         self.info.insert(id, info);
         true
@@ -861,6 +869,36 @@ mod tests {
         assert!(t.refresh(id));
         assert_eq!(t.get(id).unwrap().size, 11);
         assert!(!t.refresh(id));
+    }
+
+    /// Ids skipped by a seed are reserved and may be seeded later, each
+    /// once; an id in use, 0, or one past the bound may not.
+    #[test]
+    fn skipped_ids_may_be_seeded_later_once() {
+        let info = |ino| FileInfo {
+            dev: 1,
+            ino,
+            ..FileInfo::default()
+        };
+        let mut t = FileTable::new(FileTableOptions {
+            max_files: 10,
+            program_user: None,
+            ..FileTableOptions::default()
+        });
+        assert!(t.seed(FileId(5), info(50)));
+        assert_eq!(t.len(), 5);
+        assert_eq!(t.lookup(1, 30), None, "reserved ids match no file");
+        assert!(t.seed(FileId(3), info(30)));
+        assert_eq!(t.lookup(1, 30), Some(FileId(3)));
+        assert!(!t.seed(FileId(3), info(31)), "seeded already");
+        assert!(!t.seed(FileId(5), info(51)), "seeded already");
+        assert!(!t.seed(FileId(2), info(50)), "the file has an id");
+        assert!(!t.seed(FileId(0), info(1)));
+        assert!(!t.seed(FileId(11), info(110)), "past the bound");
+        assert!(t.seed(FileId(7), info(70)));
+        assert_eq!((t.len(), t.key_of(FileId(7))), (7, Some((1, 70))));
+        let fresh = t.id_of(1, 80).unwrap();
+        assert_eq!(fresh, FileId(8), "a run's ids come after");
     }
 
     #[test]

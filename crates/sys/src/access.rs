@@ -4,73 +4,55 @@
 //! permissions, and prefetching a file the user could not read would
 //! leak what it is and make it resident for them.
 //!
-//! How: one helper thread takes the user's file-system identity — raw
+//! How: the asking thread takes the user's file-system identity — raw
 //! `setgroups`, `setfsgid` and `setfsuid` system calls, which (unlike the
 //! libc wrappers, which apply them to every thread) change only the
-//! calling thread — and opens each path asked about, as the kernel would
-//! for the user: search permission on every directory, read permission on
-//! the file, ACLs and LSMs included (a change of fsuid away from 0 drops
-//! the file-system capabilities, `CAP_DAC_OVERRIDE` and
-//! `CAP_DAC_READ_SEARCH`, from the thread). The open is
-//! [`crate::files::open_regular`]'s (no FIFO, no final symbolic link), and
-//! the answer is yes only if it leads to the expected (device, inode).
-//! Comparing mode bits instead would miss directory permissions and ACLs.
+//! calling thread — for the length of one batch of questions
+//! ([`AsUser`]), and opens each path asked about, as the kernel would for
+//! the user: search permission on every directory, read permission on the
+//! file, ACLs and LSMs included (a change of fsuid away from 0 drops the
+//! file-system capabilities, `CAP_DAC_OVERRIDE` and `CAP_DAC_READ_SEARCH`,
+//! from the thread). The directory is opened as the user (`O_PATH`:
+//! search permission on the directories above it), and the file from it
+//! (search permission on the directory, read permission on the file), as
+//! [`crate::files::open_regular_in`] opens (no FIFO, no final symbolic
+//! link); the answer is yes only if it leads to the expected (device,
+//! inode). Comparing mode bits instead would miss directory permissions
+//! and ACLs.
 //!
-//! [`AsUser`] is the same mechanism on the caller's own thread, switched
-//! around each open: `sudo outrider stat DIR` lists directories and opens
-//! files as the user (so it cannot reveal the names and sizes inside a
-//! directory the user cannot read), and asks `cachestat` as root.
+//! The files of a launch set come a directory at a time (the first-touch
+//! order of a program's walk), so the last directory opened is kept for
+//! the next file: the check of `rg`'s 31 572 files of a source tree took
+//! 0.23 s of CPU against 0.46 s walking each path from the root (and
+//! opening each file twice, `O_NOATIME` being refused to a user who does
+//! not own it), and 0.56 s against 0.87 s with the caches dropped (one
+//! thread, this machine). It runs on the asking thread: a helper thread
+//! at the daemon's nice 19 had to be woken and waited for at each batch,
+//! behind the launch's own threads on every core.
+//!
+//! [`AsUser`] is the mechanism itself, also switched around each open by
+//! `sudo outrider stat DIR`, which lists directories and opens files as
+//! the user (so it cannot reveal the names and sizes inside a directory
+//! the user cannot read), and asks `cachestat` as root.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::sync::Mutex;
 
 use crate::launch::Credentials;
 
-/// Files to look at (path, dev, ino), and where the answers go, in order.
-type Request = (Vec<(PathBuf, u64, u64)>, mpsc::Sender<Vec<bool>>);
-
-/// A thread with another user's file-system identity that answers
-/// [`Self::can_open`].
-///
-/// A process forked from the one that made it (the background history
-/// saver) has no helper thread: there each question is answered on the
-/// calling thread, its identity switched around the open ([`AsUser`]).
+/// Answers [`Self::can_open`] for another user, on the asking thread.
 #[derive(Debug)]
 pub struct AccessChecker {
-    tx: Mutex<mpsc::Sender<Request>>,
     creds: Credentials,
-    pid: u32,
 }
 
 impl AccessChecker {
-    /// Start the helper thread as `creds`; an error when the identity
-    /// could not be taken (then nothing may be opened for the user).
+    /// A checker for `creds`; an error when the calling thread could not
+    /// take that identity (then nothing may be opened for the user).
     pub fn new(creds: &Credentials) -> std::io::Result<AccessChecker> {
-        let (tx, rx) = mpsc::channel::<Request>();
-        let (ready_tx, ready_rx) = mpsc::channel();
-        let kept = creds.clone();
-        let creds = creds.clone();
-        std::thread::Builder::new()
-            .name("outrider-access".into())
-            .spawn(move || {
-                let ok = become_user(&creds);
-                let failed = ok.is_err();
-                let _ = ready_tx.send(ok);
-                if failed {
-                    return;
-                }
-                for (files, reply) in rx {
-                    let _ = reply.send(files.iter().map(|(p, d, i)| opens_as(p, *d, *i)).collect());
-                }
-            })?;
-        ready_rx
-            .recv()
-            .map_err(|_| std::io::Error::other("the access thread died"))??;
+        AsUser::new(creds)?.run(|| Ok(()))?;
         Ok(AccessChecker {
-            tx: Mutex::new(tx),
-            creds: kept,
-            pid: std::process::id(),
+            creds: creds.clone(),
         })
     }
 
@@ -81,31 +63,46 @@ impl AccessChecker {
     }
 
     /// [`Self::can_open`] of each of `files` (path, dev, ino), in order,
-    /// in one exchange with the helper thread: a replay of a set of
-    /// 31 000 files asked one file at a time would wake the helper and
-    /// wait for its answer 31 000 times.
+    /// the calling thread taking the user's identity once for them all:
+    /// for a replay of a set of 31 000 files, once, not 31 000 times.
     pub fn can_open_all(&self, files: &[(PathBuf, u64, u64)]) -> Vec<bool> {
-        if std::process::id() != self.pid {
-            let Ok(u) = AsUser::new(&self.creds) else {
-                return vec![false; files.len()];
-            };
-            let open = |(p, d, i): &(PathBuf, u64, u64)| u.run(|| Ok(opens_as(p, *d, *i)));
-            return files.iter().map(|f| open(f).unwrap_or(false)).collect();
-        }
-        let (reply, answer) = mpsc::channel();
-        let sent = (self.tx.lock()).is_ok_and(|tx| tx.send((files.to_vec(), reply)).is_ok());
-        match sent.then(|| answer.recv().ok()).flatten() {
-            Some(a) if a.len() == files.len() => a,
-            _ => vec![false; files.len()],
-        }
+        let answers = AsUser::new(&self.creds).and_then(|u| {
+            u.run(|| {
+                let mut dirs = Dirs::default();
+                Ok(files
+                    .iter()
+                    .map(|(p, d, i)| dirs.opens(p, *d, *i))
+                    .collect())
+            })
+        });
+        answers.unwrap_or_else(|_| vec![false; files.len()])
     }
 }
 
-fn opens_as(path: &Path, dev: u64, ino: u64) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    crate::files::open_regular(path, crate::files::Follow::Never)
-        .and_then(|f| f.metadata())
-        .is_ok_and(|m| m.dev() == dev && m.ino() == ino)
+/// The directory of the last file looked at, opened as the user (`None`:
+/// the user could not reach it).
+#[derive(Default)]
+struct Dirs {
+    last: Option<(PathBuf, Option<OwnedFd>)>,
+}
+
+impl Dirs {
+    /// Can this thread's user open `path`, and is it (`dev`, `ino`)?
+    fn opens(&mut self, path: &Path, dev: u64, ino: u64) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return false;
+        };
+        if self.last.as_ref().is_none_or(|(d, _)| d != dir) {
+            self.last = Some((dir.to_path_buf(), crate::files::open_dir(dir).ok()));
+        }
+        let Some((_, Some(fd))) = &self.last else {
+            return false;
+        };
+        crate::files::open_regular_in(fd, name)
+            .and_then(|f| f.metadata())
+            .is_ok_and(|m| m.dev() == dev && m.ino() == ino)
+    }
 }
 
 /// Give this thread (only) `creds`' supplementary groups.
@@ -244,5 +241,58 @@ mod tests {
         // SAFETY: waiting for our own child.
         unsafe { libc::waitpid(child, &mut status, 0) };
         assert_eq!(status, 0, "a forked child answers on its own thread");
+    }
+
+    /// The directory kept from one file to the next answers only for
+    /// files in it: in a batch that goes from a directory `nobody` may
+    /// search to one it may not and back, each name of one file (hard
+    /// links) gets its own directory's answer. A final symbolic link is refused, even to a
+    /// file the user may read; a symbolic link to a directory on the way
+    /// is followed, as the kernel would for the user.
+    #[test]
+    fn each_file_is_answered_by_its_own_directory() {
+        // SAFETY: no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return;
+        }
+        let top = tempfile::tempdir_in("/var/tmp").unwrap();
+        let mode = |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+        mode(top.path(), 0o711).unwrap();
+        let (open_dir, shut_dir) = (top.path().join("open"), top.path().join("shut"));
+        std::fs::create_dir(&open_dir).unwrap();
+        std::fs::create_dir(&shut_dir).unwrap();
+        mode(&shut_dir, 0o700).unwrap();
+        // One file, its two names differing only in their directory.
+        let f = open_dir.join("f");
+        std::fs::write(&f, b"x").unwrap();
+        mode(&f, 0o644).unwrap();
+        std::fs::hard_link(&f, shut_dir.join("f")).unwrap();
+        let md = std::fs::metadata(&f).unwrap();
+        let (open, shut) = (
+            (f, md.dev(), md.ino()),
+            (shut_dir.join("f"), md.dev(), md.ino()),
+        );
+        let link = top.path().join("link");
+        std::os::unix::fs::symlink(&open.0, &link).unwrap();
+        let via = top.path().join("via");
+        std::os::unix::fs::symlink(&open_dir, &via).unwrap();
+        let nobody = Credentials {
+            uid: 65534,
+            gid: 65534,
+            groups: vec![65534],
+        };
+        let c = AccessChecker::new(&nobody).unwrap();
+        let batch = [
+            open.clone(),
+            shut.clone(),
+            open.clone(),
+            (link, open.1, open.2),
+            (via.join("f"), open.1, open.2),
+            shut,
+        ];
+        assert_eq!(
+            c.can_open_all(&batch),
+            [true, false, true, false, true, false]
+        );
     }
 }

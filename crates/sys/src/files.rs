@@ -18,7 +18,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -67,28 +67,71 @@ pub fn fstat(fd: &impl AsRawFd) -> io::Result<libc::stat> {
 /// only a regular file. `O_NOATIME` is used when the kernel permits it (we
 /// own the file or are root).
 pub fn open_regular(path: &Path, follow: Follow) -> io::Result<File> {
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    let mut flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    let c = c_path(path.as_os_str())?;
+    let mut flags = READ_FLAGS;
     if follow == Follow::Never {
         flags |= libc::O_NOFOLLOW;
     }
-    let open = |flags: libc::c_int| {
-        // SAFETY: a NUL-terminated path; the flags create nothing.
-        cvt(unsafe { libc::open(c.as_ptr(), flags) } as libc::c_long)
+    let fd = match openat(libc::AT_FDCWD, &c, flags | libc::O_NOATIME) {
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => openat(libc::AT_FDCWD, &c, flags)?,
+        r => r?,
     };
-    let fd = match open(flags | libc::O_NOATIME) {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(flags)?,
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) && follow == Follow::Never => {
-            return Err(io::Error::new(
+    regular(fd)
+}
+
+/// [`open_regular`] of the entry `name` of directory `dir` (an `O_PATH`
+/// descriptor, [`open_dir`]), its final symbolic link never followed,
+/// and without `O_NOATIME`: for a look at who may open a file, which
+/// reads none of it. (As a user who does not own the file, `O_NOATIME`
+/// is refused, and the retry without it walked the path a second time.)
+pub fn open_regular_in(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<File> {
+    let c = c_path(name)?;
+    regular(openat(dir.as_raw_fd(), &c, READ_FLAGS | libc::O_NOFOLLOW)?)
+}
+
+/// An `O_PATH` descriptor of directory `path` (symbolic links on the way
+/// followed), to open its entries from ([`open_regular_in`]). Needs
+/// search permission on the directories above it only.
+pub fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+    let c = c_path(path.as_os_str())?;
+    let fd = openat(
+        libc::AT_FDCWD,
+        &c,
+        libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+    )?;
+    // SAFETY: a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The flags of every open here (see the module comment).
+const READ_FLAGS: libc::c_int =
+    libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+
+fn c_path(p: &std::ffi::OsStr) -> io::Result<std::ffi::CString> {
+    std::ffi::CString::new(p.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+/// `openat(2)`; a final symbolic link refused by `O_NOFOLLOW` is an
+/// error that says so.
+fn openat(dir: libc::c_int, path: &std::ffi::CStr, flags: libc::c_int) -> io::Result<libc::c_int> {
+    // SAFETY: a NUL-terminated path; the flags create nothing.
+    match cvt(unsafe { libc::openat(dir, path.as_ptr(), flags) } as libc::c_long) {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) && flags & libc::O_NOFOLLOW != 0 => {
+            Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "is a symbolic link (not followed)",
             ))
         }
-        r => r?,
-    };
+        r => r.map(|fd| fd as libc::c_int),
+    }
+}
+
+/// The file of fresh descriptor `fd` if it is a regular one, its
+/// `O_NONBLOCK` cleared.
+fn regular(fd: libc::c_int) -> io::Result<File> {
     // SAFETY: a fresh descriptor we own.
-    let file = unsafe { File::from_raw_fd(fd as libc::c_int) };
+    let file = unsafe { File::from_raw_fd(fd) };
     let st = fstat(&file)?;
     if st.st_mode & libc::S_IFMT != libc::S_IFREG {
         return Err(not_regular(st.st_mode));

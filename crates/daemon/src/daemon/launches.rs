@@ -4,7 +4,7 @@
 //! program on after its window, and its set queued for saving.
 
 use super::status::{level_name, status_of, verdict_name, LaunchStatus};
-use super::{log, Daemon, Done, Launch, Pending};
+use super::{log, Daemon, Done, Launch, Pending, ANCESTORS_MAX};
 use crate::launchset::{replay, LaunchReads, Recorder, Verdict, WHERE_OPTIONS_MAX};
 use crate::roots::Roots;
 use crate::sets::Cached;
@@ -110,7 +110,7 @@ impl Daemon {
             watch,
             (Some((Arc::clone(&part), 1.0)), Vec::new()),
             user,
-            Arc::default(),
+            Default::default(),
         );
         self.status.shared_replays += 1;
         if let Some(l) = self.launches.get_mut(&id) {
@@ -192,10 +192,12 @@ impl Daemon {
         let replayed = own.as_ref().map(|(h, _)| Arc::clone(h));
         let next = self.successor_sets(&key);
         let reads = Arc::<LaunchReads>::default();
+        let covers = (own.as_ref()).and_then(|(h, share)| (*share >= 1.0).then(|| Arc::clone(h)));
+        let covered = self.covering(pid);
         let resident = match (user, own.is_some() || !next.is_empty()) {
             (Ok(user), true) => {
                 let watch = (pid, exec_ns, Arc::clone(&reads));
-                self.spawn_replay(id, watch, (own, next), user, dirs)
+                self.spawn_replay(id, watch, (own, next), user, (dirs, covered))
             }
             _ => Arc::default(),
         };
@@ -225,6 +227,7 @@ impl Daemon {
                 matcher: (!known).then(Matcher::default),
                 shared: None,
                 replayed,
+                covers,
                 full: false,
                 hot: false,
                 reads,
@@ -330,7 +333,7 @@ impl Daemon {
         (pid, exec_ns, reads): (u32, u64, Arc<LaunchReads>),
         (own, next): (Option<Replay>, Vec<Ahead>),
         user: Option<Credentials>,
-        dirs: Arc<Vec<std::path::PathBuf>>,
+        (dirs, covered): (Arc<Vec<std::path::PathBuf>>, Vec<Arc<AppHistory>>),
     ) -> Arc<Verdict> {
         let resident = Arc::<Verdict>::default();
         let cap = self.cfg.launch_cap_mib << 20;
@@ -344,6 +347,7 @@ impl Daemon {
             o.launcher = Some(pid);
             o.exec_ns = exec_ns;
             o.walk_dirs = dirs;
+            o.covered = covered;
             o.launch_reads = reads;
             o.found_resident = Arc::clone(&resident);
             o.stop_following = self.untracker.as_ref().map(|u| (Arc::clone(u), pid));
@@ -563,6 +567,25 @@ impl Daemon {
 
     /// The roots of launch `pid` with command line `argv`, its identity
     /// `user` (`None`: root's), its user's home directory looked up once.
+    /// The sets the launches around process `pid` (the launch it
+    /// belongs to, and the launches that exec'd that one, up to
+    /// [`ANCESTORS_MAX`]) replay with the full budget. Their sets hold
+    /// what their process trees read, a launch of `pid` included: a
+    /// wrapper (`setpriv`, `env`, `sudo`, `sh -c`) holds its program's
+    /// whole set.
+    fn covering(&self, pid: u32) -> Vec<Arc<AppHistory>> {
+        let mut out = Vec::new();
+        let mut at = self.tree.get(&pid).copied();
+        for _ in 0..=ANCESTORS_MAX {
+            let Some(l) = at.and_then(|a| self.launches.get(&a)) else {
+                break;
+            };
+            out.extend(l.covers.clone());
+            at = l.parent;
+        }
+        out
+    }
+
     fn roots_of(
         &mut self,
         pid: u32,
