@@ -28,7 +28,12 @@
 # (`setpriv`: its uid, gid and groups; then `env`: HOME=/tmp, git told
 # to trust the root-owned clone): the daemon's replays for it open each
 # file by its path as that user first (`outrider_sys::access`), which a
-# replay for root skips. A program that fails as that user is skipped.
+# replay for root skips. `setpriv` and `env` are the bench's way into the
+# user, not part of the program: the daemon does not watch them, so each
+# program is its user's own launch, as from that user's shell (watched,
+# `setpriv`'s launch, root's, holds the program's reads, and the
+# program's own replay leaves them to root's). A program that fails as
+# that user is skipped.
 #
 # Then a day in miniature: DAY_PROGRAMS (a dozen) run one after another
 # as one script, DAY_REPS (default 5) repetitions of, alternating which
@@ -121,6 +126,7 @@ ${LAUNCH_CAP:+launch_cap_mib = $LAUNCH_CAP}
 ${FILES_MAX:+launch_files_max = $FILES_MAX}
 ${JUDGE_MIB:+judge_from_memory_mib = $JUDGE_MIB}
 ${DETACH_FAULTS:+detach_idle_faults = $DETACH_FAULTS}
+${AS_USER:+exclude = [\"$(readlink -f "$(command -v setpriv)")\", \"$(readlink -f "$(command -v env)")\"]}
 EOF
 sed '/^successor_prefetch/d' "$work/daemon.toml" > "$work/day.toml"
 conf=$work/daemon.toml

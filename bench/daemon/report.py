@@ -382,7 +382,9 @@ def main():
         print()
         print(f"Every program ran as the unprivileged user `{user}` (`AS_USER`: `setpriv` with its uid, gid and "
               "groups; every arm alike): the daemon's replay for it opens each file of the set by its path as that "
-              "user before asking for it, and leaves out those the user may not open.")
+              "user before asking for it, and leaves out those the user may not open. The daemon did not watch "
+              "`setpriv` and `env`, the bench's way into the user: each program was its user's own launch, as "
+              "from that user's shell.")
     print()
     print("| program | category | stock (s) | daemon (s) | hot (s) | stock / hot | speed-up | its 95% interval | "
           "headroom | misses |")

@@ -519,9 +519,9 @@ impl FileTable {
 
     /// Acting for another user, ask at once whether that user may open
     /// each of `files` (path, dev, ino): [`FileTable::seed`] of them then
-    /// takes the answer kept here. One exchange with the access thread for
-    /// a batch of a history's files, not one per file. Nothing when acting
-    /// for no one.
+    /// takes the answer kept here. The calling thread takes the user's
+    /// identity once for a batch of a history's files, not once per file.
+    /// Nothing when acting for no one.
     pub fn check_access(&mut self, files: impl IntoIterator<Item = (PathBuf, u64, u64)>) {
         let Some(Ok(checker)) = &self.access else {
             return;

@@ -159,8 +159,8 @@ fn history_files_the_programs_user_cannot_open_are_not_registered() {
     }
 }
 
-/// Asked for a batch at once (`check_access`, one exchange with the
-/// access thread), the answers are those of one file at a time, and an
+/// Asked for a batch at once (`check_access`, the user's identity taken
+/// once for them all), the answers are those of one file at a time, and an
 /// answer is used only for the path it was asked about: a hard link to
 /// the world-readable file inside the 0700 directory is refused though
 /// the same file by its open path was let in.

@@ -226,7 +226,7 @@ mod tests {
             "a file only root reads"
         );
         assert!(std::fs::File::open(&p).is_ok(), "this thread is still root");
-        // In a forked child (no helper thread there) the answers stay.
+        // In a forked child the answers stay.
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
         // SAFETY: the child only runs the checks and exits.
         let child = unsafe { libc::fork() };
