@@ -26,9 +26,10 @@
 //! 0.23 s of CPU against 0.46 s walking each path from the root (and
 //! opening each file twice, `O_NOATIME` being refused to a user who does
 //! not own it), and 0.56 s against 0.87 s with the caches dropped (one
-//! thread, this machine). It runs on the asking thread: a helper thread
-//! at the daemon's nice 19 had to be woken and waited for at each batch,
-//! behind the launch's own threads on every core.
+//! thread, this machine). It runs on the asking thread (a large batch
+//! also on threads it starts): a helper thread at the daemon's nice 19
+//! had to be woken and waited for at each batch, behind the launch's own
+//! threads on every core.
 //!
 //! [`AsUser`] is the mechanism itself, also switched around each open by
 //! `sudo outrider stat DIR`, which lists directories and opens files as
@@ -64,8 +65,41 @@ impl AccessChecker {
 
     /// [`Self::can_open`] of each of `files` (path, dev, ino), in order,
     /// the calling thread taking the user's identity once for them all:
-    /// for a replay of a set of 31 000 files, once, not 31 000 times.
+    /// for a replay of a set of 31 000 files, once, not 31 000 times. A
+    /// batch of more than [`FILES_PER_THREAD`] files is shared among up
+    /// to [`THREADS_MAX`] threads, each a contiguous part (its files a
+    /// directory at a time still): cold, the check waits on directory
+    /// and inode reads one at a time. `rg` over a source tree as `nobody`,
+    /// its set checked a reorder buffer at a time: 1.35x and 1.25x of its
+    /// stock time with four threads, 1.04x and 1.01x with one (medians of
+    /// 3 alternated pairs, two rounds of each, in one noisy sitting); on
+    /// an idle machine two threads checked its 31 572 files cold in
+    /// 0.37 s against 0.56 s.
     pub fn can_open_all(&self, files: &[(PathBuf, u64, u64)]) -> Vec<bool> {
+        let threads = (files.len() / FILES_PER_THREAD).clamp(1, THREADS_MAX);
+        if threads == 1 {
+            return self.check(files);
+        }
+        let share = files.len().div_ceil(threads);
+        std::thread::scope(|sc| {
+            let parts: Vec<_> = (files.chunks(share))
+                .map(|part| {
+                    let t = std::thread::Builder::new().name("outrider-access".into());
+                    (part, t.spawn_scoped(sc, move || self.check(part)))
+                })
+                .collect();
+            type Part<'s> = std::io::Result<std::thread::ScopedJoinHandle<'s, Vec<bool>>>;
+            let answer = |(part, t): (&[(PathBuf, u64, u64)], Part)| match t {
+                Ok(t) => t.join().unwrap_or_else(|_| vec![false; part.len()]),
+                // No thread: this one checks its part.
+                Err(_) => self.check(part),
+            };
+            parts.into_iter().flat_map(answer).collect()
+        })
+    }
+
+    /// [`Self::can_open_all`] on the calling thread.
+    fn check(&self, files: &[(PathBuf, u64, u64)]) -> Vec<bool> {
         let answers = AsUser::new(&self.creds).and_then(|u| {
             u.run(|| {
                 let mut dirs = Dirs::default();
@@ -78,6 +112,11 @@ impl AccessChecker {
         answers.unwrap_or_else(|_| vec![false; files.len()])
     }
 }
+
+/// Files a thread of [`AccessChecker::can_open_all`] checks at least.
+pub const FILES_PER_THREAD: usize = 256;
+/// Threads [`AccessChecker::can_open_all`] checks a batch on at most.
+pub const THREADS_MAX: usize = 4;
 
 /// The directory of the last file looked at, opened as the user (`None`:
 /// the user could not reach it).
@@ -248,7 +287,8 @@ mod tests {
     /// search to one it may not and back, each name of one file (hard
     /// links) gets its own directory's answer. A final symbolic link is refused, even to a
     /// file the user may read; a symbolic link to a directory on the way
-    /// is followed, as the kernel would for the user.
+    /// is followed, as the kernel would for the user. A batch large
+    /// enough to be shared among threads is answered in order.
     #[test]
     fn each_file_is_answered_by_its_own_directory() {
         // SAFETY: no preconditions.
@@ -290,9 +330,17 @@ mod tests {
             (via.join("f"), open.1, open.2),
             shut,
         ];
+        let answers = [true, false, true, false, true, false];
+        assert_eq!(c.can_open_all(&batch), answers);
+        // A batch shared among threads: the answers in order still.
+        let rounds = THREADS_MAX * FILES_PER_THREAD / batch.len() + 1;
+        let many: Vec<_> = (batch.iter().cycle().take(rounds * batch.len()))
+            .cloned()
+            .collect();
+        assert!(many.len() > THREADS_MAX * FILES_PER_THREAD);
         assert_eq!(
-            c.can_open_all(&batch),
-            [true, false, true, false, true, false]
+            c.can_open_all(&many),
+            answers.repeat(many.len() / batch.len())
         );
     }
 }
