@@ -23,10 +23,10 @@
 //! The files of a launch set come a directory at a time (the first-touch
 //! order of a program's walk), so the last directory opened is kept for
 //! the next file: the check of `rg`'s 31 572 files of a source tree took
-//! 0.23 s of CPU against 0.46 s walking each path from the root (and
-//! opening each file twice, `O_NOATIME` being refused to a user who does
-//! not own it), and 0.56 s against 0.87 s with the caches dropped (one
-//! thread, this machine). It runs on the asking thread (a large batch
+//! 0.19-0.23 s warm against 0.26-0.48 s walking each path from the root
+//! (and opening each file twice, `O_NOATIME` being refused to a user who
+//! does not own it), and 0.56-0.62 s against 0.68-0.95 s with the caches
+//! dropped (one thread, this machine, five runs). It runs on the asking thread (a large batch
 //! also on threads it starts): a helper thread at the daemon's nice 19
 //! had to be woken and waited for at each batch, behind the launch's own
 //! threads on every core.

@@ -565,8 +565,6 @@ impl Daemon {
         self.dirty = true;
     }
 
-    /// The roots of launch `pid` with command line `argv`, its identity
-    /// `user` (`None`: root's), its user's home directory looked up once.
     /// The sets the launches around process `pid` (the launch it
     /// belongs to, and the launches that exec'd that one, up to
     /// [`ANCESTORS_MAX`]) replay with the full budget. Their sets hold
@@ -586,6 +584,8 @@ impl Daemon {
         out
     }
 
+    /// The roots of launch `pid` with command line `argv`, its identity
+    /// `user` (`None`: root's), its user's home directory looked up once.
     fn roots_of(
         &mut self,
         pid: u32,
