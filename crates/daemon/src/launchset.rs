@@ -55,6 +55,12 @@ pub use replay::{
 /// Bytes per page in the access lists.
 pub const PAGE: u64 = 4096;
 
+/// Each file of set `h` by its id: its (device, inode), which name it
+/// across sets (each set numbers its files its own way).
+pub fn file_keys(h: &outrider_store::AppHistory) -> rustc_hash::FxHashMap<u32, (u64, u64)> {
+    h.files.iter().map(|f| (f.id, (f.dev, f.ino))).collect()
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

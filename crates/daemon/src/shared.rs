@@ -55,7 +55,7 @@ impl Index {
         let slot = self.sets.len() as u32;
         self.sets.push(Some(key.to_string()));
         self.slot_of.insert(key.to_string(), slot);
-        let ids: FxHashMap<u32, Key> = h.files.iter().map(|f| (f.id, (f.dev, f.ino))).collect();
+        let ids = crate::launchset::file_keys(h);
         let mut first = FxHashSet::default();
         for (pos, a) in h.accesses.iter().enumerate() {
             let Some(&k) = ids.get(&a.file) else { continue };

@@ -445,8 +445,7 @@ impl Recorder {
     /// Pages of the launch set `h` that this recording read too: what a
     /// replay of `h` brought in for it (or would have).
     pub fn overlap(&self, h: &AppHistory) -> u64 {
-        let files: rustc_hash::FxHashMap<u32, (u64, u64)> =
-            h.files.iter().map(|f| (f.id, (f.dev, f.ino))).collect();
+        let files = super::file_keys(h);
         h.accesses
             .iter()
             .filter_map(|a| files.get(&a.file).map(|&(d, i)| (d, i, a)))

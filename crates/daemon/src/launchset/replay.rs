@@ -346,8 +346,7 @@ pub fn uncovered(h: &AppHistory, by: &[Arc<AppHistory>]) -> (Option<AppHistory>,
     }
     let mut ranges: FxHashMap<(u64, u64), Vec<(u64, u64)>> = FxHashMap::default();
     for set in by {
-        let keys: FxHashMap<u32, (u64, u64)> =
-            (set.files.iter()).map(|f| (f.id, (f.dev, f.ino))).collect();
+        let keys = super::file_keys(set);
         for (file, page, pages) in merged_ranges(&set.accesses) {
             if let Some(k) = keys.get(&file) {
                 ranges.entry(*k).or_default().push((page, page + pages));
@@ -357,8 +356,7 @@ pub fn uncovered(h: &AppHistory, by: &[Arc<AppHistory>]) -> (Option<AppHistory>,
     for r in ranges.values_mut() {
         r.sort_unstable();
     }
-    let keys: FxHashMap<u32, (u64, u64)> =
-        (h.files.iter()).map(|f| (f.id, (f.dev, f.ino))).collect();
+    let keys = super::file_keys(h);
     let within = |a: &AccessRecord| {
         let Some(r) = keys.get(&a.file).and_then(|k| ranges.get(k)) else {
             return false;
