@@ -313,6 +313,40 @@ fn a_launch_ends_once_its_tree_is_gone() {
     );
 }
 
+/// A launcher that exits at once, its child reading its data after it
+/// (a script's background job): the launcher's replay, whose set holds
+/// the child's 64 MiB and which the child's own replay leaves them to,
+/// goes on past the launcher's exit while the child runs, and asks for
+/// them all.
+#[test]
+fn a_launchers_replay_goes_on_while_the_program_it_started_runs() {
+    let Some((py, dir, state, data, _cold, d)) = python_and_data("", 64) else {
+        return;
+    };
+    let launcher = format!(
+        "import subprocess, sys\nsubprocess.Popen([sys.executable, '-I', '-c', \
+         'import os, sys, time; time.sleep(0.5); fd = os.open(sys.argv[1], 0); \
+         [os.pread(fd, 1 << 20, o) for o in range(63 << 20, -1, -(1 << 20))]', {:?}])\n",
+        data.display().to_string()
+    );
+    let launch = || {
+        drop_caches();
+        saved_launch(&state, python_ran(&py, &launcher))
+    };
+    let first = launch();
+    assert!(
+        first["recorded_pages"].as_u64().unwrap() >= 16384,
+        "the child's reads in the launcher's set: {first}"
+    );
+    let second = launch();
+    let requested = second["replay"]["pages_requested"].as_u64().unwrap();
+    drop((d, dir));
+    assert!(
+        requested >= 16384,
+        "the child's file asked for after the launcher exited: {second}"
+    );
+}
+
 /// A launch that fills its set may read the rest of a replay after its
 /// cap: what it did not record is not judged wasted. The first launch
 /// reads a 160 MiB file forward from 16 MiB, the second backward from

@@ -19,7 +19,7 @@ pub use status::{BootStatus, LaunchStatus, Status};
 use crate::clients::Listener;
 use crate::config::Config;
 use crate::launchset::{
-    replay, LaunchReads, Recorder, ReplayOptions, ReplayStats, Verdict, MISS_SHARE,
+    replay, Holders, LaunchReads, Recorder, ReplayOptions, ReplayStats, Verdict, MISS_SHARE,
 };
 use crate::roots::Roots;
 use crate::sets::Sets;
@@ -101,8 +101,9 @@ struct Launch {
     replayed: Option<Arc<AppHistory>>,
     /// That set, if it was replayed with the full budget: the launches
     /// its process tree execs leave its pages to that replay
-    /// ([`ReplayOptions::covered`]).
-    covers: Option<Arc<AppHistory>>,
+    /// ([`ReplayOptions::covered`]), each holding it going while it runs
+    /// ([`ReplayOptions::holders`]).
+    covers: Option<(Arc<AppHistory>, Arc<Holders>)>,
     /// With no set of its own: the search for another application's.
     matcher: Option<Matcher>,
     /// The set its matcher found and where to replay it from, until the
@@ -380,6 +381,7 @@ impl Daemon {
             found_resident: Default::default(),
             stop_following: None,
             covered: Vec::new(),
+            holders: Default::default(),
         }
     }
 
@@ -788,6 +790,7 @@ pub fn replay_boot(cfg: &Config) -> Result<ReplayStats, String> {
                 found_resident: Default::default(),
                 stop_following: None,
                 covered: Vec::new(),
+                holders: Default::default(),
             },
         )),
         None => Err(format!(

@@ -48,8 +48,9 @@ pub use recorder::{PagesRead, Recorder};
 #[cfg(test)]
 use replay::{asked_from_memory, batches, merged_ranges, uncovered};
 pub use replay::{
-    data_files, replay, sequential_files, Backoff, ReplayOptions, ReplayStats, DATA_MIN_PAGES,
-    EXIT_EVERY_PAGES, PRESSURE_EVERY_PAGES, READAHEAD_PAGES, WALK_DIRS_MIN,
+    data_files, replay, sequential_files, Backoff, Holders, ReplayOptions, ReplayStats,
+    DATA_MIN_PAGES, EXIT_EVERY_PAGES, HOLDERS_MAX, PRESSURE_EVERY_PAGES, READAHEAD_PAGES,
+    WALK_DIRS_MIN,
 };
 
 /// Bytes per page in the access lists.
@@ -79,6 +80,27 @@ pub(crate) mod tests {
             pages,
             mapped: false,
         }
+    }
+
+    /// A file of `file_pages` pages in a directory of its own and the set
+    /// of its `reads` (first page, pages), in that order; `None` unless
+    /// root (files are found by inode).
+    fn one_file_set(
+        file_pages: usize,
+        reads: impl Iterator<Item = (u64, u64)>,
+    ) -> Option<(tempfile::TempDir, std::path::PathBuf, AppHistory)> {
+        if unsafe { libc::geteuid() } != 0 {
+            return None;
+        }
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, vec![1u8; file_pages * 4096]).unwrap();
+        let md = std::fs::metadata(&p).unwrap();
+        let mut r = Recorder::new(64 << 20, 8192);
+        for (page, pages) in reads {
+            r.read(std::process::id(), read_of(&md, page, pages));
+        }
+        Some((dir, p, r.finish("/bin/x")))
     }
 
     /// Probes fall on pages spread over the set: a large access among
@@ -360,6 +382,7 @@ pub(crate) mod tests {
             found_resident: Default::default(),
             stop_following: None,
             covered: Vec::new(),
+            holders: Default::default(),
         }
     }
 
@@ -557,20 +580,12 @@ pub(crate) mod tests {
     /// and its reads noted for the others.
     #[test]
     fn a_set_found_in_memory_is_not_asked_for() {
-        if unsafe { libc::geteuid() } != 0 {
-            return; // files are found by inode, which needs root
-        }
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let p = dir.path().join("f");
-        std::fs::write(&p, vec![1u8; 1024 * 4096]).unwrap();
-        let md = std::fs::metadata(&p).unwrap();
         // Every other page, then the rest: 1024 one-page accesses, of
         // which the first buffer holds 256.
-        let mut r = Recorder::new(64 << 20, 8192);
-        for page in (0..1024).step_by(2).chain((1..1024).step_by(2)) {
-            r.read(std::process::id(), read_of(&md, page, 1));
-        }
-        let h = r.finish("/bin/x");
+        let pages = (0..1024).step_by(2).chain((1..1024).step_by(2));
+        let Some((_dir, p, h)) = one_file_set(1024, pages.map(|page| (page, 1))) else {
+            return;
+        };
         let reads = LaunchReads::default();
         reads
             .read
@@ -731,5 +746,68 @@ pub(crate) mod tests {
         std::fs::write(&p, vec![2u8; 4096]).unwrap();
         let st = replay(&h, &opts(None));
         assert_eq!((st.files_dropped, st.pages_requested), (1, 0));
+    }
+
+    /// A wrapper that does not wait for its program (`setsid -f`) exits
+    /// first: its replay goes on while the program it covers runs, then
+    /// stops; once stopped short of its set, no launch may hold it.
+    #[test]
+    fn a_covered_launch_holds_the_replay_around_it_past_its_launchers_exit() {
+        let Some((_dir, _, h)) = one_file_set(16, [(0, 6)].into_iter()) else {
+            return;
+        };
+        let spawn = |prog: &str, arg: &str| {
+            let mut c = std::process::Command::new(prog);
+            c.arg(arg).spawn().unwrap()
+        };
+        let mut wrapper = spawn("true", "");
+        wrapper.wait().unwrap();
+        let mut program = spawn("sleep", "30");
+        let holders = Arc::new(Holders::default());
+        assert!(holders.hold(program.id()));
+        let o = ReplayOptions {
+            launcher: Some(wrapper.id()),
+            holders: Arc::clone(&holders),
+            ..opts(None)
+        };
+        let st = replay(&h, &o);
+        assert!(!st.stopped_at_exit && st.pages_requested == 6, "{st:?}");
+        assert!(holders.hold(program.id()), "a finished replay may be held");
+        program.kill().unwrap();
+        program.wait().unwrap();
+        let st = replay(&h, &o);
+        assert!(st.stopped_at_exit && st.pages_requested == 0, "{st:?}");
+        let mut late = spawn("sleep", "30");
+        assert!(
+            !holders.hold(late.id()),
+            "it stopped: the launch asks itself"
+        );
+        // Closed otherwise: over the budget.
+        let holders = Arc::new(Holders::default());
+        let small = ReplayOptions {
+            budget_bytes: 2 * PAGE,
+            holders: Arc::clone(&holders),
+            ..opts(None)
+        };
+        let st = replay(&h, &small);
+        assert!(st.pages_skipped > 0, "{st:?}");
+        assert!(!holders.hold(late.id()));
+        late.kill().unwrap();
+        late.wait().unwrap();
+        // At most HOLDERS_MAX running processes, each once, and none that
+        // is gone; one that exited makes room.
+        let holders = Holders::default();
+        let mut many: Vec<_> = (0..=HOLDERS_MAX).map(|_| spawn("sleep", "30")).collect();
+        assert!(many[..HOLDERS_MAX].iter().all(|c| holders.hold(c.id())));
+        assert!(holders.hold(many[0].id()), "held already");
+        assert!(!holders.hold(many[HOLDERS_MAX].id()), "one too many");
+        many[0].kill().unwrap();
+        many[0].wait().unwrap();
+        assert!(!holders.hold(many[0].id()), "{} is gone", many[0].id());
+        assert!(holders.hold(many[HOLDERS_MAX].id()));
+        for c in &mut many[1..] {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
     }
 }

@@ -441,6 +441,10 @@ impl Daemon {
             Some(&id) => {
                 self.tree.insert(child, id);
                 self.dead.remove(&child);
+                // Held before its parent may exit: a script's background
+                // job outlives the script, whose replay its exec leaves
+                // its pages to.
+                self.covering(child);
                 if self.launches.get(&id).is_some_and(|l| l.full) {
                     self.untrack(child);
                 }

@@ -5,7 +5,7 @@
 
 use super::status::{level_name, status_of, verdict_name, LaunchStatus};
 use super::{log, Daemon, Done, Launch, Pending, ANCESTORS_MAX};
-use crate::launchset::{replay, LaunchReads, Recorder, Verdict, WHERE_OPTIONS_MAX};
+use crate::launchset::{replay, Holders, LaunchReads, Recorder, Verdict, WHERE_OPTIONS_MAX};
 use crate::roots::Roots;
 use crate::sets::Cached;
 use crate::shared::{self, Matcher};
@@ -192,12 +192,14 @@ impl Daemon {
         let replayed = own.as_ref().map(|(h, _)| Arc::clone(h));
         let next = self.successor_sets(&key);
         let reads = Arc::<LaunchReads>::default();
-        let covers = (own.as_ref()).and_then(|(h, share)| (*share >= 1.0).then(|| Arc::clone(h)));
+        let covers = (own.as_ref())
+            .and_then(|(h, share)| (*share >= 1.0).then(|| (Arc::clone(h), Arc::default())));
         let covered = self.covering(pid);
         let resident = match (user, own.is_some() || !next.is_empty()) {
             (Ok(user), true) => {
                 let watch = (pid, exec_ns, Arc::clone(&reads));
-                self.spawn_replay(id, watch, (own, next), user, (dirs, covered))
+                let holders = (covers.as_ref()).map_or_else(Arc::default, |c| Arc::clone(&c.1));
+                self.spawn_replay(id, watch, (own, next), user, (dirs, covered, holders))
             }
             _ => Arc::default(),
         };
@@ -333,7 +335,11 @@ impl Daemon {
         (pid, exec_ns, reads): (u32, u64, Arc<LaunchReads>),
         (own, next): (Option<Replay>, Vec<Ahead>),
         user: Option<Credentials>,
-        (dirs, covered): (Arc<Vec<std::path::PathBuf>>, Vec<Arc<AppHistory>>),
+        (dirs, covered, holders): (
+            Arc<Vec<std::path::PathBuf>>,
+            Vec<Arc<AppHistory>>,
+            Arc<Holders>,
+        ),
     ) -> Arc<Verdict> {
         let resident = Arc::<Verdict>::default();
         let cap = self.cfg.launch_cap_mib << 20;
@@ -348,6 +354,7 @@ impl Daemon {
             o.exec_ns = exec_ns;
             o.walk_dirs = dirs;
             o.covered = covered;
+            o.holders = holders;
             o.launch_reads = reads;
             o.found_resident = Arc::clone(&resident);
             o.stop_following = self.untracker.as_ref().map(|u| (Arc::clone(u), pid));
@@ -567,18 +574,24 @@ impl Daemon {
 
     /// The sets the launches around process `pid` (the launch it
     /// belongs to, and the launches that exec'd that one, up to
-    /// [`ANCESTORS_MAX`]) replay with the full budget. Their sets hold
-    /// what their process trees read, a launch of `pid` included: a
-    /// wrapper (`setpriv`, `env`, `sudo`, `sh -c`) holds its program's
-    /// whole set.
-    fn covering(&self, pid: u32) -> Vec<Arc<AppHistory>> {
+    /// [`ANCESTORS_MAX`]) replay with the full budget, each replay held
+    /// going until `pid` exits ([`Holders`]): a wrapper that does not
+    /// wait for its program (`setsid -f`, a script's background job)
+    /// exits first. Their sets hold what their process trees read, a
+    /// launch of `pid` included: a wrapper (`setpriv`, `env`, `sudo`,
+    /// `sh -c`) holds its program's whole set. A replay already stopped
+    /// short of its set is not one of them. Called at each fork in a
+    /// launch's tree too, so the child holds them before its parent may
+    /// exit.
+    pub(super) fn covering(&self, pid: u32) -> Vec<Arc<AppHistory>> {
         let mut out = Vec::new();
         let mut at = self.tree.get(&pid).copied();
         for _ in 0..=ANCESTORS_MAX {
             let Some(l) = at.and_then(|a| self.launches.get(&a)) else {
                 break;
             };
-            out.extend(l.covers.clone());
+            let held = (l.covers.as_ref()).filter(|(_, holders)| holders.hold(pid));
+            out.extend(held.map(|(set, _)| Arc::clone(set)));
             at = l.parent;
         }
         out

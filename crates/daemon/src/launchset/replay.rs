@@ -11,7 +11,6 @@ use outrider_live::ebpf::{runs, Untracker};
 use outrider_live::files::{FileTable, FileTableOptions};
 use outrider_live::history;
 use outrider_live::metawalk::{self, MetaWalk, WalkStats};
-use outrider_live::session::pidfd_exited as exited;
 use outrider_store::{AccessRecord, AppHistory};
 use outrider_sys::launch::Credentials;
 use outrider_sys::Fetch;
@@ -22,7 +21,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 mod confirm;
+mod launcher;
 pub use confirm::{data_files, DATA_MIN_PAGES};
+use launcher::Launcher;
+pub use launcher::{Holders, HOLDERS_MAX};
 
 /// What one replay did.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -89,6 +91,24 @@ pub struct ReplayStats {
     /// Pages of the set left to the replay of a launch around this one
     /// ([`ReplayOptions::covered`]).
     pub pages_covered: u64,
+}
+
+impl ReplayStats {
+    /// Was the rest of the set not to be asked for (memory pressure, the
+    /// launcher's exit, a busy disk, its launch started or judged hot)?
+    fn stopped(&self) -> bool {
+        self.stopped_by_pressure
+            || self.stopped_at_exit
+            || self.stopped_busy
+            || self.stopped_launched
+            || self.stopped_hot
+    }
+
+    /// Did it leave some of its set unasked for: stopped, or over the
+    /// budget, dropped, unconfirmed?
+    fn short_of_set(&self) -> bool {
+        self.stopped() || self.pages_skipped > 0 || self.pages_unconfirmed > 0
+    }
 }
 
 /// A file read sequentially over more than this many pages (8 MiB, the
@@ -171,9 +191,14 @@ pub struct ReplayOptions {
     /// Memory pressure (PSI `some`, percent of wall time) above which it
     /// does not start, or stops (see [`Backoff`]).
     pub pressure_max_pct: f64,
-    /// The launching process: once it exited, the rest of its set is
-    /// not asked for (it could only compete with the programs after it).
+    /// The launching process: once it exited, and each of `holders`,
+    /// the rest of its set is not asked for (it could only compete with
+    /// the programs after it).
     pub launcher: Option<u32>,
+    /// The launches whose pages this replay covers (their
+    /// [`ReplayOptions::covered`] holds its set), each keeping it going
+    /// until it exits; closed when it stops short of its set.
+    pub holders: Arc<Holders>,
     /// When the launch exec'd (CLOCK_MONOTONIC ns), the origin of the
     /// replay's times; 0: its own start.
     pub exec_ns: u64,
@@ -297,12 +322,15 @@ pub fn replay(h: &AppHistory, o: &ReplayOptions) -> ReplayStats {
     let from_memory = asked_from_memory(read, st.pages_requested);
     if let Some(w) = walk {
         let hot = || from_memory && o.launch_reads.judged_hot();
-        let walked = end_walk(w, o.launcher, &hot);
+        let walked = end_walk(w, &Launcher::new(o.launcher, &o.holders), &hot);
         st.dirs_walked = walked.dirs;
         st.files_walked = walked.stats;
     }
     st.started_s = started_s;
     st.done_s = since();
+    if st.short_of_set() {
+        o.holders.close();
+    }
     st
 }
 
@@ -322,9 +350,8 @@ fn start_walk(h: &AppHistory, o: &ReplayOptions) -> Option<MetaWalk> {
 /// could then only compete with the programs after it) or its launch
 /// reads from memory (`hot`: the walk could then find nothing to read);
 /// what it did.
-fn end_walk(w: MetaWalk, launcher: Option<u32>, hot: &dyn Fn() -> bool) -> WalkStats {
-    let pidfd = launcher.and_then(outrider_live::session::pidfd);
-    while !w.is_finished() && !pidfd.as_ref().is_some_and(exited) && !hot() {
+fn end_walk(w: MetaWalk, launcher: &Launcher, hot: &dyn Fn() -> bool) -> WalkStats {
+    while !w.is_finished() && !launcher.exited() && !hot() {
         std::thread::sleep(WALK_LOOK);
     }
     w.finish()
@@ -444,7 +471,7 @@ fn replay_from(
         readahead: FxHashSet::default(),
         held_files: FxHashMap::default(),
         pending: Vec::new(),
-        launcher: o.launcher.map(outrider_live::session::pidfd),
+        launcher: Launcher::new(o.launcher, &o.holders),
         backoff,
         budget: o.budget_bytes / PAGE,
         next_look: PRESSURE_EVERY_PAGES,
@@ -587,7 +614,7 @@ struct Replayer {
     held_files: FxHashMap<u32, u64>,
     /// Their ranges, held back until then: (file, first page, pages).
     pending: Vec<(u32, u64, u64)>,
-    launcher: Option<Option<std::os::fd::OwnedFd>>,
+    launcher: Launcher,
     backoff: Backoff,
     budget: u64,
     next_look: u64,
@@ -607,20 +634,15 @@ struct Replayer {
 }
 
 impl Replayer {
-    /// Has the launcher exited? One already gone (no pidfd) has.
+    /// Has the launcher exited, and the launches it covers?
     fn launcher_exited(&self) -> bool {
-        (self.launcher.as_ref()).is_some_and(|f| f.as_ref().is_none_or(exited))
+        self.launcher.exited()
     }
 
     /// Is the rest of the set not to be asked for (memory pressure, the
     /// launcher's exit, a busy disk, its launch started or judged hot)?
     fn stopped(&self) -> bool {
-        let st = &self.st;
-        st.stopped_by_pressure
-            || st.stopped_at_exit
-            || st.stopped_busy
-            || st.stopped_launched
-            || st.stopped_hot
+        self.st.stopped()
     }
 
     /// Verify and register, in a table of their own, the files `batch`
