@@ -7,7 +7,7 @@ use super::evidence::{probes, spread, LaunchReads, Verdict, MISS_SHARE, OTHERS_Q
 use super::idle::{IdleClass, IdleDisks};
 use super::{around, PAGE};
 use outrider_core::FileId;
-use outrider_live::ebpf::{runs, Untracker};
+use outrider_live::ebpf::Untracker;
 use outrider_live::files::{FileTable, FileTableOptions};
 use outrider_live::history;
 use outrider_live::metawalk::{self, MetaWalk, WalkStats};
@@ -22,9 +22,13 @@ use std::sync::Arc;
 
 mod confirm;
 mod launcher;
+mod plan;
 pub use confirm::{data_files, DATA_MIN_PAGES};
 use launcher::Launcher;
 pub use launcher::{Holders, HOLDERS_MAX};
+use plan::within;
+pub(super) use plan::{batches, merged_ranges};
+pub use plan::{sequential_files, uncovered, READAHEAD_PAGES};
 
 /// What one replay did.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -110,76 +114,6 @@ impl ReplayStats {
         self.stopped() || self.pages_skipped > 0 || self.pages_unconfirmed > 0
     }
 }
-
-/// A file read sequentially over more than this many pages (8 MiB, the
-/// readahead window of this machine's virtio disk) is left to the
-/// kernel's readahead.
-pub const READAHEAD_PAGES: u64 = 2048;
-
-/// The files of a launch set that the launch read from its first page
-/// to its last in one ascending run, over more than [`READAHEAD_PAGES`]:
-/// Linux readahead serves exactly that pattern, and a replay beside it
-/// only races it for the disk. Measured: `wc -l` of a 256 MiB file with
-/// its whole set replayed took 0.83x of stock (medians of 7, alternated,
-/// `bench/daemon/launch.sh`). A file read through `read(2)` may skip
-/// [`runs::HOLE_PAGES`] at a time, and 1 in `1 << `[`runs::HOLES_SHIFT`]
-/// of its pages in all (a strided reader is no run: `os.pread` of every
-/// other block gained 2.47x from its replay).
-///
-/// A file in `mapped` (read through page faults) may skip
-/// [`READAHEAD_PAGES`] at a time and all but 1 in `1 << HOLES_SHIFT` of
-/// its pages: a fault reads around itself the readahead window, and the
-/// large folios that read makes are mapped whole with no record, so a
-/// mapped scan from start to end is recorded with holes. `rg --mmap` of a
-/// 256 MiB file was recorded as 16 pages of every 64 past its first
-/// 44 MiB; with those replayed beside the kernel's read-around it took
-/// 0.86x of its stock time (0.14 s, readahead alone) and left to
-/// readahead 1.10x (medians of 8 and 10 runs, alternated in one sitting
-/// each); one byte of every other page through `mmap`, 0.99x (10 runs)
-/// where `bench/daemon/launch.sh` had measured 0.78x (5 runs).
-/// A mapped library is no run: its first touch is near its end (the ELF
-/// headers), then here and there.
-pub fn sequential_files(accesses: &[AccessRecord], mapped: &FxHashSet<u32>) -> FxHashSet<u32> {
-    // Per file: where its run ends and the pages it skipped, or None
-    // once it went back or skipped too far.
-    let mut runs: FxHashMap<u32, Option<(u64, u64)>> = Default::default();
-    // Per file: the longest hole, and the holes allowed in every
-    // HOLES_SHARE pages of the run.
-    let bounds = |f| match mapped.contains(&f) {
-        true => (READAHEAD_PAGES, HOLES_SHARE - 1),
-        false => (HOLE_PAGES, 1),
-    };
-    for a in accesses {
-        let run = runs.entry(a.file).or_insert(Some((0, 0)));
-        *run = run.and_then(|(end, holes)| {
-            let hole = a.page.checked_sub(end)?;
-            (hole <= bounds(a.file).0).then_some((a.page + u64::from(a.pages), holes + hole))
-        });
-    }
-    runs.into_iter()
-        .filter(|&(f, run)| {
-            run.is_some_and(|(end, holes)| {
-                end > READAHEAD_PAGES && holes * HOLES_SHARE <= end * bounds(f).1
-            })
-        })
-        .map(|(f, _)| f)
-        .collect()
-}
-
-/// Pages a sequential run may skip at a time and still be one run. Linux
-/// (6.18 here) serves a small read that lies in one cached folio without
-/// `filemap_get_pages`, whose tracepoint the recording sees, so a file
-/// read from start to end is recorded with holes: `wc -l` of a 256 MiB
-/// file, 16 KiB a read, was recorded with 1-3 pages missing every
-/// 256-1024 (tracefs showed the same holes), its file taken for no run
-/// and replayed whole beside the kernel's readahead. A folio is at most
-/// 2 MiB. The same bounds as the eBPF programs', which stop sending a
-/// followed thread's run once it is surely one of these.
-const HOLE_PAGES: u64 = runs::HOLE_PAGES as u64;
-/// A run skips at most one in this many of its pages.
-const HOLES_SHARE: u64 = 1 << runs::HOLES_SHIFT;
-// The programs send a run's first pages, enough to be seen as one here.
-const _: () = assert!(runs::SENT_PAGES as u64 > READAHEAD_PAGES);
 
 /// How a replay may go.
 #[derive(Clone, Debug)]
@@ -355,56 +289,6 @@ fn end_walk(w: MetaWalk, launcher: &Launcher, hot: &dyn Fn() -> bool) -> WalkSta
         std::thread::sleep(WALK_LOOK);
     }
     w.finish()
-}
-
-/// `h` less its accesses that lie within the pages of `by` (the sets of
-/// the launches around its launch, [`ReplayOptions::covered`]), and how
-/// many pages that left out; `None` when it left out none. A launch's
-/// set holds what its whole process tree read, so the set of a wrapper
-/// (`setpriv` → `env` → `rg`, `sudo`, `sh -c`) is its program's, and each
-/// of their replays asked for it all: `rg` over a source tree, run
-/// through `setpriv` and `env` as `nobody`, had three replays checking,
-/// walking and asking for the same 31 500 files, and took 0.72-0.80x of
-/// its stock time (3 runs each, alternated). An access is left out only
-/// when one range of `by` holds all its pages.
-pub fn uncovered(h: &AppHistory, by: &[Arc<AppHistory>]) -> (Option<AppHistory>, u64) {
-    if by.is_empty() {
-        return (None, 0);
-    }
-    let mut ranges: FxHashMap<(u64, u64), Vec<(u64, u64)>> = FxHashMap::default();
-    for set in by {
-        let keys = super::file_keys(set);
-        for (file, page, pages) in merged_ranges(&set.accesses) {
-            if let Some(k) = keys.get(&file) {
-                ranges.entry(*k).or_default().push((page, page + pages));
-            }
-        }
-    }
-    for r in ranges.values_mut() {
-        r.sort_unstable();
-    }
-    let keys = super::file_keys(h);
-    let within = |a: &AccessRecord| {
-        let Some(r) = keys.get(&a.file).and_then(|k| ranges.get(k)) else {
-            return false;
-        };
-        let end = a.page + u64::from(a.pages);
-        // Ranges of several sets may overlap: any that holds it will do.
-        r[..r.partition_point(|&(s, _)| s <= a.page)]
-            .iter()
-            .any(|&(_, e)| e >= end)
-    };
-    let (out, kept): (Vec<&AccessRecord>, Vec<&AccessRecord>) =
-        h.accesses.iter().partition(|a| within(a));
-    if out.is_empty() {
-        return (None, 0);
-    }
-    let left = out.iter().map(|a| u64::from(a.pages)).sum();
-    let set = AppHistory {
-        accesses: kept.into_iter().cloned().collect(),
-        ..h.clone()
-    };
-    (Some(set), left)
 }
 
 /// Did a replay's requests of `pages` pages find them in memory: its
@@ -923,56 +807,3 @@ const AHEAD_INFLIGHT_PAGES: u64 = 256;
 /// that does not arrive (a slow disk, a page the kernel dropped) stops
 /// holding the rest back.
 const INFLIGHT_WAIT_NS: u64 = 50_000_000;
-
-/// The first reorder buffer's pages: 1 MiB, each next one twice the last
-/// up to [`MAX_BATCH_PAGES`].
-const FIRST_BATCH_PAGES: u64 = 256;
-/// The largest reorder buffer: 16 MiB.
-const MAX_BATCH_PAGES: u64 = 4096;
-
-/// How many of `accesses`, from the first, start within `budget` pages:
-/// the files of the rest are not even verified (each a cold inode and
-/// extent read).
-fn within(accesses: &[AccessRecord], budget: u64) -> usize {
-    let mut pages = 0u64;
-    (accesses.iter())
-        .take_while(|a| {
-            let before = pages;
-            pages += u64::from(a.pages);
-            before < budget
-        })
-        .count()
-}
-
-/// The access list cut into reorder buffers, in first-touch order.
-pub(super) fn batches(accesses: &[AccessRecord]) -> Vec<&[AccessRecord]> {
-    let (mut out, mut start, mut size, mut pages) = (Vec::new(), 0, FIRST_BATCH_PAGES, 0);
-    for (i, a) in accesses.iter().enumerate() {
-        pages += u64::from(a.pages);
-        if pages >= size {
-            out.push(&accesses[start..=i]);
-            (start, pages, size) = (i + 1, 0, (size * 2).min(MAX_BATCH_PAGES));
-        }
-    }
-    if start < accesses.len() {
-        out.push(&accesses[start..]);
-    }
-    out
-}
-
-/// Each file's recorded pages as sorted, merged (file, first page, pages).
-pub(super) fn merged_ranges(accesses: &[AccessRecord]) -> Vec<(u32, u64, u64)> {
-    let mut v: Vec<(u32, u64, u64)> = accesses
-        .iter()
-        .map(|a| (a.file, a.page, u64::from(a.pages)))
-        .collect();
-    v.sort_unstable();
-    let mut out: Vec<(u32, u64, u64)> = Vec::with_capacity(v.len());
-    for (f, p, n) in v {
-        match out.last_mut() {
-            Some((lf, lp, ln)) if *lf == f && *lp + *ln >= p => *ln = (*ln).max(p + n - *lp),
-            _ => out.push((f, p, n)),
-        }
-    }
-    out
-}
