@@ -135,14 +135,19 @@ fn a_launch_is_recorded_then_replayed_and_survives_kill_9() {
         r["files_kept"].as_u64().unwrap() >= 5,
         "python and 4 data files: {l2}"
     );
+    // The whole set, but the data file the launch was seen reading in
+    // order, left to the readahead its read started.
+    let left = r["pages_left_to_readahead"].as_u64().unwrap();
+    assert!(left <= 2048, "one 8 MiB file at most: {l2}");
     assert_eq!(
-        r["pages_requested"], recorded,
+        r["pages_requested"].as_u64().unwrap() + left,
+        recorded,
         "the whole set replayed: {l2}"
     );
-    // The second launch found its pages in the cache: it brought in less
-    // than a quarter of what the first did.
+    // The second launch found its pages in the cache, but that file's:
+    // it brought in less than half of what the first did.
     let missed2 = l2["missed_pages"].as_u64().unwrap();
-    assert!(missed2 * 4 < missed1, "launch 1 {l1}\nlaunch 2 {l2}");
+    assert!(missed2 * 2 < missed1, "launch 1 {l1}\nlaunch 2 {l2}");
     assert!(l2["read_pages"].as_u64().unwrap() >= 8192, "{l2}");
     // Delay accounting: the cold launch waited for the disk, unless the
     // kernel's glitch made its one task's total no measurement (a
@@ -804,12 +809,16 @@ fn a_launch_read_late_has_its_misses_recorded() {
         .spawn()
         .unwrap();
     assert!(second.wait().unwrap().success());
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while resident_pct(&data) <= 90.0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let s = status(&state).unwrap();
-    assert!(resident_pct(&data) > 90.0, "{s}");
+    // Its replay had the file's 2 048 pages: asked for, or left to the
+    // readahead of a launch seen reading it, or waiting for that.
+    let r = &saved_launch(&state, second.id())["replay"];
+    let pages = [
+        "pages_requested",
+        "pages_left_to_readahead",
+        "pages_unconfirmed",
+    ];
+    let sum: u64 = pages.iter().map(|k| r[k].as_u64().unwrap()).sum();
+    assert!(sum >= 2048, "{r}");
     d.signal(libc::SIGTERM);
 }
 

@@ -270,6 +270,29 @@ pub(crate) mod tests {
         assert_eq!(data, vec![(1, 4 * n), (3, 8)]);
     }
 
+    /// Two files of `pages` pages each and the set of their reads of
+    /// `step.1` pages every `step.0`, the first file's first; `None`
+    /// unless root (files are found by inode).
+    fn two_data_files(
+        pages: u64,
+        step: (u64, u64),
+    ) -> Option<(tempfile::TempDir, [std::path::PathBuf; 2], AppHistory)> {
+        if unsafe { libc::geteuid() } != 0 {
+            return None;
+        }
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let files = [dir.path().join("data"), dir.path().join("more")];
+        let mut r = Recorder::new(64 << 20, 8192);
+        for f in &files {
+            std::fs::write(f, vec![1u8; pages as usize * 4096]).unwrap();
+            let md = std::fs::metadata(f).unwrap();
+            for page in (0..pages).step_by(step.0 as usize) {
+                r.read(std::process::id(), read_of(&md, page, step.1));
+            }
+        }
+        Some((dir, files, r.finish("/bin/x")))
+    }
+
     /// The data files' pages are asked for once the launch read the first
     /// recorded page of one of them, not before: with the launcher alive
     /// and neither page cached, nothing of them until the launcher exits;
@@ -277,20 +300,9 @@ pub(crate) mod tests {
     /// or no launcher, at once.
     #[test]
     fn data_files_wait_for_the_launch_to_read_one() {
-        if unsafe { libc::geteuid() } != 0 {
-            return; // files are found by inode, which needs root
-        }
-        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
-        let (p, q) = (dir.path().join("data"), dir.path().join("more"));
-        let mut r = Recorder::new(64 << 20, 8192);
-        for f in [&p, &q] {
-            std::fs::write(f, vec![1u8; 1024 * 4096]).unwrap();
-            let md = std::fs::metadata(f).unwrap();
-            for page in (0..1024).step_by(2) {
-                r.read(std::process::id(), read_of(&md, page, 1));
-            }
-        }
-        let h = r.finish("/bin/x");
+        let Some((_dir, [p, q], h)) = two_data_files(1024, (2, 1)) else {
+            return;
+        };
         let mut child = std::process::Command::new("sleep")
             .arg("0.3")
             .spawn()
@@ -350,6 +362,36 @@ pub(crate) mod tests {
         }
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    /// Of the data files, the one the launch is seen reading, which the
+    /// set read from start to end, is left to the readahead its read
+    /// started; the others are asked for.
+    #[test]
+    fn the_data_file_a_launch_reads_in_order_is_left_to_readahead() {
+        let Some((_dir, [p, q], h)) = two_data_files(512, (32, 32)) else {
+            return;
+        };
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        [&p, &q].into_iter().for_each(|f| drop_cached(f));
+        let first = std::fs::File::open(&p).unwrap();
+        std::os::unix::fs::FileExt::read_at(&first, &mut [0u8; 1], 0).unwrap();
+        let o = ReplayOptions {
+            budget_bytes: 64 << 20,
+            launcher: Some(child.id()),
+            ..opts(None)
+        };
+        let st = replay(&h, &o);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(
+            (st.pages_requested, st.pages_left_to_readahead),
+            (512, 512),
+            "{st:?}"
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ use launcher::Launcher;
 pub use launcher::{Holders, HOLDERS_MAX};
 use plan::within;
 pub(super) use plan::{batches, merged_ranges};
-pub use plan::{sequential_files, uncovered, READAHEAD_PAGES};
+pub use plan::{runs_from_start, sequential_files, uncovered, READAHEAD_PAGES};
 
 /// What one replay did.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -355,6 +355,7 @@ fn replay_from(
         readahead: FxHashSet::default(),
         held_files: FxHashMap::default(),
         pending: Vec::new(),
+        in_order: FxHashSet::default(),
         launcher: Launcher::new(o.launcher, &o.holders),
         backoff,
         budget: o.budget_bytes / PAGE,
@@ -400,6 +401,9 @@ fn replay_from(
         r.readahead = sequential_files(&h.accesses, &mapped);
         if o.confirm_data && o.launcher.is_some() {
             r.held_files = data_files(&h.accesses, &mapped);
+            r.in_order = (runs_from_start(&h.accesses, &mapped).into_keys())
+                .filter(|f| r.held_files.contains_key(f))
+                .collect();
         }
     }
     walk();
@@ -498,6 +502,9 @@ struct Replayer {
     held_files: FxHashMap<u32, u64>,
     /// Their ranges, held back until then: (file, first page, pages).
     pending: Vec<(u32, u64, u64)>,
+    /// Those of them the set read from start to end in one run: the one
+    /// the launch is seen reading is left to the kernel's readahead.
+    in_order: FxHashSet<u32>,
     launcher: Launcher,
     backoff: Backoff,
     budget: u64,

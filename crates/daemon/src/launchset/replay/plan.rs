@@ -36,6 +36,16 @@ pub const READAHEAD_PAGES: u64 = 2048;
 /// A mapped library is no run: its first touch is near its end (the ELF
 /// headers), then here and there.
 pub fn sequential_files(accesses: &[AccessRecord], mapped: &FxHashSet<u32>) -> FxHashSet<u32> {
+    (runs_from_start(accesses, mapped).into_iter())
+        .filter(|&(_, end)| end > READAHEAD_PAGES)
+        .map(|(f, _)| f)
+        .collect()
+}
+
+/// Each file the set read from its first page to its last in one
+/// ascending run ([`sequential_files`] says what holes a run may have),
+/// with the page after the run.
+pub fn runs_from_start(accesses: &[AccessRecord], mapped: &FxHashSet<u32>) -> FxHashMap<u32, u64> {
     // Per file: where its run ends and the pages it skipped, or None
     // once it went back or skipped too far.
     let mut runs: FxHashMap<u32, Option<(u64, u64)>> = Default::default();
@@ -53,12 +63,10 @@ pub fn sequential_files(accesses: &[AccessRecord], mapped: &FxHashSet<u32>) -> F
         });
     }
     runs.into_iter()
-        .filter(|&(f, run)| {
-            run.is_some_and(|(end, holes)| {
-                end > READAHEAD_PAGES && holes * HOLES_SHARE <= end * bounds(f).1
-            })
+        .filter_map(|(f, run)| {
+            let (end, holes) = run?;
+            (holes * HOLES_SHARE <= end * bounds(f).1).then_some((f, end))
         })
-        .map(|(f, _)| f)
         .collect()
 }
 
