@@ -192,7 +192,8 @@ impl Daemon {
         let replayed = own.as_ref().map(|(h, _)| Arc::clone(h));
         let next = self.successor_sets(&key);
         let reads = Arc::<LaunchReads>::default();
-        let covers = (own.as_ref())
+        // Only a set that is replayed covers the launches it holds.
+        let covers = (own.as_ref().filter(|_| user.is_ok()))
             .and_then(|(h, share)| (*share >= 1.0).then(|| (Arc::clone(h), Arc::default())));
         let covered = self.covering(pid);
         let resident = match (user, own.is_some() || !next.is_empty()) {
