@@ -23,7 +23,8 @@
 # LAUNCH_CAP=MiB, FILES_MAX=N, JUDGE_MIB=MiB and DETACH_FAULTS=false set
 # launch_cap_mib, launch_files_max, judge_from_memory_mib and
 # detach_idle_faults;
-# OUT=file writes elsewhere. AS_USER=name runs every program (launches
+# OUT=file writes elsewhere; STATUS_DIR=dir keeps each launch's
+# `outrider status --json` there (PROGRAM-REP.json, PROGRAM-first.json). AS_USER=name runs every program (launches
 # and the day) as that user, as an unprivileged user starts it
 # (`setpriv`: its uid, gid and groups; then `env`: HOME=/tmp, git told
 # to trust the root-owned clone): the daemon's replays for it open each
@@ -157,7 +158,9 @@ daemon_launch() {
   timed "${run[@]}"
   [ -n "$1" ] && echo "$p daemon $1 $WALL" >> "$work/results"
   wait_saved
-  status | python3 -c 'import json,sys; s=json.load(sys.stdin); print(sys.argv[1], s["rss_bytes"], s["cpu_s"], s["uptime_s"])' "$p" >> "$work/usage"
+  status > "$work/status.json"
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[2])); print(sys.argv[1], s["rss_bytes"], s["cpu_s"], s["uptime_s"])' "$p" "$work/status.json" >> "$work/usage"
+  [ -z "${STATUS_DIR:-}" ] || cp "$work/status.json" "$STATUS_DIR/$p-${1:-first}.json"
   stop_daemon
   [ -n "$1" ] || [ ${#FIRST_CMD[@]} = 0 ] || { rm -rf "$work/first-state"; cp -a "$work/state" "$work/first-state"; }
 }
