@@ -1,5 +1,5 @@
 //! Helpers shared by the `outrider daemon` test files (`daemon.rs`,
-//! `daemon_dirs.rs`, `daemon_clients.rs`): a daemon started on a configuration and stopped
+//! `daemon_dirs.rs`, `daemon_clients.rs`, `daemon_trees.rs`, ...): a daemon started on a configuration and stopped
 //! when dropped, its status file polled, every cache dropped under a
 //! lock.
 
@@ -210,4 +210,30 @@ pub fn python_ran(py: &Path, code: &str) -> u32 {
     let mut c = Command::new(py).args(["-c", code]).spawn().unwrap();
     assert!(c.wait().unwrap().success(), "python3 -c {code}");
     c.id()
+}
+
+/// [`watching_python`], a file of `mib` MiB in its directory (not in
+/// the cache), the cold lock held and the daemon started. The lock comes before the daemon:
+/// the variables of a pattern are dropped last to first, so the daemon
+/// has stopped (and put `task_delayacct` back) before the next test
+/// takes the lock and starts its own.
+#[allow(clippy::type_complexity)]
+pub fn python_and_data(
+    extra: &str,
+    mib: usize,
+) -> Option<(
+    PathBuf,
+    tempfile::TempDir,
+    PathBuf,
+    PathBuf,
+    std::sync::MutexGuard<'static, ()>,
+    Daemon,
+)> {
+    let (py, dir, cfg, state) = watching_python(extra)?;
+    let cold = cold_lock();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![7u8; mib << 20]).unwrap();
+    evict(&data);
+    let d = Daemon::start(&cfg, &state);
+    Some((py, dir, state, data, cold, d))
 }
