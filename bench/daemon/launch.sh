@@ -356,11 +356,21 @@ fi
 # Then the time the daemon's eBPF programs ran inside each of them (the
 # kernel's own count, kernel.bpf_stats_enabled on for this pass only:
 # it adds a clock read or two to every run of every program), one run
-# each with the daemon running: "program bpf_ns runs wall" to
+# each with the daemon running: "program bpf_ns runs wall lost" to
 # $work/unhelped-bpf.
-bpf_time() { # the daemon's programs: total run time (ns) and runs
-  grep -h -E '^run_(time_ns|cnt):' /proc/"$daemon_pid"/fdinfo/* 2> /dev/null |
-    awk '$1 == "run_time_ns:" { t += $2 } $1 == "run_cnt:" { n += $2 } END { printf "%d %d", t, n }'
+bpf_progs() { # the daemon's programs now: "prog_id run_time_ns run_cnt" each
+  awk '$1 == "prog_id:" { id = $2 } $1 == "run_time_ns:" { t = $2 }
+       $1 == "run_cnt:" { print id, t, $2 }' /proc/"$daemon_pid"/fdinfo/* 2> /dev/null | sort -u -k1,1n
+}
+# Run time (ns) and runs between two bpf_progs lists ($1, $2): a program
+# in both counts its difference, one attached in between all its runs.
+# One detached in between (the daemon detaches its page-read programs
+# while no launch is followed) took its runs after $1 with it: "lost N"
+# says how many programs did, the sum then a lower bound.
+bpf_time() {
+  awk 'NR == FNR { t[$1] = $2; n[$1] = $3; next }
+       { dt += $2 - t[$1]; dn += $3 - n[$1]; seen[$1] = 1 }
+       END { for (i in t) if (!(i in seen)) lost++; printf "%d %d %d", dt, dn, lost }' "$1" "$2"
 }
 : > "$work/unhelped-bpf"
 if [ -n "$UNHELPED" ] && [ -w /proc/sys/kernel/bpf_stats_enabled ]; then
@@ -371,11 +381,12 @@ if [ -n "$UNHELPED" ] && [ -w /proc/sys/kernel/bpf_stats_enabled ]; then
     timed "${CMD[@]}" # hot
     fresh_copies "$q"; copy_cmd "$q" 1
     sleep 1; echo 1 > /proc/sys/kernel/bpf_stats_enabled
-    read -r t0 n0 <<< "$(bpf_time)"
+    bpf_progs > "$work/bpf-before"
     timed "${CMD[@]}"
-    read -r t1 n1 <<< "$(bpf_time)"
+    bpf_progs > "$work/bpf-after"
     echo "$stats_before" > /proc/sys/kernel/bpf_stats_enabled
-    echo "$q $((t1 - t0)) $((n1 - n0)) $WALL" >> "$work/unhelped-bpf"
+    read -r t n lost <<< "$(bpf_time "$work/bpf-before" "$work/bpf-after")"
+    echo "$q $t $n $WALL $lost" >> "$work/unhelped-bpf"
   done
   stop_daemon
 fi
