@@ -10,10 +10,11 @@ use common::daemon::{
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `tree` with 30 directories (`d0/s0` .. `d9/s2`), a small file in each.
-fn tree_of_dirs(tree: &Path) {
+/// `tree` with `10 * per` directories (`d0/s0` .. `d9/s{per - 1}`), a
+/// small file in each.
+fn tree_of_dirs(tree: &Path, per: usize) {
     for i in 0..10 {
-        for j in 0..3 {
+        for j in 0..per {
             let d = tree.join(format!("d{i}/s{j}"));
             std::fs::create_dir_all(&d).unwrap();
             std::fs::write(d.join("f"), b"x").unwrap();
@@ -24,18 +25,20 @@ fn tree_of_dirs(tree: &Path) {
 /// A launch that walks a tree has the directories it opened recorded
 /// with its set (those another process opened meanwhile are not), and
 /// the next launch's replay lists them beside the set; with
-/// `metadata_walk = false`, neither.
+/// `metadata_walk = false`, neither. A short walk starts after the
+/// replay's first request, a long one (8 directories under each of the
+/// tree's 10) before it.
 #[test]
 fn the_directories_a_launch_opened_are_walked_at_its_next_launch() {
-    for walk in [true, false] {
+    for (walk, per) in [(true, 3), (true, 8), (false, 3)] {
         let Some((py, dir, cfg, state)) = watching_python(&format!("metadata_walk = {walk}\n"))
         else {
             return;
         };
         let _cold = cold_lock();
         let (tree, other) = (dir.path().join("tree"), dir.path().join("other"));
-        tree_of_dirs(&tree);
-        tree_of_dirs(&other);
+        tree_of_dirs(&tree, per);
+        tree_of_dirs(&other, 3);
         let d = Daemon::start(&cfg, &state);
         let launch = || {
             drop_caches();
@@ -63,11 +66,20 @@ fn the_directories_a_launch_opened_are_walked_at_its_next_launch() {
             assert_eq!((opened, walked), (0, 0), "{first}\n{second}");
             continue;
         }
-        // The tree's 31 and the interpreter's own (its module search
-        // path), not the other tree's 41.
-        assert!((31..31 + 41).contains(&opened), "{first}");
+        // The tree's (31 with 3 per directory) and the interpreter's own
+        // (its module search path), not the other tree's 41.
+        let tree = 10 * per as u64 + 1;
+        assert!((tree..tree + 41).contains(&opened), "{first}");
         // Each directory opened listed, and those of the set's files.
         assert!(walked >= opened, "{second}");
+        // A walk of fewer than 64 directories (WALK_FIRST_DIRS) starts
+        // once the first reorder buffer is asked for, a longer one before.
+        let r = &second["replay"];
+        let (walk_s, first_s) = (r["walk_started_s"].as_f64(), r["first_request_s"].as_f64());
+        let (walk_s, first_s) = (walk_s.unwrap(), first_s.unwrap());
+        assert!(walk_s > 0.0 && first_s > 0.0, "{second}");
+        assert_eq!(walk_s >= first_s, opened < 64, "{second}");
+        assert_eq!(opened < 64, per == 3, "{first}");
         assert!(
             second["replay"]["files_walked"].as_u64() > Some(0),
             "{second}"
