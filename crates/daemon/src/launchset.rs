@@ -46,7 +46,7 @@ pub use evidence::{
 pub use name::{app_name, names_a_path, INLINE_PROGRAM_OPTIONS, WHERE_OPTIONS_MAX};
 pub use recorder::{PagesRead, Recorder};
 #[cfg(test)]
-use replay::{asked_from_memory, batches, merged_ranges, uncovered};
+use replay::{asked_from_memory, batches, merged_ranges, runs_from_start, uncovered};
 pub use replay::{
     data_files, replay, sequential_files, Backoff, Holders, ReplayOptions, ReplayStats,
     DATA_MIN_PAGES, EXIT_EVERY_PAGES, HOLDERS_MAX, PRESSURE_EVERY_PAGES, READAHEAD_PAGES,
@@ -210,7 +210,7 @@ pub(crate) mod tests {
     #[test]
     fn long_sequential_files_are_left_to_readahead() {
         let a = |file, page, pages| AccessRecord { file, page, pages };
-        let seq = sequential_files(
+        let seq = sequential_files(&runs_from_start(
             &[
                 a(1, 0, 1024),
                 a(2, 0, 4096),
@@ -226,7 +226,7 @@ pub(crate) mod tests {
                 a(7, 1024 + 500, 2048), // skipped more than 1 page in 16
             ],
             &Default::default(),
-        );
+        ));
         let mut seq: Vec<u32> = seq.into_iter().collect();
         seq.sort_unstable();
         assert_eq!(seq, vec![1, 2]);
@@ -245,12 +245,14 @@ pub(crate) mod tests {
         scan.extend([a(5, 8000, 1), a(5, 0, 16)]); // headers near its end
         scan.extend((0..64).map(|i| a(5, 16 + i * 64, 16)));
         let mapped = [1, 2, 3, 4, 5].into_iter().collect();
-        let mut seq: Vec<u32> = sequential_files(&scan, &mapped).into_iter().collect();
+        let mut seq: Vec<u32> = sequential_files(&runs_from_start(&scan, &mapped))
+            .into_iter()
+            .collect();
         seq.sort_unstable();
         assert_eq!(seq, vec![1, 2]);
         // File 1's holes in a file read through read(2): a strided reader.
         let read: Vec<_> = (0..1024).map(|i| a(1, i * 64, 16)).collect();
-        assert!(sequential_files(&read, &Default::default()).is_empty());
+        assert!(sequential_files(&runs_from_start(&read, &Default::default())).is_empty());
     }
 
     /// A data file is one read through read(2) with DATA_MIN_PAGES or
@@ -303,10 +305,7 @@ pub(crate) mod tests {
         let Some((_dir, [p, q], h)) = two_data_files(1024, (2, 1)) else {
             return;
         };
-        let mut child = std::process::Command::new("sleep")
-            .arg("0.3")
-            .spawn()
-            .unwrap();
+        let mut child = sleeping("0.3");
         let with = |launcher, confirm_data| ReplayOptions {
             budget_bytes: 64 << 20,
             launcher,
@@ -339,10 +338,7 @@ pub(crate) mod tests {
             assert_eq!(c, 0, "{name}: its first recorded page not read");
         }
         // The second file's first page read (by the launch, here by the test).
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .unwrap();
+        let mut child = sleeping("5");
         drop_both();
         std::os::unix::fs::FileExt::read_at(&g, &mut [0u8; 1], 0).unwrap();
         let st = replay(&h, &with(Some(child.id()), true));
@@ -372,10 +368,7 @@ pub(crate) mod tests {
         let Some((_dir, [p, q], h)) = two_data_files(512, (32, 32)) else {
             return;
         };
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .unwrap();
+        let mut child = sleeping("5");
         [&p, &q].into_iter().for_each(|f| drop_cached(f));
         let first = std::fs::File::open(&p).unwrap();
         std::os::unix::fs::FileExt::read_at(&first, &mut [0u8; 1], 0).unwrap();
@@ -405,6 +398,14 @@ pub(crate) mod tests {
             a(1, 2, 1),
         ]);
         assert_eq!(m, vec![(1, 0, 3), (2, 0, 3), (2, 10, 12)]);
+    }
+
+    /// A launcher that lives `secs` seconds.
+    fn sleeping(secs: &str) -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg(secs)
+            .spawn()
+            .unwrap()
     }
 
     fn opts(user: Option<Credentials>) -> ReplayOptions {

@@ -421,10 +421,11 @@ fn replay_from(
     }
     if !o.ahead {
         let mapped = h.files.iter().filter(|f| f.mapped).map(|f| f.id).collect();
-        r.readahead = sequential_files(&h.accesses, &mapped);
+        let runs = runs_from_start(&h.accesses, &mapped);
+        r.readahead = sequential_files(&runs);
         if o.confirm_data && o.launcher.is_some() {
             r.held_files = data_files(&h.accesses, &mapped);
-            r.in_order = (runs_from_start(&h.accesses, &mapped).into_keys())
+            r.in_order = (runs.into_keys())
                 .filter(|f| r.held_files.contains_key(f))
                 .collect();
         }

@@ -35,10 +35,12 @@ pub const READAHEAD_PAGES: u64 = 2048;
 /// where `bench/daemon/launch.sh` had measured 0.78x (5 runs).
 /// A mapped library is no run: its first touch is near its end (the ELF
 /// headers), then here and there.
-pub fn sequential_files(accesses: &[AccessRecord], mapped: &FxHashSet<u32>) -> FxHashSet<u32> {
-    (runs_from_start(accesses, mapped).into_iter())
-        .filter(|&(_, end)| end > READAHEAD_PAGES)
-        .map(|(f, _)| f)
+///
+/// `runs` is what [`runs_from_start`] found in the set.
+pub fn sequential_files(runs: &FxHashMap<u32, u64>) -> FxHashSet<u32> {
+    (runs.iter())
+        .filter(|&(_, &end)| end > READAHEAD_PAGES)
+        .map(|(&f, _)| f)
         .collect()
 }
 
