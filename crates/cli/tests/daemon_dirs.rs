@@ -87,6 +87,49 @@ fn the_directories_a_launch_opened_are_walked_at_its_next_launch() {
     }
 }
 
+/// A launch seen opening its directories only in part (the file system
+/// is marked once a launch is seen to read from storage, here before
+/// its walk) saves with its set the directories of the set before it
+/// too, when it ran with the same roots; with other roots, its own only.
+#[test]
+fn a_launch_seen_in_part_keeps_the_directories_of_the_set_before() {
+    let Some((py, dir, cfg, state)) = watching_python("") else {
+        return;
+    };
+    let _cold = cold_lock();
+    let (tree, other) = (dir.path().join("tree"), dir.path().join("other"));
+    tree_of_dirs(&tree, 3);
+    tree_of_dirs(&other, 3);
+    let d = Daemon::start(&cfg, &state);
+    // Walks `root`, or with `only`, that directory of it.
+    let launch = |root: &Path, only: &str| {
+        drop_caches();
+        let script = "import os, sys, time\ntime.sleep(0.3)\n\
+                      top = os.path.join(sys.argv[1], os.environ['ONLY'])\n\
+                      for _ in os.walk(top): pass\n";
+        let mut c = Command::new(&py)
+            .args(["-c", script])
+            .arg(root)
+            .env("ONLY", only)
+            .spawn()
+            .unwrap();
+        let pid = c.id();
+        assert!(c.wait().unwrap().success());
+        saved_launch(&state, pid)
+    };
+    let whole = launch(&tree, "");
+    let part = launch(&tree, "d0");
+    let elsewhere = launch(&other, "d0");
+    drop(d);
+    let n = |l: &serde_json::Value, k: &str| l[k].as_u64().unwrap();
+    let opened = n(&whole, "dirs_opened");
+    assert!(opened >= 31, "{whole}");
+    assert!(n(&part, "dirs_opened") < opened, "{part}");
+    assert!(n(&part, "dirs_saved") >= opened, "{whole}\n{part}");
+    let own = n(&elsewhere, "dirs_opened");
+    assert_eq!(n(&elsewhere, "dirs_saved"), own, "{elsewhere}");
+}
+
 /// Whether the daemon `pid`'s fanotify group holds a file-system mark
 /// (its `fdinfo` lists one `fanotify sdev:` line per mark).
 fn holds_a_mark(pid: u32) -> bool {

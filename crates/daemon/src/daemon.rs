@@ -131,6 +131,9 @@ struct Launch {
     dirs: dirs::Opened,
     /// Its command line's roots ([`crate::roots`]).
     roots: Roots,
+    /// The directories saved with the set it had before and that set's
+    /// roots (`None`: it had none).
+    places_before: Option<(Arc<Vec<std::path::PathBuf>>, Arc<Roots>)>,
 }
 
 /// A finished set waiting to be saved: its key, the set, the launch it

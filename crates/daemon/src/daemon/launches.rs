@@ -161,6 +161,7 @@ impl Daemon {
         let roots = self.roots_of(pid, &argv, &user);
         let cached = self.sets.get(&self.store, &key);
         let gate = cached.as_ref().map(|c| c.gate).unwrap_or_default();
+        let places_before = (cached.as_ref()).map(|c| (Arc::clone(&c.dirs), Arc::clone(&c.roots)));
         let dirs = (cached.as_ref()).map_or_else(Arc::default, |c| Arc::clone(&c.dirs));
         let recorded = (cached.as_ref())
             .filter(|_| self.cfg.argument_roots)
@@ -240,6 +241,7 @@ impl Daemon {
                 gone_ns: None,
                 dirs: Default::default(),
                 roots,
+                places_before,
             },
         );
         Ok(())
@@ -552,11 +554,12 @@ impl Daemon {
         }
         let gate = self.judge(id, &l);
         if l.rec.pages > 0 {
+            let (opened, dirs) = (l.dirs.len(), self.dirs_to_save(&l));
             let set = l.rec.finish(&l.exe);
             let streaks = Streaks::after(l.prev.as_deref(), &set);
-            let dirs = self.dir_paths(&l.dirs);
             if let Some(s) = status_of(&mut self.status, id) {
-                s.dirs_opened = dirs.len() as u64;
+                s.dirs_opened = opened as u64;
+                s.dirs_saved = dirs.len() as u64;
             }
             self.pending.push(Pending {
                 key,

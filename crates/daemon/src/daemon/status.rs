@@ -43,9 +43,12 @@ pub struct LaunchStatus {
     pub missed_pages: u64,
     /// Pages recorded into the new launch set.
     pub recorded_pages: u64,
-    /// Directories its process tree opened in the window, recorded with
-    /// the new set ([`Config::metadata_walk`](crate::config::Config::metadata_walk)).
+    /// Directories its process tree was seen opening in the window
+    /// ([`Config::metadata_walk`](crate::config::Config::metadata_walk)).
     pub dirs_opened: u64,
+    /// Directories saved with the new set: those it opened, and the
+    /// set's before when it was seen opening them only in part.
+    pub dirs_saved: u64,
     /// The benefit gate's level at exec: `full`, `reduced` (a quarter
     /// of the budget) or `off` (no replay).
     pub gate: String,
