@@ -167,6 +167,11 @@ impl DirWatch {
         self.on
     }
 
+    /// Whether the marks are held ([`DirWatch::set_marked`]).
+    pub fn marked(&self) -> bool {
+        self.on
+    }
+
     /// The path of a directory now (`None`: deleted, or its file system
     /// not marked). Needs `CAP_DAC_READ_SEARCH`.
     pub fn path_of(&self, d: &DirOpen) -> Option<PathBuf> {

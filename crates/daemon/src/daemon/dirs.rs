@@ -31,8 +31,6 @@ pub(super) struct Opened {
 pub(super) struct Watch {
     watch: DirWatch,
     rx: mpsc::Receiver<Vec<DirOpen>>,
-    /// The marks are held.
-    marked: bool,
 }
 
 impl Opened {
@@ -50,10 +48,7 @@ impl Daemon {
         }
         let (tx, rx) = mpsc::sync_channel(BATCHES_MAX);
         match DirWatch::stream([Path::new("/")], tx) {
-            Some(watch) => {
-                let marked = true;
-                self.dir_watch = Some(Watch { watch, rx, marked })
-            }
+            Some(watch) => self.dir_watch = Some(Watch { watch, rx }),
             None => log("outrider daemon: no directory watch (fanotify); no metadata walks".into()),
         }
     }
@@ -87,12 +82,12 @@ impl Daemon {
             !l.full && !l.exited && looked_cold
         });
         let Some(w) = &mut self.dir_watch else { return };
-        if !w.marked {
+        if !w.watch.marked() {
             for l in self.launches.values_mut().filter(|l| !l.exited) {
                 l.dirs.partial = true;
             }
         }
-        w.marked = w.watch.set_marked(recording);
+        w.watch.set_marked(recording);
     }
 
     /// Record the directories opened since the last look in the launches
