@@ -360,20 +360,24 @@ fi
 # $work/unhelped-bpf.
 # Each descriptor read on its own: one the daemon closes after the glob
 # (a file its replay opened) is skipped, where awk given the list exited
-# 2 and, under pipefail, ended the bench.
+# 2 and, under pipefail, ended the bench. A program's three fields are
+# taken from one descriptor's fdinfo only (each ends with "--").
 bpf_progs() { # the daemon's programs now: "prog_id run_time_ns run_cnt" each
   local f
-  for f in /proc/"$daemon_pid"/fdinfo/*; do cat "$f" 2> /dev/null || true; done |
-    awk '$1 == "prog_id:" { id = $2 } $1 == "run_time_ns:" { t = $2 }
-         $1 == "run_cnt:" { print id, t, $2 }' | sort -u -k1,1n
+  for f in /proc/"$daemon_pid"/fdinfo/*; do cat "$f" 2> /dev/null || true; echo --; done |
+    awk '$1 == "--" { id = ""; t = "" } $1 == "prog_id:" { id = $2 } $1 == "run_time_ns:" { t = $2 }
+         $1 == "run_cnt:" && id != "" && t != "" { print id, t, $2 }' | sort -u -k1,1n
 }
 # Run time (ns) and runs between two bpf_progs lists ($1, $2): a program
 # in both counts its difference, one attached in between all its runs.
 # One detached in between (the daemon detaches its page-read programs
 # while no launch is followed) took its runs after $1 with it: "lost N"
-# says how many programs did, the sum then a lower bound.
+# says how many programs did, the sum then a lower bound. The kernel's
+# counts only grow; one seen lower in $2 (the committed daemon.md of
+# 2026-12-07 had git-log at -14 768 runs) is counted lost, not negative.
 bpf_time() {
   awk 'NR == FNR { t[$1] = $2; n[$1] = $3; next }
+       $3 < n[$1] { next }
        { dt += $2 - t[$1]; dn += $3 - n[$1]; seen[$1] = 1 }
        END { for (i in t) if (!(i in seen)) lost++; printf "%d %d %d", dt, dn, lost }' "$1" "$2"
 }
