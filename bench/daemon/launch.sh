@@ -373,8 +373,8 @@ bpf_progs() { # the daemon's programs now: "prog_id run_time_ns run_cnt" each
 # One detached in between (the daemon detaches its page-read programs
 # while no launch is followed) took its runs after $1 with it: "lost N"
 # says how many programs did, the sum then a lower bound. The kernel's
-# counts only grow; one seen lower in $2 (the committed daemon.md of
-# 2026-12-07 had git-log at -14 768 runs) is counted lost, not negative.
+# counts only grow; one seen lower in $2 (a run of 2026-12-07 reported
+# git-log at -14 768 runs) is counted lost, not negative.
 bpf_time() {
   awk 'NR == FNR { t[$1] = $2; n[$1] = $3; next }
        $3 < n[$1] { next }
