@@ -19,7 +19,8 @@ pub use status::{BootStatus, LaunchStatus, Status};
 use crate::clients::Listener;
 use crate::config::Config;
 use crate::launchset::{
-    replay, Holders, LaunchReads, Recorder, ReplayOptions, ReplayStats, Verdict, MISS_SHARE,
+    replay, EventsRead, Holders, LaunchReads, Recorder, ReplayOptions, ReplayStats, Verdict,
+    MISS_SHARE,
 };
 use crate::roots::Roots;
 use crate::sets::Sets;
@@ -41,6 +42,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
+/// Event pages read at most per poll: fewer read, none was left waiting.
+const POLL_PAGES: usize = 256;
 /// Wait between polls when no event page was ready and the source
 /// cannot wake us at an exec (tracefs).
 const IDLE_SLEEP: Duration = Duration::from_millis(5);
@@ -228,6 +231,9 @@ pub struct Daemon {
     /// When a replay last read from storage
     /// ([`ReplayOptions::storage_read_ns`]).
     replays_read_ns: Arc<AtomicU64>,
+    /// How far the loop has read the events, for the replays' holders
+    /// ([`Holders::fed_by`]).
+    events_read: Arc<EventsRead>,
 }
 
 /// The name of the launch-order model in the store (beside DiskSeen's
@@ -307,6 +313,7 @@ impl Daemon {
             read_ahead: FxHashMap::default(),
             dir_watch: None,
             replays_read_ns: Arc::default(),
+            events_read: Arc::default(),
             cfg,
             config_path,
             own_exe: std::fs::read_link("/proc/self/exe").ok(),
@@ -427,7 +434,9 @@ impl Daemon {
         while outrider_sys::launch::last_signal().is_none() {
             events.clear();
             let src = self.src.as_mut().expect("opened");
-            let pages = (src.poll(&mut events, 256)).map_err(|e| format!("reading events: {e}"))?;
+            let polled_ns = monotonic_ns();
+            let pages =
+                (src.poll(&mut events, POLL_PAGES)).map_err(|e| format!("reading events: {e}"))?;
             // Before the execs are acted on: see `outrider_live::ebpf`,
             // module `reads`.
             (src.settle_reads()).map_err(|e| format!("tracing: {e}"))?;
@@ -436,6 +445,9 @@ impl Daemon {
             events.sort_by_key(|e| e.ts_ns);
             for e in &events {
                 self.on_event(e);
+            }
+            if pages < POLL_PAGES {
+                self.events_read.caught_up(polled_ns);
             }
             self.note_exited();
             self.judge_hot(monotonic_ns());
@@ -500,6 +512,7 @@ impl Daemon {
     /// Stop tracing and the helpers, put delay accounting back, save.
     fn stop(&mut self) {
         self.src = None;
+        self.events_read.caught_up(u64::MAX);
         self.stop_followers();
         if let Some((_, _, was)) = self.delays.take() {
             taskstats::restore(was);

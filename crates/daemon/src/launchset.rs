@@ -48,7 +48,7 @@ pub use recorder::{PagesRead, Recorder};
 #[cfg(test)]
 use replay::{asked_from_memory, batches, merged_ranges, runs_from_start, uncovered};
 pub use replay::{
-    data_files, replay, sequential_files, Backoff, Holders, ReplayOptions, ReplayStats,
+    data_files, replay, sequential_files, Backoff, EventsRead, Holders, ReplayOptions, ReplayStats,
     DATA_MIN_PAGES, EXIT_EVERY_PAGES, HOLDERS_MAX, PRESSURE_EVERY_PAGES, READAHEAD_PAGES,
     WALK_DIRS_MIN,
 };
@@ -791,6 +791,12 @@ pub(crate) mod tests {
         assert_eq!((st.files_dropped, st.pages_requested), (1, 0));
     }
 
+    /// Program `prog` started with argument `arg`.
+    fn spawn(prog: &str, arg: &str) -> std::process::Child {
+        let mut c = std::process::Command::new(prog);
+        c.arg(arg).spawn().unwrap()
+    }
+
     /// A wrapper that does not wait for its program (`setsid -f`) exits
     /// first: its replay goes on while the program it covers runs, then
     /// stops; once stopped short of its set, no launch may hold it.
@@ -798,10 +804,6 @@ pub(crate) mod tests {
     fn a_covered_launch_holds_the_replay_around_it_past_its_launchers_exit() {
         let Some((_dir, _, h)) = one_file_set(16, [(0, 6)].into_iter()) else {
             return;
-        };
-        let spawn = |prog: &str, arg: &str| {
-            let mut c = std::process::Command::new(prog);
-            c.arg(arg).spawn().unwrap()
         };
         let mut wrapper = spawn("true", "");
         wrapper.wait().unwrap();
@@ -852,5 +854,46 @@ pub(crate) mod tests {
             c.kill().unwrap();
             c.wait().unwrap();
         }
+    }
+
+    /// The event loop holds a child at its fork event, which it may read
+    /// after the replay saw the child's launcher exit (the loop behind on
+    /// a busy machine): a replay held by none waits for the loop to read
+    /// that far before it stops, so the child forked before the exit
+    /// holds it; with the loop stalled, it stops once it waited long
+    /// enough.
+    #[test]
+    fn a_replay_waits_for_the_event_loop_before_it_stops_at_its_launchers_exit() {
+        let Some((_dir, _, h)) = one_file_set(16, [(0, 6)].into_iter()) else {
+            return;
+        };
+        let mut launcher = spawn("true", "");
+        launcher.wait().unwrap();
+        let mut child = spawn("sleep", "30");
+        let events = Arc::new(EventsRead::default());
+        let holders = Arc::new(Holders::fed_by(&events));
+        let o = Arc::new(ReplayOptions {
+            launcher: Some(launcher.id()),
+            holders: Arc::clone(&holders),
+            ..opts(None)
+        });
+        let (h, o2) = (Arc::new(h), Arc::clone(&o));
+        let h2 = Arc::clone(&h);
+        let replaying = std::thread::spawn(move || replay(&h2, &o2));
+        // The loop reads the fork a moment later, then catches up.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(holders.hold(child.id()), "not closed before the loop read");
+        events.caught_up(outrider_sys::monotonic_ns());
+        let st = replaying.join().unwrap();
+        assert!(!st.stopped_at_exit && st.pages_requested == 6, "{st:?}");
+        // The child gone and the loop stalled: it stops all the same.
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let st = replay(&h, &o);
+        assert!(st.stopped_at_exit && st.pages_requested == 0, "{st:?}");
+        let mut late = spawn("sleep", "30");
+        assert!(!holders.hold(late.id()), "it stopped");
+        late.kill().unwrap();
+        late.wait().unwrap();
     }
 }

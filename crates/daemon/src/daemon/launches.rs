@@ -195,7 +195,7 @@ impl Daemon {
         let reads = Arc::<LaunchReads>::default();
         // Only a set that is replayed covers the launches it holds.
         let covers = (own.as_ref().filter(|_| user.is_ok()))
-            .and_then(|(h, share)| (*share >= 1.0).then(|| (Arc::clone(h), Arc::default())));
+            .and_then(|(h, share)| (*share >= 1.0).then(|| (Arc::clone(h), self.new_holders())));
         let covered = self.covering(pid);
         let resident = match (user, own.is_some() || !next.is_empty()) {
             (Ok(user), true) => {
@@ -574,6 +574,11 @@ impl Daemon {
             });
         }
         self.dirty = true;
+    }
+
+    /// Holders of a replay, taken by this loop ([`Holders::fed_by`]).
+    fn new_holders(&self) -> Arc<Holders> {
+        Arc::new(Holders::fed_by(&self.events_read))
     }
 
     /// The sets the launches around process `pid` (the launch it

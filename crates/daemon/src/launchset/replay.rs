@@ -25,7 +25,7 @@ mod launcher;
 mod plan;
 pub use confirm::{data_files, DATA_MIN_PAGES};
 use launcher::Launcher;
-pub use launcher::{Holders, HOLDERS_MAX};
+pub use launcher::{EventsRead, Holders, HOLDERS_MAX};
 use plan::within;
 pub(super) use plan::{batches, merged_ranges};
 pub use plan::{runs_from_start, sequential_files, uncovered, READAHEAD_PAGES};
