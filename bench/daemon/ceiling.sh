@@ -25,7 +25,7 @@ DATA_DIR=${DATA_DIR:-/var/tmp/outrider-suite}
 . bench/live/suite-programs.sh
 REPS=${REPS:-5}
 SHORT_REPS=$REPS
-PROGRAMS=${PROGRAMS:-"gcc gxx rustc node python-bare perl git-status rg"}
+PROGRAMS=${PROGRAMS:-"gcc gxx rustc node python-bare perl git-status rg wc"}
 OUT=${OUT:-bench/results/daemon-ceiling.md}
 [ "$(id -u)" = 0 ] || { echo "ceiling.sh: needs root" >&2; exit 2; }
 cargo build --release --quiet -p outrider-cli
